@@ -1,0 +1,471 @@
+//! The command line: parse, run, print, exit with DESIGN.md's codes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::cluster::local::{self, LocalCluster};
+use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
+use crate::error::{self, bad_input};
+use crate::lifecycle::{self, UpOptions};
+use crate::tools::{Component, K8sRelease, Resolver};
+
+#[derive(Parser, Debug)]
+#[command(name = "harness", version, about = "End-to-end test and benchmark harness for batch workloads on Kubernetes")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Find or build the binaries a cluster needs.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Bring a cluster up and print how to use it.
+    Up(UpArgs),
+    /// Stop a cluster and remove its state.
+    Down(DownArgs),
+    /// List clusters and the health of each component.
+    Status(StatusArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ToolsCommand {
+    /// Resolve every binary, building from Go modules what is missing.
+    Install(ToolsArgs),
+    /// Show where each binary was found (builds nothing).
+    List(ToolsListArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ToolsArgs {
+    /// Kubernetes minor (1.37, 1.36) or its pinned patch version.
+    #[arg(long, default_value = crate::tools::versions::DEFAULT_K8S_MINOR)]
+    pub k8s_version: String,
+    /// Use this binary: NAME=PATH (NAME: etcd, kube-apiserver,
+    /// kube-controller-manager, kube-scheduler, kubectl, kwok,
+    /// jobset-controller). Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsListArgs {
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Control-plane processes on this machine, kwok fake nodes.
+    Local,
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    #[arg(long, value_enum, default_value = "local")]
+    pub provider: Provider,
+    #[arg(long, default_value = "dev")]
+    pub name: String,
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+    /// Feature gates for every component: A=true,B=false
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+    /// API groups/versions to enable: scheduling.k8s.io/v1beta1=true
+    #[arg(long, default_value = "")]
+    pub runtime_config: String,
+    /// Number of fake nodes.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// CPU capacity of each node (a Kubernetes quantity).
+    #[arg(long, default_value = "32")]
+    pub node_cpu: String,
+    /// Memory capacity of each node (a Kubernetes quantity).
+    #[arg(long, default_value = "256Gi")]
+    pub node_memory: String,
+    /// Pod capacity of each node.
+    #[arg(long, default_value_t = 110)]
+    pub node_pods: u32,
+    /// Seconds to wait for readiness after the processes started.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct DownArgs {
+    #[arg(long, default_value = "dev")]
+    pub name: String,
+    /// Keep the state directory (logs, audit log, certificates).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Only this cluster.
+    #[arg(long)]
+    pub name: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// "A=true,B=false" → map. Values must be true or false.
+pub fn parse_gates(s: &str) -> Result<BTreeMap<String, bool>> {
+    let mut out = BTreeMap::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("--feature-gates: {item:?} is not NAME=true|false")))?;
+        let v = match v.trim() {
+            "true" => true,
+            "false" => false,
+            other => return Err(bad_input(format!("--feature-gates: {k}={other}: the value must be true or false"))),
+        };
+        if k.trim().is_empty() || !k.trim().chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(bad_input(format!("--feature-gates: {k:?} is not a feature gate name")));
+        }
+        out.insert(k.trim().to_string(), v);
+    }
+    Ok(out)
+}
+
+/// "group/version=true,api/all=false" → map.
+pub fn parse_runtime_config(s: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("--runtime-config: {item:?} is not GROUP/VERSION=true|false")))?;
+        if !matches!(v, "true" | "false") || k.is_empty() || k.contains(char::is_whitespace) {
+            return Err(bad_input(format!("--runtime-config: {item:?} is not GROUP/VERSION=true|false")));
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+pub fn parse_bins(items: &[String]) -> Result<BTreeMap<Component, PathBuf>> {
+    let mut out = BTreeMap::new();
+    for item in items {
+        let (name, path) = item
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("--bin {item:?}: expected NAME=PATH")))?;
+        let c = Component::from_name(name).ok_or_else(|| {
+            bad_input(format!(
+                "--bin {name}: unknown binary; one of {}",
+                Component::ALL.map(|c| c.name()).join(", ")
+            ))
+        })?;
+        out.insert(c, PathBuf::from(path));
+    }
+    Ok(out)
+}
+
+fn resolver(args: &ToolsArgs) -> Result<Resolver> {
+    let k8s = K8sRelease::parse(&args.k8s_version)?;
+    Ok(Resolver::from_env(k8s, parse_bins(&args.bins)?))
+}
+
+/// Entry point of the binary: returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { error::EXIT_USAGE } else { 0 };
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HARNESS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    crate::init_crypto();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return error::EXIT_FAILED;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            error::exit_code(&e)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Tools(ToolsCommand::Install(args)) => tools_install(&args).await,
+        Command::Tools(ToolsCommand::List(args)) => tools_list(&args),
+        Command::Up(args) => up(args).await,
+        Command::Down(args) => {
+            let started = Instant::now();
+            LocalCluster::load(&args.name)?.down(args.keep)?;
+            eprintln!(
+                "cluster {:?} stopped in {:.1} s{}",
+                args.name,
+                started.elapsed().as_secs_f64(),
+                if args.keep { " (state kept)" } else { "" }
+            );
+            Ok(0)
+        }
+        Command::Status(args) => status(&args).await,
+    }
+}
+
+async fn tools_install(args: &ToolsArgs) -> Result<i32> {
+    let r = resolver(args)?;
+    let mut rows = Vec::new();
+    for c in Component::ALL {
+        let r = r.clone();
+        let started = Instant::now();
+        let resolved = tokio::task::spawn_blocking(move || r.resolve(c))
+            .await
+            .context("tool resolution panicked")??;
+        rows.push((resolved, started.elapsed()));
+    }
+    println!("{:<24} {:<9} {:<7} {:>8}  PATH", "BINARY", "VERSION", "SOURCE", "TIME");
+    for (r, took) in rows {
+        println!(
+            "{:<24} {:<9} {:<7} {:>7.1}s  {}",
+            r.component,
+            r.version,
+            r.source.to_string(),
+            took.as_secs_f64(),
+            r.path.display()
+        );
+    }
+    Ok(0)
+}
+
+fn tools_list(args: &ToolsListArgs) -> Result<i32> {
+    let r = resolver(&args.tools)?;
+    let mut rows = Vec::new();
+    let mut missing = 0;
+    for c in Component::ALL {
+        match r.find(c) {
+            Ok(found) => rows.push(serde_json::json!({
+                "binary": c.name(), "wanted": c.version(r.k8s), "found": found.version,
+                "source": found.source, "path": found.path, "skipped": found.skipped,
+            })),
+            Err(skipped) => {
+                missing += 1;
+                rows.push(serde_json::json!({
+                    "binary": c.name(), "wanted": c.version(r.k8s), "found": null,
+                    "source": null, "path": null, "skipped": skipped,
+                }))
+            }
+        }
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Format::Text => {
+            println!("{:<24} {:<9} {:<9} {:<7} PATH", "BINARY", "PINNED", "FOUND", "SOURCE");
+            for row in &rows {
+                println!(
+                    "{:<24} {:<9} {:<9} {:<7} {}",
+                    row["binary"].as_str().unwrap_or_default(),
+                    row["wanted"].as_str().unwrap_or_default(),
+                    row["found"].as_str().unwrap_or("-"),
+                    row["source"].as_str().unwrap_or("-"),
+                    row["path"].as_str().unwrap_or("(missing: `harness tools install` builds it)"),
+                );
+                for s in row["skipped"].as_array().into_iter().flatten() {
+                    println!("{:<24} note: {}", "", s.as_str().unwrap_or_default());
+                }
+            }
+            if missing > 0 {
+                println!("\n{missing} binary(ies) missing; `harness tools install --k8s-version {}` builds them", r.k8s.minor);
+            }
+        }
+    }
+    Ok(0)
+}
+
+async fn up(args: UpArgs) -> Result<i32> {
+    let Provider::Local = args.provider;
+    local::validate_name(&args.name)?;
+    let k8s = K8sRelease::parse(&args.tools.k8s_version)?;
+    let spec = ClusterSpec {
+        name: args.name.clone(),
+        k8s_minor: k8s.minor.to_string(),
+        feature_gates: parse_gates(&args.feature_gates)?,
+        runtime_config: parse_runtime_config(&args.runtime_config)?,
+        nodes: NodeSpec {
+            count: args.nodes,
+            cpu: args.node_cpu.clone(),
+            memory: args.node_memory.clone(),
+            pods: args.node_pods,
+        },
+    };
+    let opts = UpOptions {
+        spec,
+        bins: parse_bins(&args.tools.bins)?,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let started = Instant::now();
+    let result = tokio::select! {
+        r = lifecycle::up(&opts) => r,
+        sig = interrupted() => {
+            eprintln!("\nharness: {sig}: tearing down cluster {:?}", args.name);
+            // The up future is dropped: stop whatever it had started.
+            if let Ok(c) = LocalCluster::load(&args.name) {
+                c.down(false)?;
+            }
+            return Ok(130);
+        }
+    };
+    let cluster = result?;
+    eprintln!(
+        "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
+        args.name,
+        cluster.state.k8s_version,
+        started.elapsed().as_secs_f64(),
+        cluster.layout.display()
+    );
+    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
+    Ok(0)
+}
+
+/// Resolves on SIGINT or SIGTERM, naming the signal.
+async fn interrupted() -> &'static str {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted";
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        _ = term.recv() => "terminated",
+    }
+}
+
+async fn status(args: &StatusArgs) -> Result<i32> {
+    let names = match &args.name {
+        Some(n) => vec![n.clone()],
+        None => local::list_clusters()?,
+    };
+    let mut all_healthy = true;
+    let mut report = Vec::new();
+    for name in &names {
+        let c = LocalCluster::load(name)?;
+        let health = c.health().await;
+        let healthy = health.iter().all(|h| h.healthy);
+        all_healthy &= healthy;
+        report.push((c, health, healthy));
+    }
+    match args.format {
+        Format::Json => {
+            let v: Vec<_> = report
+                .iter()
+                .map(|(c, h, ok)| {
+                    serde_json::json!({
+                        "name": c.state.name, "provider": c.state.provider,
+                        "k8s_version": c.state.k8s_version, "kubeconfig": c.kubeconfig(),
+                        "healthy": ok, "components": h,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => {
+            if report.is_empty() {
+                println!("no clusters (state dir {})", crate::paths::clusters_dir().display());
+            }
+            for (c, health, ok) in &report {
+                println!(
+                    "{} ({} provider, Kubernetes v{}): {}\n  KUBECONFIG={}",
+                    c.state.name,
+                    c.state.provider,
+                    c.state.k8s_version,
+                    if *ok { "healthy" } else { "UNHEALTHY" },
+                    c.kubeconfig().display()
+                );
+                for h in health {
+                    println!(
+                        "  {:<24} pid {:<8} {:<8} {}",
+                        h.component,
+                        h.pid.map(|p| p.to_string()).unwrap_or_default(),
+                        if h.running { "running" } else { "EXITED" },
+                        h.health
+                    );
+                }
+                if !ok && let Err(e) = c.check_processes() {
+                    eprintln!("{e:#}");
+                }
+            }
+        }
+    }
+    Ok(if all_healthy { 0 } else { error::EXIT_FAILED })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_parse_and_reject() {
+        let g = parse_gates("GenericWorkload=true, WorkloadWithJob=false").unwrap();
+        assert_eq!(g["GenericWorkload"], true);
+        assert_eq!(g["WorkloadWithJob"], false);
+        assert!(parse_gates("").unwrap().is_empty());
+        for bad in ["A", "A=yes", "=true", "A-B=true"] {
+            let e = parse_gates(bad).unwrap_err();
+            assert_eq!(error::exit_code(&e), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn runtime_config_parses() {
+        let rc = parse_runtime_config("scheduling.k8s.io/v1alpha2=true").unwrap();
+        assert_eq!(rc["scheduling.k8s.io/v1alpha2"], "true");
+        assert!(parse_runtime_config("scheduling.k8s.io/v1alpha2").is_err());
+        assert!(parse_runtime_config("a=maybe").is_err());
+    }
+
+    #[test]
+    fn bins_parse() {
+        let b = parse_bins(&["etcd=/opt/etcd".into()]).unwrap();
+        assert_eq!(b[&Component::Etcd], PathBuf::from("/opt/etcd"));
+        assert!(parse_bins(&["nope=/x".into()]).is_err());
+        assert!(parse_bins(&["etcd".into()]).is_err());
+    }
+
+    #[test]
+    fn cli_parses_up_flags() {
+        let cli = Cli::try_parse_from([
+            "harness", "up", "--name", "g", "--k8s-version", "1.36", "--nodes", "2", "--node-cpu", "4",
+            "--feature-gates", "GenericWorkload=true",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Up(a) => {
+                assert_eq!(a.name, "g");
+                assert_eq!(a.nodes, 2);
+                assert_eq!(a.tools.k8s_version, "1.36");
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Reading the API server's audit log (JSON lines, Metadata level).
+
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditUser {
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub subresource: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub api_group: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct ResponseStatus {
+    #[serde(default)]
+    pub code: u16,
+}
+
+/// The fields of an audit.k8s.io/v1 Event the harness uses.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    #[serde(default)]
+    pub stage: String,
+    #[serde(default)]
+    pub verb: String,
+    #[serde(default)]
+    pub request_uri: String,
+    #[serde(default)]
+    pub user: AuditUser,
+    #[serde(default)]
+    pub user_agent: String,
+    #[serde(default)]
+    pub object_ref: Option<ObjectRef>,
+    #[serde(default)]
+    pub response_status: Option<ResponseStatus>,
+    #[serde(default)]
+    pub stage_timestamp: String,
+}
+
+impl AuditEvent {
+    /// "VERB resource[/subresource]", the key the reports use.
+    pub fn key(&self) -> String {
+        match &self.object_ref {
+            Some(o) if !o.subresource.is_empty() => format!("{} {}/{}", self.verb, o.resource, o.subresource),
+            Some(o) => format!("{} {}", self.verb, o.resource),
+            None => format!("{} {}", self.verb, self.request_uri),
+        }
+    }
+}
+
+/// Read complete lines from byte `offset`; returns the events and the offset
+/// after the last complete line (a half-written last line is left for the
+/// next read). A line that is not an audit event is an error naming its
+/// position.
+pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening the audit log {}", path.display()))?;
+    f.seek(SeekFrom::Start(offset))?;
+    let mut reader = BufReader::new(f);
+    let mut events = Vec::new();
+    let mut pos = offset;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        let ev: AuditEvent = serde_json::from_str(line.trim_end())
+            .with_context(|| format!("{}: byte {pos}: not an audit event", path.display()))?;
+        events.push(ev);
+        pos += n as u64;
+    }
+    Ok((events, pos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const LINE: &str = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/pods","verb":"create","user":{"username":"system:serviceaccount:kube-system:job-controller","groups":["system:serviceaccounts"]},"userAgent":"kube-controller-manager/v1.37.1","objectRef":{"resource":"pods","namespace":"default","name":"p","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"stageTimestamp":"2026-11-21T00:00:00.000000Z"}"#;
+
+    #[test]
+    fn reads_events_and_keeps_partial_lines_for_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let mut f = std::fs::File::create(&path).unwrap();
+        writeln!(f, "{LINE}").unwrap();
+        write!(f, "{}", &LINE[..40]).unwrap();
+        f.flush().unwrap();
+        let (events, off) = read_from(&path, 0).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].user.username, "system:serviceaccount:kube-system:job-controller");
+        assert_eq!(events[0].key(), "create pods");
+        assert_eq!(events[0].response_status.as_ref().unwrap().code, 201);
+        assert_eq!(off as usize, LINE.len() + 1);
+        writeln!(f, "{}", &LINE[40..]).unwrap();
+        let (events, _) = read_from(&path, off).unwrap();
+        assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn a_corrupt_line_names_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        std::fs::write(&path, format!("{LINE}\nnot json\n")).unwrap();
+        let err = read_from(&path, 0).unwrap_err();
+        assert!(format!("{err:#}").contains(&format!("byte {}", LINE.len() + 1)), "{err:#}");
+    }
+}

@@ -1,0 +1,752 @@
+//! The local provider: a real control plane run as processes on loopback —
+//! etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet
+//! controller — with kwok standing in for kubelets on fake nodes.
+//!
+//! `harness up` starts the processes and exits; they keep running, recorded
+//! in `state.json` of the cluster's state directory, until `harness down`.
+
+pub mod certs;
+pub mod flags;
+pub mod kwok;
+pub mod layout;
+pub mod ports;
+pub mod process;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde::{Deserialize, Serialize};
+
+use self::certs::{Ca, CertPair};
+use self::flags::Gates;
+use self::layout::{Layout, Ports};
+use self::process::{Proc, log_tail};
+use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodeSpec};
+use crate::error::bad_input;
+use crate::tools::{Component, K8sRelease, Tools};
+
+/// The audit policy applied to every cluster (our own file in manifests/).
+pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
+
+/// Component names, in start order.
+pub const ETCD: &str = "etcd";
+pub const APISERVER: &str = "kube-apiserver";
+pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub const SCHEDULER: &str = "kube-scheduler";
+pub const JOBSET: &str = "jobset-controller";
+pub const KWOK: &str = "kwok";
+
+/// Client identities and their groups. Each gets a certificate and a
+/// kubeconfig; the audit log names them.
+pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
+    // (kubeconfig name, user name, groups)
+    ("admin", "admin", &["system:masters"]),
+    (CONTROLLER_MANAGER, "system:kube-controller-manager", &[]),
+    (SCHEDULER, "system:kube-scheduler", &[]),
+    (JOBSET, "jobset-controller", &[]),
+    (KWOK, "kwok-controller", &["system:masters"]),
+];
+
+/// The user name the JobSet controller runs as (RBAC binds it).
+pub const JOBSET_USER: &str = "jobset-controller";
+
+/// Where a controller that runs as a local process serves its webhooks:
+/// what `install` needs to point webhook configurations at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    /// e.g. https://127.0.0.1:40123 (paths are appended)
+    pub base_url: String,
+    pub ca_pem: String,
+}
+
+/// What `state.json` records about a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct State {
+    pub name: String,
+    pub provider: String,
+    pub k8s_version: String,
+    pub spec: ClusterSpec,
+    pub ports: Ports,
+    pub procs: Vec<Proc>,
+    pub created_unix: u64,
+    pub binaries: BTreeMap<String, String>,
+}
+
+pub struct LocalCluster {
+    pub layout: Layout,
+    pub state: State,
+    /// Handles of processes this harness process started (to reap them).
+    children: Mutex<Vec<Child>>,
+    client: tokio::sync::OnceCell<kube::Client>,
+    kubeconfig: PathBuf,
+}
+
+/// A cluster name becomes a directory and part of certificate names.
+pub fn validate_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(bad_input(format!(
+            "invalid cluster name {name:?}: use 1–40 lower-case letters, digits and '-', not starting or ending with '-'"
+        )))
+    }
+}
+
+pub fn cluster_dir(name: &str) -> PathBuf {
+    crate::paths::clusters_dir().join(name)
+}
+
+/// The names of every cluster with a state directory.
+pub fn list_clusters() -> Result<Vec<String>> {
+    let dir = crate::paths::clusters_dir();
+    let mut names = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    for e in entries {
+        let e = e?;
+        if e.path().join("state.json").is_file() {
+            names.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn write_private(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(())
+}
+
+fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
+    write_private(&layout.pki(&format!("{name}.crt")), &pair.cert_pem)?;
+    write_private(&layout.pki(&format!("{name}.key")), &pair.key_pem)
+}
+
+/// A kubeconfig that references the certificate files by absolute path.
+pub fn kubeconfig_text(cluster: &str, server: &str, ca: &Path, user: Option<(&str, &Path, &Path)>) -> String {
+    let mut s = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n    certificate-authority: {}\n",
+        ca.display()
+    );
+    let user_name = user.map(|u| u.0).unwrap_or("anonymous");
+    match user {
+        Some((name, crt, key)) => s.push_str(&format!(
+            "users:\n- name: {name}\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+            crt.display(),
+            key.display()
+        )),
+        None => s.push_str("users:\n- name: anonymous\n  user: {}\n"),
+    }
+    s.push_str(&format!(
+        "contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: {user_name}\ncurrent-context: {cluster}\n"
+    ));
+    s
+}
+
+async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
+    crate::init_crypto();
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    config.read_timeout = Some(Duration::from_secs(60));
+    config.connect_timeout = Some(Duration::from_secs(5));
+    kube::Client::try_from(config).with_context(|| format!("building a client from {}", path.display()))
+}
+
+fn http_client() -> Result<reqwest::Client> {
+    crate::init_crypto();
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .context("building an HTTP client")
+}
+
+async fn http_get(url: &str) -> Result<String> {
+    let resp = http_client()?
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    let status = resp.status();
+    let body = resp.text().await.with_context(|| format!("reading GET {url}"))?;
+    if !status.is_success() {
+        bail!("GET {url}: {status}: {}", body.trim());
+    }
+    Ok(body)
+}
+
+async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
+    let req = http::Request::get(path).body(Vec::new())?;
+    client.request_text(req).await.with_context(|| format!("GET {path}"))
+}
+
+impl LocalCluster {
+    /// Start every component and wait until each answers its health check.
+    /// Installing JobSet's CRDs and webhooks and creating the nodes are the
+    /// caller's next steps (see `lifecycle::up`).
+    pub async fn start(spec: &ClusterSpec, tools: &Tools) -> Result<LocalCluster> {
+        let mut cluster = Self::prepare(spec, tools)?;
+        cluster.launch(tools).await?;
+        Ok(cluster)
+    }
+
+    /// Create the state directory with certificates, kubeconfigs and
+    /// configuration files; start nothing.
+    fn prepare(spec: &ClusterSpec, tools: &Tools) -> Result<LocalCluster> {
+        validate_name(&spec.name)?;
+        let k8s = K8sRelease::parse(&spec.k8s_minor)?;
+        let root = cluster_dir(&spec.name);
+        if root.exists() {
+            match LocalCluster::load(&spec.name) {
+                Ok(existing) if existing.state.procs.iter().any(Proc::is_running) => {
+                    return Err(bad_input(format!(
+                        "cluster {:?} is already running (state in {}); use another --name or `harness down --name {}`",
+                        spec.name,
+                        root.display(),
+                        spec.name
+                    )));
+                }
+                _ => {
+                    // Left over from a run that died: nothing of it runs.
+                    std::fs::remove_dir_all(&root)
+                        .with_context(|| format!("removing the stale state directory {}", root.display()))?;
+                }
+            }
+        }
+        let layout = Layout::new(&root);
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true).mode(0o700);
+        for d in [
+            root.clone(),
+            root.join("pki"),
+            root.join("logs"),
+            root.join("kubeconfigs"),
+            layout.jobset_cert_dir(),
+        ] {
+            builder
+                .create(&d)
+                .with_context(|| format!("creating {}", d.display()))?;
+        }
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))?;
+
+        let ports = Ports::from_list(&ports::free_ports(Ports::COUNT)?);
+        let mut binaries = BTreeMap::new();
+        for (c, r) in &tools.bins {
+            binaries.insert(c.name().to_string(), format!("{} (v{})", r.path.display(), r.version));
+        }
+        let state = State {
+            name: spec.name.clone(),
+            provider: "local".into(),
+            k8s_version: k8s.version.to_string(),
+            spec: spec.clone(),
+            ports,
+            procs: Vec::new(),
+            created_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            binaries,
+        };
+        let cluster = LocalCluster {
+            kubeconfig: layout.admin_kubeconfig(),
+            layout,
+            state,
+            children: Mutex::new(Vec::new()),
+            client: tokio::sync::OnceCell::new(),
+        };
+        cluster.save()?;
+        cluster.write_files(spec, &ports)?;
+        Ok(cluster)
+    }
+
+    /// Start the processes (after `start` wrote the files). On error the
+    /// processes started so far are stopped and their logs kept.
+    async fn launch(&mut self, tools: &Tools) -> Result<()> {
+        match self.launch_inner(tools).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.stop_processes();
+                Err(e.context(format!(
+                    "starting local cluster {:?} (logs kept in {}; `harness down --name {}` removes them)",
+                    self.state.name,
+                    self.layout.display(),
+                    self.state.name
+                )))
+            }
+        }
+    }
+
+    async fn launch_inner(&mut self, tools: &Tools) -> Result<()> {
+        let k8s = K8sRelease::parse(&self.state.spec.k8s_minor)?;
+        let l = self.layout.clone();
+        let ports = self.state.ports;
+        let gates = Gates {
+            feature_gates: self.state.spec.feature_gates.clone(),
+            runtime_config: self.state.spec.runtime_config.clone(),
+        };
+
+        self.spawn(ETCD, tools.path(Component::Etcd)?, &flags::etcd(&l, &ports))?;
+        let etcd_health = format!("{}/health", ports.etcd_url());
+        self.wait_until(ETCD, Duration::from_secs(30), || async {
+            let body = http_get(&etcd_health).await?;
+            if body.contains("\"health\":\"true\"") {
+                Ok(())
+            } else {
+                bail!("etcd /health says {body}")
+            }
+        })
+        .await?;
+
+        self.spawn(
+            APISERVER,
+            tools.path(Component::KubeApiserver)?,
+            &flags::apiserver(k8s, &l, &ports, &gates),
+        )?;
+        let admin = l.admin_kubeconfig();
+        self.wait_until(APISERVER, Duration::from_secs(120), || async {
+            let client = client_from_kubeconfig(&admin).await?;
+            let body = client_get(&client, "/readyz").await?;
+            if body.trim() == "ok" { Ok(()) } else { bail!("/readyz says {body}") }
+        })
+        .await?;
+
+        self.spawn(
+            CONTROLLER_MANAGER,
+            tools.path(Component::KubeControllerManager)?,
+            &flags::controller_manager(k8s, &l, &ports, &gates),
+        )?;
+        self.spawn(
+            SCHEDULER,
+            tools.path(Component::KubeScheduler)?,
+            &flags::scheduler(k8s, &l, &ports, &gates),
+        )?;
+        self.spawn(JOBSET, tools.path(Component::Jobset)?, &flags::jobset(&l, &ports))?;
+        self.spawn(KWOK, tools.path(Component::Kwok)?, &flags::kwok(&l, &ports))?;
+
+        for (name, port) in [
+            (CONTROLLER_MANAGER, ports.controller_manager),
+            (SCHEDULER, ports.scheduler),
+        ] {
+            let kc = l.kubeconfig(&format!("{name}-health"));
+            self.wait_until(name, Duration::from_secs(60), || async {
+                let _ = port;
+                let client = client_from_kubeconfig(&kc).await?;
+                let body = client_get(&client, "/healthz").await?;
+                if body.trim() == "ok" { Ok(()) } else { bail!("/healthz says {body}") }
+            })
+            .await?;
+        }
+        let kwok_health = format!("http://127.0.0.1:{}/healthz", ports.kwok);
+        self.wait_until(KWOK, Duration::from_secs(30), || async {
+            http_get(&kwok_health).await.map(|_| ())
+        })
+        .await?;
+        Ok(())
+    }
+
+    fn write_files(&self, spec: &ClusterSpec, ports: &Ports) -> Result<()> {
+        let l = &self.layout;
+        let ca = Ca::generate(&spec.name)?;
+        write_pair(l, "ca", &ca.pair)?;
+        write_pair(
+            l,
+            "apiserver",
+            &ca.serving(
+                APISERVER,
+                &[
+                    "kubernetes",
+                    "kubernetes.default",
+                    "kubernetes.default.svc",
+                    "kubernetes.default.svc.cluster.local",
+                    "10.96.0.1",
+                ],
+            )?,
+        )?;
+        write_pair(l, "controller-manager-serving", &ca.serving(CONTROLLER_MANAGER, &[])?)?;
+        write_pair(l, "scheduler-serving", &ca.serving(SCHEDULER, &[])?)?;
+        let webhook = ca.serving(JOBSET, &[])?;
+        write_private(&l.jobset_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
+        write_private(&l.jobset_cert_dir().join("tls.key"), &webhook.key_pem)?;
+        let (sa_key, sa_pub) = certs::service_account_keys()?;
+        write_private(&l.pki("sa.key"), &sa_key)?;
+        write_private(&l.pki("sa.pub"), &sa_pub)?;
+
+        let server = ports.apiserver_url();
+        let cluster_name = format!("harness-{}", spec.name);
+        for (file, user, groups) in IDENTITIES {
+            let pair = ca.client(user, groups)?;
+            write_pair(l, &format!("client-{file}"), &pair)?;
+            let text = kubeconfig_text(
+                &cluster_name,
+                &server,
+                &l.ca_cert(),
+                Some((user, &l.pki(&format!("client-{file}.crt")), &l.pki(&format!("client-{file}.key")))),
+            );
+            let path = if *file == "admin" {
+                l.admin_kubeconfig()
+            } else {
+                l.kubeconfig(file)
+            };
+            write_private(&path, &text)?;
+        }
+        // Anonymous kubeconfigs to probe the components' own /healthz.
+        for (name, port) in [
+            (CONTROLLER_MANAGER, ports.controller_manager),
+            (SCHEDULER, ports.scheduler),
+        ] {
+            let text = kubeconfig_text(name, &format!("https://127.0.0.1:{port}"), &l.ca_cert(), None);
+            write_private(&l.kubeconfig(&format!("{name}-health")), &text)?;
+        }
+        write_private(&l.audit_policy(), AUDIT_POLICY)?;
+        write_private(&l.jobset_config(), &flags::jobset_config(l, ports))?;
+        write_private(&l.kwok_config(), &kwok::config()?)?;
+        Ok(())
+    }
+
+    fn spawn(&mut self, name: &str, bin: &Path, args: &[String]) -> Result<()> {
+        let (p, child) = process::spawn(name, bin, args, &self.layout.log(name), &[])?;
+        self.state.procs.push(p);
+        self.children
+            .lock()
+            .map_err(|_| anyhow::anyhow!("child list poisoned"))?
+            .push(child);
+        self.save()
+    }
+
+    /// Poll `check` until it succeeds; fail early, naming the component and
+    /// quoting its log, if the process exits.
+    async fn wait_until<F, Fut>(&self, name: &str, timeout: Duration, check: F) -> Result<()>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<()>>,
+    {
+        let step = crate::progress::Step::start(format!("waiting for {name}"));
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.reap();
+            if let Some(p) = self.state.procs.iter().find(|p| p.name == name)
+                && !p.is_running()
+            {
+                bail!(
+                    "{name} exited during start-up; last lines of {}:\n{}",
+                    p.log,
+                    log_tail(Path::new(&p.log), 20)
+                );
+            }
+            let last_err = match check().await {
+                Ok(()) => {
+                    step.done("ready");
+                    return Ok(());
+                }
+                Err(e) => e,
+            };
+            if Instant::now() > deadline {
+                let log = self.layout.log(name);
+                bail!(
+                    "{name} was not ready within {} s (last check: {:#}); last lines of {}:\n{}",
+                    timeout.as_secs(),
+                    last_err,
+                    log.display(),
+                    log_tail(&log, 20)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn reap(&self) {
+        if let Ok(mut children) = self.children.lock() {
+            for c in children.iter_mut() {
+                let _ = c.try_wait();
+            }
+        }
+    }
+
+    fn save(&self) -> Result<()> {
+        let path = self.layout.state_file();
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.state)?)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Attach to a cluster started earlier (by this or another process).
+    pub fn load(name: &str) -> Result<LocalCluster> {
+        validate_name(name)?;
+        let layout = Layout::new(cluster_dir(name));
+        let path = layout.state_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(bad_input(format!(
+                    "no local cluster named {name:?} (no {}); `harness status` lists clusters",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let state: State = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a cluster state file", path.display()))?;
+        Ok(LocalCluster {
+            kubeconfig: layout.admin_kubeconfig(),
+            layout,
+            state,
+            children: Mutex::new(Vec::new()),
+            client: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// Err naming every component that is not running, with its log's tail.
+    pub fn check_processes(&self) -> Result<()> {
+        self.reap();
+        let dead: Vec<&Proc> = self.state.procs.iter().filter(|p| !p.is_running()).collect();
+        if dead.is_empty() {
+            return Ok(());
+        }
+        let mut msg = format!(
+            "local cluster {:?} is broken: {} not running",
+            self.state.name,
+            dead.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        for p in dead {
+            msg.push_str(&format!(
+                "\n  {} (pid {}) has exited; last lines of {}:\n{}",
+                p.name,
+                p.pid,
+                p.log,
+                log_tail(Path::new(&p.log), 8)
+            ));
+        }
+        Err(anyhow::anyhow!(msg))
+    }
+
+    pub fn proc(&self, name: &str) -> Option<&Proc> {
+        self.state.procs.iter().find(|p| p.name == name)
+    }
+
+    /// Where the JobSet controller serves its webhooks.
+    pub fn jobset_webhook(&self) -> Result<WebhookEndpoint> {
+        let ca = self.layout.ca_cert();
+        Ok(WebhookEndpoint {
+            base_url: format!("https://127.0.0.1:{}", self.state.ports.jobset_webhook),
+            ca_pem: std::fs::read_to_string(&ca).with_context(|| format!("reading {}", ca.display()))?,
+        })
+    }
+
+    /// A client acting as another identity of this cluster (its kubeconfig
+    /// name in IDENTITIES).
+    pub async fn client_as(&self, identity: &str) -> Result<kube::Client> {
+        self.check_processes()?;
+        let path = if identity == "admin" {
+            self.layout.admin_kubeconfig()
+        } else {
+            self.layout.kubeconfig(identity)
+        };
+        client_from_kubeconfig(&path).await
+    }
+
+    fn stop_processes(&self) -> Vec<String> {
+        process::stop_all(&self.state.procs, Duration::from_secs(10), || self.reap())
+    }
+}
+
+impl Cluster for LocalCluster {
+    fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    async fn client(&self) -> Result<kube::Client> {
+        self.check_processes()?;
+        let path = self.layout.admin_kubeconfig();
+        self.client
+            .get_or_try_init(|| client_from_kubeconfig(&path))
+            .await
+            .cloned()
+    }
+
+    async fn apiserver_metrics(&self) -> Result<String> {
+        let client = self.client().await?;
+        client_get(&client, "/metrics").await
+    }
+
+    async fn etcd_metrics(&self) -> Result<String> {
+        self.check_processes()?;
+        http_get(&format!("{}/metrics", self.state.ports.etcd_url())).await
+    }
+
+    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+        super::audit::read_from(&self.layout.audit_log(), offset)
+    }
+
+    async fn set_capacity(&self, spec: &NodeSpec) -> Result<()> {
+        let client = self.client().await?;
+        let nodes: Api<Node> = Api::all(client);
+        let existing = nodes
+            .list(&ListParams::default().labels("type=kwok"))
+            .await
+            .context("listing kwok nodes")?;
+        let mut have = std::collections::BTreeSet::new();
+        for n in existing.items {
+            let name = n.metadata.name.clone().unwrap_or_default();
+            let index = name
+                .strip_prefix(kwok::NODE_PREFIX)
+                .and_then(|i| i.parse::<usize>().ok());
+            match index {
+                Some(i) if i < spec.count => {
+                    let want = kwok::node(i, spec);
+                    let patch = serde_json::json!({"status": {
+                        "capacity": want.status.as_ref().and_then(|s| s.capacity.clone()),
+                        "allocatable": want.status.as_ref().and_then(|s| s.allocatable.clone()),
+                    }});
+                    nodes
+                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .with_context(|| format!("setting the capacity of node {name}"))?;
+                    have.insert(i);
+                }
+                _ => {
+                    nodes
+                        .delete(&name, &DeleteParams::default())
+                        .await
+                        .with_context(|| format!("deleting node {name}"))?;
+                }
+            }
+        }
+        for i in (0..spec.count).filter(|i| !have.contains(i)) {
+            let node = kwok::node(i, spec);
+            nodes
+                .create(&PostParams::default(), &node)
+                .await
+                .with_context(|| format!("creating node {}{i}", kwok::NODE_PREFIX))?;
+        }
+        Ok(())
+    }
+
+    async fn health(&self) -> Vec<ComponentHealth> {
+        self.reap();
+        let ports = self.state.ports;
+        let mut out = Vec::new();
+        for p in &self.state.procs {
+            let running = p.is_running();
+            let check: Result<String> = if !running {
+                Err(anyhow::anyhow!("process has exited"))
+            } else {
+                match p.name.as_str() {
+                    ETCD => http_get(&format!("{}/health", ports.etcd_url())).await,
+                    APISERVER => match client_from_kubeconfig(&self.layout.admin_kubeconfig()).await {
+                        Ok(c) => client_get(&c, "/readyz").await,
+                        Err(e) => Err(e),
+                    },
+                    CONTROLLER_MANAGER | SCHEDULER => {
+                        match client_from_kubeconfig(&self.layout.kubeconfig(&format!("{}-health", p.name))).await {
+                            Ok(c) => client_get(&c, "/healthz").await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                    JOBSET => http_get(&format!("http://127.0.0.1:{}/readyz", ports.jobset_health)).await,
+                    KWOK => http_get(&format!("http://127.0.0.1:{}/healthz", ports.kwok)).await,
+                    _ => Ok("running".into()),
+                }
+            };
+            let (healthy, health) = match check {
+                Ok(body) => (true, body.trim().chars().take(60).collect()),
+                Err(e) => (false, format!("{e:#}").chars().take(200).collect()),
+            };
+            out.push(ComponentHealth {
+                component: p.name.clone(),
+                pid: Some(p.pid),
+                running,
+                health,
+                healthy,
+            });
+        }
+        out
+    }
+
+    fn down(self, keep: bool) -> Result<()> {
+        let killed = self.stop_processes();
+        if !killed.is_empty() {
+            tracing::warn!("had to SIGKILL {}", killed.join(", "));
+        }
+        let still: Vec<&str> = self
+            .state
+            .procs
+            .iter()
+            .filter(|p| p.is_running())
+            .map(|p| p.name.as_str())
+            .collect();
+        if !still.is_empty() {
+            bail!("could not stop {} of cluster {:?}", still.join(", "), self.state.name);
+        }
+        if !keep {
+            std::fs::remove_dir_all(&self.layout.root)
+                .with_context(|| format!("removing {}", self.layout.display()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        validate_name("dev").unwrap();
+        validate_name("gang-1-37").unwrap();
+        for bad in ["", "Dev", "a_b", "-x", "x-", "a/b", &"x".repeat(41)] {
+            let e = validate_name(bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn kubeconfig_parses_with_kube() {
+        let text = kubeconfig_text(
+            "harness-dev",
+            "https://127.0.0.1:6443",
+            Path::new("/s/pki/ca.crt"),
+            Some(("admin", Path::new("/s/pki/a.crt"), Path::new("/s/pki/a.key"))),
+        );
+        let kc = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        assert_eq!(kc.current_context.as_deref(), Some("harness-dev"));
+        let cluster = kc.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:6443"));
+        let user = kc.auth_infos[0].auth_info.as_ref().unwrap();
+        assert_eq!(user.client_certificate.as_deref(), Some("/s/pki/a.crt"));
+        let anon = kubeconfig_text("c", "https://127.0.0.1:1", Path::new("/ca"), None);
+        kube::config::Kubeconfig::from_yaml(&anon).unwrap();
+    }
+
+    #[test]
+    fn audit_policy_is_metadata_level() {
+        assert!(AUDIT_POLICY.contains("level: Metadata"));
+        assert!(AUDIT_POLICY.contains("kind: Policy"));
+    }
+}

@@ -1,0 +1,5 @@
+//! Putting components on a running cluster. A provider never calls this
+//! layer; `lifecycle::up` calls the provider, then this.
+
+pub mod apply;
+pub mod jobset;

@@ -1,0 +1,21 @@
+//! The harness library: clusters, installs, tools — and, in later layers,
+//! workloads, metrics, baselines and reports. See README.md for the layers.
+
+pub mod cli;
+pub mod cluster;
+pub mod error;
+pub mod install;
+pub mod lifecycle;
+pub mod paths;
+pub mod progress;
+pub mod tools;
+
+/// Install the process-wide TLS crypto provider (ring) once. kube and
+/// reqwest both use rustls; neither is built with a default provider.
+pub fn init_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another provider is installed already: fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

@@ -1,0 +1,309 @@
+//! Building a component from Go modules with the local Go toolchain.
+//!
+//! Each source tree is a wrapper module under `<cache>/go/<tree>/` that
+//! requires the upstream module and lists the commands as `tool`
+//! directives. For k8s.io/kubernetes the staging replaces are derived from
+//! the real go.mod of that release (its `=> ./staging/src/...` lines), so a
+//! release that adds a staging module needs no code change here.
+//!
+//! A file lock per tree stops two harness processes (two test binaries, a
+//! test and a CLI) from building the same thing at once; the second waits
+//! and then finds the binary in the cache.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::component::{Component, GoSource};
+use super::resolve::{Resolver, output_with_timeout, probe_version};
+use super::versions::MIN_GO;
+use crate::error::env_missing;
+use crate::progress::Step;
+
+/// Find the Go toolchain: `$HARNESS_GO`, else `go` on PATH.
+pub fn find_go() -> Option<PathBuf> {
+    if let Some(go) = std::env::var_os("HARNESS_GO").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(go));
+    }
+    which::which("go").ok()
+}
+
+fn go_command(go: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(go);
+    cmd.current_dir(dir)
+        .env("GOTOOLCHAIN", "local")
+        .env("CGO_ENABLED", "0")
+        .env("GOWORK", "off");
+    cmd
+}
+
+fn go_version(go: &Path) -> Result<(u32, u32, String)> {
+    let out = output_with_timeout(
+        Command::new(go).args(["env", "GOVERSION"]).env("GOTOOLCHAIN", "local"),
+        Duration::from_secs(60),
+    )
+    .with_context(|| format!("running {} env GOVERSION", go.display()))?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let nums: Vec<u32> = v
+        .trim_start_matches("go")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match nums.as_slice() {
+        [major, minor, ..] => Ok((*major, *minor, v)),
+        _ => bail!("cannot read the Go version from {v:?}"),
+    }
+}
+
+fn missing_fix(r: &Resolver, c: Component) -> String {
+    format!(
+        "install Go ≥ {}.{} (put `go` on PATH or set HARNESS_GO), or provide {} v{} yourself: \
+         set {}=/path/to/{} or put it on PATH",
+        MIN_GO.0,
+        MIN_GO.1,
+        c.name(),
+        c.version(r.k8s),
+        c.env_var(),
+        c.name()
+    )
+}
+
+/// Build `c` into the cache and return its path.
+pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
+    let version = c.version(r.k8s);
+    let Some(go) = find_go() else {
+        return Err(env_missing(
+            format!(
+                "{} v{version} was not found ({}) and there is no Go toolchain to build it",
+                c.name(),
+                tried.join("; ")
+            ),
+            missing_fix(r, c),
+        ));
+    };
+    let (major, minor, gov) = go_version(&go).map_err(|e| {
+        env_missing(
+            format!("the Go toolchain at {} does not work: {e:#}", go.display()),
+            missing_fix(r, c),
+        )
+    })?;
+    if (major, minor) < MIN_GO {
+        return Err(env_missing(
+            format!(
+                "{} v{version} must be built, and {gov} at {} is older than Go {}.{}",
+                c.name(),
+                go.display(),
+                MIN_GO.0,
+                MIN_GO.1
+            ),
+            missing_fix(r, c),
+        ));
+    }
+
+    let src = c.go_source(r.k8s);
+    let locks = r.cache_dir.join("locks");
+    fs::create_dir_all(&locks).with_context(|| format!("creating {}", locks.display()))?;
+    let lock_path = locks.join(format!("{}.lock", src.tree));
+    let lock = File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        let wait = Step::start(format!("waiting for another harness process building {}", src.tree));
+        lock.lock()
+            .with_context(|| format!("locking {}", lock_path.display()))?;
+        wait.done("done");
+    }
+    // Another process may have built it while we waited.
+    let target = r.cached_path(c);
+    if target.exists() && probe_version(c, &target).is_ok_and(|v| v == version) {
+        return Ok(target);
+    }
+
+    let tree = r.cache_dir.join("go").join(&src.tree);
+    fs::create_dir_all(&tree).with_context(|| format!("creating {}", tree.display()))?;
+    let logs = r.cache_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let log_path = logs.join(format!("build-{}-{version}.log", c.name()));
+    let mut log = File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+
+    let step = Step::start(format!(
+        "building {} v{version} from {}@{} with {gov}",
+        c.name(),
+        src.module,
+        src.module_version
+    ));
+    let fail = |what: &str, e: anyhow::Error| -> anyhow::Error {
+        let tail = tail_lines(&log_path, 25);
+        env_missing(
+            format!(
+                "building {} v{version} failed while {what}: {e:#}\n  build log {}:\n{tail}",
+                c.name(),
+                log_path.display()
+            ),
+            missing_fix(r, c),
+        )
+    };
+
+    prepare_tree(r, &go, &src, &tree, &mut log, &step).map_err(|e| fail("preparing the wrapper module", e))?;
+
+    fs::create_dir_all(target.parent().expect("cached path has a parent"))?;
+    let tmp = target.with_extension(format!("tmp-{}", std::process::id()));
+    let ldflags = std::iter::once("-s -w".to_string())
+        .chain(src.ldflags.iter().map(|x| format!("-X {x}")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = go_command(&go, &tree);
+    cmd.args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
+        .arg(&tmp)
+        .arg(&src.package);
+    run_logged(&mut cmd, &mut log, &step).map_err(|e| fail("running go build", e))?;
+    fs::rename(&tmp, &target).with_context(|| format!("moving the build to {}", target.display()))?;
+    step.done("built");
+    Ok(target)
+}
+
+/// Write the wrapper go.mod and resolve its dependencies (once per tree).
+fn prepare_tree(
+    r: &Resolver,
+    go: &Path,
+    src: &GoSource,
+    tree: &Path,
+    log: &mut File,
+    step: &Step,
+) -> Result<()> {
+    let mut gomod = format!(
+        "// Generated by the harness: builds {} {} from the Go module proxy.\nmodule harness.local/build/{}\n\ngo {}.{}.0\n\nrequire {} {}\n",
+        src.module, src.module_version, src.tree, MIN_GO.0, MIN_GO.1, src.module, src.module_version
+    );
+    if let Some(staging) = &src.staging_replaces {
+        let upstream = upstream_gomod(go, tree, src.module, &src.module_version)?;
+        let staged = staging_modules(&upstream);
+        if staged.is_empty() {
+            bail!("{}@{}'s go.mod has no staging replaces", src.module, src.module_version);
+        }
+        gomod.push('\n');
+        for m in staged {
+            gomod.push_str(&format!("replace {m} => {m} {staging}\n"));
+        }
+    }
+    gomod.push('\n');
+    // Every command built from this tree, so the go.mod is the same whichever is built first.
+    for c in Component::ALL {
+        let other = c.go_source(r.k8s);
+        if other.tree == src.tree {
+            gomod.push_str(&format!("tool {}\n", other.package));
+        }
+    }
+    let gomod_path = tree.join("go.mod");
+    let marker = tree.join(".tidy-done");
+    let unchanged = fs::read_to_string(&gomod_path).is_ok_and(|old| old == gomod)
+        && fs::read_to_string(&marker).is_ok_and(|m| m == gomod);
+    if unchanged {
+        return Ok(());
+    }
+    fs::write(&gomod_path, &gomod).with_context(|| format!("writing {}", gomod_path.display()))?;
+    let _ = fs::remove_file(&marker);
+    let mut cmd = go_command(go, tree);
+    cmd.args(["mod", "tidy"]);
+    run_logged(&mut cmd, log, step).context("go mod tidy")?;
+    fs::write(&marker, &gomod)?;
+    Ok(())
+}
+
+/// The text of `module@version`'s go.mod, fetched through the module proxy.
+fn upstream_gomod(go: &Path, dir: &Path, module: &str, version: &str) -> Result<String> {
+    let out = output_with_timeout(
+        go_command(go, dir).args(["mod", "download", "-json", &format!("{module}@{version}")]),
+        Duration::from_secs(600),
+    )?;
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("go mod download printed: {}", String::from_utf8_lossy(&out.stderr)))?;
+    if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
+        bail!("go mod download {module}@{version}: {err}");
+    }
+    let path = info
+        .get("GoMod")
+        .and_then(|p| p.as_str())
+        .context("go mod download -json gave no GoMod path")?;
+    fs::read_to_string(path).with_context(|| format!("reading {path}"))
+}
+
+/// The modules a go.mod replaces with a `./staging/src/...` directory.
+pub fn staging_modules(gomod: &str) -> Vec<String> {
+    gomod
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim().trim_start_matches("replace").trim();
+            let (left, right) = line.split_once("=>")?;
+            right
+                .trim()
+                .starts_with("./staging/src/")
+                .then(|| left.split_whitespace().next().map(str::to_string))
+                .flatten()
+        })
+        .collect()
+}
+
+/// Run a command with its output appended to the build log, showing the
+/// latest line in the progress display.
+fn run_logged(cmd: &mut Command, log: &mut File, step: &Step) -> Result<()> {
+    writeln!(log, "$ {cmd:?}")?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {cmd:?}"))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let tx2 = tx.clone();
+    let t1 = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let t2 = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx2.send(line);
+        }
+    });
+    for line in rx {
+        writeln!(log, "{line}")?;
+        step.update(&line);
+    }
+    let _ = t1.join();
+    let _ = t2.join();
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{status}");
+    }
+    Ok(())
+}
+
+fn tail_lines(path: &Path, n: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_modules_come_from_the_replace_lines() {
+        let gomod = "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/streaming => ./staging/src/k8s.io/streaming\n\tgithub.com/x/y => github.com/x/y v1.0.0\n)\nreplace k8s.io/kms => ./staging/src/k8s.io/kms\n";
+        assert_eq!(
+            staging_modules(gomod),
+            vec!["k8s.io/api", "k8s.io/streaming", "k8s.io/kms"]
+        );
+    }
+}

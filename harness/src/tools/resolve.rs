@@ -1,0 +1,296 @@
+//! Finding each binary, in the order a user expects:
+//! explicit flag → environment variable → PATH → the harness cache →
+//! build from Go modules. Every candidate is checked by reading its version.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use super::buildinfo::BuildInfo;
+use super::component::Component;
+use super::versions::K8sRelease;
+use crate::error::env_missing;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Flag,
+    Env,
+    Path,
+    Cache,
+    Built,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Source::Flag => "flag",
+            Source::Env => "env",
+            Source::Path => "PATH",
+            Source::Cache => "cache",
+            Source::Built => "built",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolved {
+    pub component: &'static str,
+    pub path: PathBuf,
+    /// The version the binary reports.
+    pub version: String,
+    /// The pinned version.
+    pub wanted: String,
+    pub source: Source,
+    /// Candidates passed over on the way, and why.
+    pub skipped: Vec<String>,
+}
+
+/// Where binaries are looked for. Built from the process environment by
+/// `Resolver::from_env`; tests build it by hand.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    pub k8s: K8sRelease,
+    pub cache_dir: PathBuf,
+    /// `--bin NAME=PATH` given on the command line.
+    pub flags: BTreeMap<Component, PathBuf>,
+    /// The values of the `HARNESS_*_BIN` variables.
+    pub env: BTreeMap<Component, PathBuf>,
+    /// The PATH to search (None: do not search PATH).
+    pub path_var: Option<OsString>,
+}
+
+impl Resolver {
+    pub fn from_env(k8s: K8sRelease, flags: BTreeMap<Component, PathBuf>) -> Resolver {
+        let env = Component::ALL
+            .into_iter()
+            .filter_map(|c| {
+                std::env::var_os(c.env_var())
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (c, PathBuf::from(v)))
+            })
+            .collect();
+        Resolver {
+            k8s,
+            cache_dir: crate::paths::cache_dir(),
+            flags,
+            env,
+            path_var: std::env::var_os("PATH"),
+        }
+    }
+
+    /// `<cache>/bin/<name>-<version>`
+    pub fn cached_path(&self, c: Component) -> PathBuf {
+        self.cache_dir
+            .join("bin")
+            .join(format!("{}-{}", c.name(), c.version(self.k8s)))
+    }
+
+    /// Resolve without building. Err carries what was tried and why each
+    /// candidate was passed over.
+    pub fn find(&self, c: Component) -> std::result::Result<Resolved, Vec<String>> {
+        let wanted = c.version(self.k8s);
+        let mut skipped = Vec::new();
+        let explicit = [
+            (self.flags.get(&c), Source::Flag, "--bin".to_string()),
+            (self.env.get(&c), Source::Env, c.env_var()),
+        ];
+        for (path, source, origin) in explicit {
+            let Some(path) = path else { continue };
+            // An explicit choice is honoured even at another version (a
+            // custom build), but it must exist and answer.
+            match probe_version(c, path) {
+                Ok(version) => {
+                    if version != wanted {
+                        skipped.push(format!(
+                            "{origin} names {} at v{version}, not the pinned v{wanted} (used anyway)",
+                            path.display()
+                        ));
+                    }
+                    return Ok(Resolved {
+                        component: c.name(),
+                        path: path.clone(),
+                        version,
+                        wanted,
+                        source,
+                        skipped,
+                    });
+                }
+                Err(e) => {
+                    skipped.push(format!("{origin}={}: {e:#}", path.display()));
+                    return Err(skipped);
+                }
+            }
+        }
+        if let Some(path_var) = &self.path_var
+            && let Ok(path) = which::which_in(c.name(), Some(path_var), "/")
+        {
+            match probe_version(c, &path) {
+                Ok(v) if v == wanted => {
+                    return Ok(Resolved {
+                        component: c.name(),
+                        path,
+                        version: v,
+                        wanted,
+                        source: Source::Path,
+                        skipped,
+                    });
+                }
+                Ok(v) => skipped.push(format!(
+                    "PATH has {} at v{v}, not the pinned v{wanted}",
+                    path.display()
+                )),
+                Err(e) => skipped.push(format!("PATH has {}: {e:#}", path.display())),
+            }
+        }
+        let cached = self.cached_path(c);
+        if cached.exists() {
+            match probe_version(c, &cached) {
+                Ok(v) if v == wanted => {
+                    return Ok(Resolved {
+                        component: c.name(),
+                        path: cached,
+                        version: v,
+                        wanted,
+                        source: Source::Cache,
+                        skipped,
+                    });
+                }
+                Ok(v) => skipped.push(format!(
+                    "cache has {} at v{v}, not v{wanted}",
+                    cached.display()
+                )),
+                Err(e) => skipped.push(format!("cache has {}: {e:#}", cached.display())),
+            }
+        } else {
+            skipped.push(format!("not in the cache ({})", cached.display()));
+        }
+        Err(skipped)
+    }
+
+    /// Resolve, building from Go modules when nothing else has it.
+    pub fn resolve(&self, c: Component) -> Result<Resolved> {
+        match self.find(c) {
+            Ok(r) => Ok(r),
+            Err(skipped) => {
+                let explicit = self.flags.contains_key(&c) || self.env.contains_key(&c);
+                if explicit {
+                    return Err(env_missing(
+                        format!("{} named explicitly cannot be used: {}", c.name(), skipped.join("; ")),
+                        format!(
+                            "point {} (or --bin {}=PATH) at a working {} v{}, or unset it to let the harness build one",
+                            c.env_var(),
+                            c.name(),
+                            c.name(),
+                            c.version(self.k8s)
+                        ),
+                    ));
+                }
+                let path = super::build::build(self, c, &skipped)?;
+                let version = probe_version(c, &path)
+                    .with_context(|| format!("checking the freshly built {}", path.display()))?;
+                Ok(Resolved {
+                    component: c.name(),
+                    path,
+                    version,
+                    wanted: c.version(self.k8s),
+                    source: Source::Built,
+                    skipped,
+                })
+            }
+        }
+    }
+
+    /// Resolve every component a local cluster needs.
+    pub fn resolve_all(&self) -> Result<Tools> {
+        let mut tools = Tools::default();
+        for c in Component::ALL {
+            let r = self.resolve(c)?;
+            tools.bins.insert(c, r);
+        }
+        tools.k8s = Some(self.k8s);
+        Ok(tools)
+    }
+}
+
+/// The resolved binaries of one Kubernetes release.
+#[derive(Debug, Clone, Default)]
+pub struct Tools {
+    pub k8s: Option<K8sRelease>,
+    pub bins: BTreeMap<Component, Resolved>,
+}
+
+impl Tools {
+    pub fn path(&self, c: Component) -> Result<&Path> {
+        self.bins
+            .get(&c)
+            .map(|r| r.path.as_path())
+            .with_context(|| format!("{} was not resolved", c.name()))
+    }
+}
+
+/// Run `cmd` and wait at most `timeout`; kill it past that.
+pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<std::process::Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(child.wait_with_output()?);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("did not finish within {} s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The version a binary reports ("1.37.1"), by its version command or, for
+/// binaries without one, from its embedded Go build information.
+pub fn probe_version(c: Component, path: &Path) -> Result<String> {
+    if !path.is_file() {
+        bail!("no such file");
+    }
+    let Some(args) = c.version_args() else {
+        let info = BuildInfo::read(path)?;
+        let source = c.go_source(K8sRelease::default_release());
+        let v = info.module_version(source.module).with_context(|| {
+            format!("it was not built from {} (its Go build information does not name it)", source.module)
+        })?;
+        return Ok(v.trim_start_matches('v').to_string());
+    };
+    let out = output_with_timeout(Command::new(path).args(args), Duration::from_secs(20))
+        .with_context(|| format!("running {} {}", path.display(), args.join(" ")))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        bail!(
+            "`{} {}` failed ({}): {}",
+            path.display(),
+            args.join(" "),
+            out.status,
+            text.trim()
+        );
+    }
+    c.parse_version(&text).with_context(|| {
+        format!(
+            "`{} {}` printed no version I recognise: {:?}",
+            path.display(),
+            args.join(" "),
+            text.trim()
+        )
+    })
+}
