@@ -179,6 +179,10 @@ fn resolver(args: &ToolsArgs) -> Result<Resolver> {
     Ok(Resolver::from_env(k8s, parse_bins(&args.bins)?))
 }
 
+/// Warnings, less kube-rs's per-attempt connection errors while a
+/// component is starting (readiness polling reports those itself).
+pub const DEFAULT_LOG_FILTER: &str = "warn,kube_client::client::builder=off";
+
 /// Entry point of the binary: returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -191,7 +195,7 @@ pub fn main() -> i32 {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HARNESS_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -1,1 +1,285 @@
-fn main() {}
+//! Integration tests against a real local control plane (etcd,
+//! kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet
+//! controller, kwok), one cluster shared by every trial of this binary.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use harness::cluster::{Cluster, NodeSpec};
+use harness::install::jobset;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use libtest_mimic::{Arguments, Trial};
+use serde_json::json;
+use suites::{eventually, namespace, shared, teardown, trial_result};
+
+const PREFIX: &str = "t-local";
+
+fn trial<F>(name: &str, body: F) -> Trial
+where
+    F: FnOnce(&'static suites::Fixture) -> Result<()> + Send + 'static,
+{
+    Trial::test(name, move || {
+        let fx = shared(PREFIX)?;
+        trial_result(body(fx))
+    })
+}
+
+fn job(name: &str, parallelism: i32) -> Result<Job> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "work", "image": "registry.invalid/work:none"}]
+            }}
+        }
+    }))?)
+}
+
+fn job_condition(j: &Job, kind: &str) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind && c.status == "True"))
+}
+
+/// A Job with parallelism 3 runs on kwok nodes and reaches Complete.
+fn job_with_parallelism_3_completes(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let client = namespace(&fx.cluster, "t-job").await?;
+        let jobs: Api<Job> = Api::namespaced(client.clone(), "t-job");
+        jobs.create(&PostParams::default(), &job("three", 3)?).await?;
+        let done = eventually("Job three Complete", Duration::from_secs(90), || {
+            let jobs = jobs.clone();
+            async move {
+                let j = jobs.get("three").await?;
+                if job_condition(&j, "Failed") {
+                    bail!("Job failed: {:?}", j.status);
+                }
+                Ok(job_condition(&j, "Complete").then_some(j))
+            }
+        })
+        .await?;
+        let status = done.status.context("Job has no status")?;
+        ensure!(status.succeeded == Some(3), "succeeded = {:?}", status.succeeded);
+        let pods: Api<Pod> = Api::namespaced(client, "t-job");
+        let list = pods.list(&ListParams::default().labels("job-name=three")).await?;
+        ensure!(list.items.len() == 3, "{} pods", list.items.len());
+        for p in &list.items {
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            ensure!(node.starts_with("kwok-node-"), "pod bound to {node:?}");
+            let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+            ensure!(phase == "Succeeded", "pod phase {phase}");
+        }
+        Ok(())
+    })
+}
+
+fn jobset_manifest(ns: &str, name: &str) -> serde_json::Value {
+    let rjob = |rname: &str, n: i32| {
+        json!({
+            "name": rname,
+            "replicas": 1,
+            "template": {"spec": {
+                "parallelism": n,
+                "completions": n,
+                "backoffLimit": 0,
+                "template": {"spec": {
+                    "containers": [{"name": rname, "image": "registry.invalid/thor:none"}]
+                }}
+            }}
+        })
+    };
+    json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicatedJobs": [rjob("manager", 1), rjob("workers", 2)]}
+    })
+}
+
+/// A JobSet with two replicated Jobs reaches Completed, and the fields its
+/// mutating webhook defaults are present.
+fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let client = namespace(&fx.cluster, "t-jobset").await?;
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "t-jobset", &jobset::api_resource());
+        let obj: DynamicObject = serde_json::from_value(jobset_manifest("t-jobset", "pair"))?;
+        let created = api.create(&PostParams::default(), &obj).await.context("creating JobSet pair")?;
+        let spec = &created.data["spec"];
+        // Set by the webhook (Default()), not by the CRD schema.
+        ensure!(spec["successPolicy"]["operator"] == "All", "successPolicy = {}", spec["successPolicy"]);
+        ensure!(
+            spec["startupPolicy"]["startupPolicyOrder"] == "AnyOrder",
+            "startupPolicy = {}",
+            spec["startupPolicy"]
+        );
+        ensure!(spec["network"]["enableDNSHostnames"] == true, "network = {}", spec["network"]);
+        for rj in spec["replicatedJobs"].as_array().context("replicatedJobs")? {
+            ensure!(rj["template"]["spec"]["completionMode"] == "Indexed", "completionMode in {rj}");
+            ensure!(
+                rj["template"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure",
+                "restartPolicy in {rj}"
+            );
+        }
+        let done = eventually("JobSet pair Completed", Duration::from_secs(90), || {
+            let api = api.clone();
+            async move {
+                let js = api.get("pair").await?;
+                let conds = js.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                if conds.iter().any(|c| c["type"] == "Failed" && c["status"] == "True") {
+                    bail!("JobSet failed: {}", js.data["status"]);
+                }
+                Ok(conds
+                    .iter()
+                    .any(|c| c["type"] == "Completed" && c["status"] == "True")
+                    .then_some(js))
+            }
+        })
+        .await?;
+        ensure!(done.data["status"]["terminalState"] == "Completed", "{}", done.data["status"]);
+        let jobs: Api<Job> = Api::namespaced(client, "t-jobset");
+        let list = jobs.list(&ListParams::default().labels("jobset.sigs.k8s.io/jobset-name=pair")).await?;
+        ensure!(list.items.len() == 2, "child Jobs: {}", list.items.len());
+        Ok(())
+    })
+}
+
+/// An invalid JobSet is rejected by the validating webhook, with its message.
+fn invalid_jobset_is_rejected(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let client = namespace(&fx.cluster, "t-invalid").await?;
+        let api: Api<DynamicObject> = Api::namespaced_with(client, "t-invalid", &jobset::api_resource());
+        let mut m = jobset_manifest("t-invalid", "bad");
+        // Only the webhook checks that success-policy targets exist.
+        m["spec"]["successPolicy"] = json!({"operator": "All", "targetReplicatedJobs": ["ghost"]});
+        let obj: DynamicObject = serde_json::from_value(m)?;
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(_) => bail!("the JobSet was accepted"),
+            Err(kube::Error::Api(s)) => {
+                ensure!(s.code == 422 || s.code == 400, "code {}: {}", s.code, s.message);
+                ensure!(s.message.contains("vjobset.kb.io"), "not from the webhook: {}", s.message);
+                ensure!(
+                    s.message.contains("invalid replicatedJob name 'ghost' does not appear in .spec.ReplicatedJobs"),
+                    "message: {}",
+                    s.message
+                );
+                Ok(())
+            }
+            Err(e) => bail!("unexpected error: {e}"),
+        }
+    })
+}
+
+/// A Job owned by nobody is created by `admin`, its pods by the
+/// job-controller identity — read from the audit log.
+fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let ns = "t-audit";
+        let client = namespace(&fx.cluster, ns).await?;
+        let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+        jobs.create(&PostParams::default(), &job("audited", 2)?).await?;
+        let pods: Api<Pod> = Api::namespaced(client, ns);
+        eventually("2 pods of Job audited", Duration::from_secs(60), || {
+            let pods = pods.clone();
+            async move {
+                let n = pods.list(&ListParams::default().labels("job-name=audited")).await?.items.len();
+                Ok((n == 2).then_some(()))
+            }
+        })
+        .await?;
+        let events = eventually("audit events for the Job and its pods", Duration::from_secs(30), || async {
+            let (events, _) = fx.cluster.audit_events(0)?;
+            let mine: Vec<_> = events
+                .into_iter()
+                .filter(|e| e.stage == "ResponseComplete" && e.verb == "create")
+                .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.namespace == ns))
+                .collect();
+            let pods = mine
+                .iter()
+                .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "pods" && o.subresource.is_empty()))
+                .count();
+            Ok((pods >= 2).then_some(mine))
+        })
+        .await?;
+        let job_creators: Vec<&str> = events
+            .iter()
+            .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "jobs"))
+            .map(|e| e.user.username.as_str())
+            .collect();
+        ensure!(job_creators == ["admin"], "Job created by {job_creators:?}");
+        // Pod creates proper; the scheduler's pods/binding creates are a
+        // subresource.
+        let pod_creators: Vec<&str> = events
+            .iter()
+            .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "pods" && o.subresource.is_empty()))
+            .map(|e| e.user.username.as_str())
+            .collect();
+        ensure!(
+            pod_creators.len() == 2
+                && pod_creators.iter().all(|u| *u == "system:serviceaccount:kube-system:job-controller"),
+            "pods created by {pod_creators:?}"
+        );
+        Ok(())
+    })
+}
+
+/// The API server's and etcd's metrics endpoints answer with the series
+/// the benchmarks read.
+fn metrics_endpoints_answer(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let api = fx.cluster.apiserver_metrics().await?;
+        ensure!(api.contains("apiserver_request_total{"), "no apiserver_request_total");
+        // 1.37 reports object counts as apiserver_resource_objects (the
+        // apiserver_storage_objects of earlier releases is gone).
+        ensure!(api.contains("apiserver_resource_objects{"), "no apiserver_resource_objects");
+        let etcd = fx.cluster.etcd_metrics().await?;
+        for series in ["etcd_mvcc_put_total", "etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_mvcc_db_total_size_in_bytes"] {
+            ensure!(etcd.contains(series), "etcd metrics lack {series}");
+        }
+        Ok(())
+    })
+}
+
+/// set_capacity adds nodes of the new size and removes surplus ones.
+fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
+    // Runs alone in spirit: it only adds nodes past the three the other
+    // trials use, and removes exactly those again.
+    fx.rt.block_on(async {
+        let client = fx.cluster.client().await?;
+        let nodes: Api<Node> = Api::all(client.clone());
+        let five = NodeSpec { count: 5, cpu: "16".into(), memory: "64Gi".into(), pods: 110 };
+        fx.cluster.set_capacity(&five).await?;
+        harness::lifecycle::wait_nodes_ready(&client, 5, Duration::from_secs(60), || Ok(())).await?;
+        let n4 = nodes.get("kwok-node-4").await?;
+        let cpu = n4.status.and_then(|s| s.capacity).and_then(|c| c.get("cpu").cloned());
+        ensure!(cpu.map(|q| q.0) == Some("16".into()), "kwok-node-4 cpu capacity");
+        fx.cluster.set_capacity(&suites::test_spec("x").nodes).await?;
+        let left = nodes.list(&ListParams::default().labels("type=kwok")).await?.items.len();
+        ensure!(left == 3, "{left} nodes after shrinking");
+        Ok(())
+    })
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![
+        trial("job_with_parallelism_3_completes", job_with_parallelism_3_completes),
+        trial("jobset_completes_with_webhook_defaults", jobset_completes_with_webhook_defaults),
+        trial("invalid_jobset_is_rejected_by_the_validating_webhook", invalid_jobset_is_rejected),
+        trial("job_pods_are_created_by_the_job_controller_identity", job_pods_are_created_by_the_job_controller),
+        trial("metrics_endpoints_answer", metrics_endpoints_answer),
+        trial("capacity_can_grow_and_shrink", capacity_can_grow_and_shrink),
+    ];
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Err(e) = teardown() {
+        eprintln!("tearing down the shared cluster: {e:#}");
+        std::process::exit(101);
+    }
+    conclusion.exit();
+}

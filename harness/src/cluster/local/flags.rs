@@ -57,6 +57,9 @@ pub fn apiserver(k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<S
         format!("--etcd-servers={}", ports.etcd_url()),
         "--bind-address=127.0.0.1".into(),
         "--advertise-address=127.0.0.1".into(),
+        // The default reconciler refuses a loopback advertise address; there
+        // is no in-cluster client of the `kubernetes` Service here anyway.
+        "--endpoint-reconciler-type=none".into(),
         format!("--secure-port={}", ports.apiserver),
         format!("--tls-cert-file={}", p(l.pki("apiserver.crt"))),
         format!("--tls-private-key-file={}", p(l.pki("apiserver.key"))),

@@ -567,8 +567,15 @@ impl LocalCluster {
         client_from_kubeconfig(&path).await
     }
 
+    /// Stop in two waves: clients of the API server and the API server
+    /// itself first, etcd last — an API server whose etcd is gone spends
+    /// its whole grace period retrying it.
     fn stop_processes(&self) -> Vec<String> {
-        process::stop_all(&self.state.procs, Duration::from_secs(10), || self.reap())
+        let (store, rest): (Vec<Proc>, Vec<Proc>) =
+            self.state.procs.iter().cloned().partition(|p| p.name == ETCD);
+        let mut killed = process::stop_all(&rest, Duration::from_secs(10), || self.reap());
+        killed.extend(process::stop_all(&store, Duration::from_secs(10), || self.reap()));
+        killed
     }
 }
 
