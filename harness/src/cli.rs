@@ -14,7 +14,11 @@ use crate::lifecycle::{self, UpOptions};
 use crate::tools::{Component, K8sRelease, Resolver};
 
 #[derive(Parser, Debug)]
-#[command(name = "harness", version, about = "End-to-end test and benchmark harness for batch workloads on Kubernetes")]
+#[command(
+    name = "harness",
+    version,
+    about = "End-to-end test and benchmark harness for batch workloads on Kubernetes"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -126,16 +130,22 @@ pub struct StatusArgs {
 pub fn parse_gates(s: &str) -> Result<BTreeMap<String, bool>> {
     let mut out = BTreeMap::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| bad_input(format!("--feature-gates: {item:?} is not NAME=true|false")))?;
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            bad_input(format!("--feature-gates: {item:?} is not NAME=true|false"))
+        })?;
         let v = match v.trim() {
             "true" => true,
             "false" => false,
-            other => return Err(bad_input(format!("--feature-gates: {k}={other}: the value must be true or false"))),
+            other => {
+                return Err(bad_input(format!(
+                    "--feature-gates: {k}={other}: the value must be true or false"
+                )));
+            }
         };
         if k.trim().is_empty() || !k.trim().chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(bad_input(format!("--feature-gates: {k:?} is not a feature gate name")));
+            return Err(bad_input(format!(
+                "--feature-gates: {k:?} is not a feature gate name"
+            )));
         }
         out.insert(k.trim().to_string(), v);
     }
@@ -146,11 +156,15 @@ pub fn parse_gates(s: &str) -> Result<BTreeMap<String, bool>> {
 pub fn parse_runtime_config(s: &str) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| bad_input(format!("--runtime-config: {item:?} is not GROUP/VERSION=true|false")))?;
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            bad_input(format!(
+                "--runtime-config: {item:?} is not GROUP/VERSION=true|false"
+            ))
+        })?;
         if !matches!(v, "true" | "false") || k.is_empty() || k.contains(char::is_whitespace) {
-            return Err(bad_input(format!("--runtime-config: {item:?} is not GROUP/VERSION=true|false")));
+            return Err(bad_input(format!(
+                "--runtime-config: {item:?} is not GROUP/VERSION=true|false"
+            )));
         }
         out.insert(k.to_string(), v.to_string());
     }
@@ -247,7 +261,10 @@ async fn tools_install(args: &ToolsArgs) -> Result<i32> {
             .context("tool resolution panicked")??;
         rows.push((resolved, started.elapsed()));
     }
-    println!("{:<24} {:<9} {:<7} {:>8}  PATH", "BINARY", "VERSION", "SOURCE", "TIME");
+    println!(
+        "{:<24} {:<9} {:<7} {:>8}  PATH",
+        "BINARY", "VERSION", "SOURCE", "TIME"
+    );
     for (r, took) in rows {
         println!(
             "{:<24} {:<9} {:<7} {:>7.1}s  {}",
@@ -283,7 +300,10 @@ fn tools_list(args: &ToolsListArgs) -> Result<i32> {
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Text => {
-            println!("{:<24} {:<9} {:<9} {:<7} PATH", "BINARY", "PINNED", "FOUND", "SOURCE");
+            println!(
+                "{:<24} {:<9} {:<9} {:<7} PATH",
+                "BINARY", "PINNED", "FOUND", "SOURCE"
+            );
             for row in &rows {
                 println!(
                     "{:<24} {:<9} {:<9} {:<7} {}",
@@ -291,14 +311,19 @@ fn tools_list(args: &ToolsListArgs) -> Result<i32> {
                     row["wanted"].as_str().unwrap_or_default(),
                     row["found"].as_str().unwrap_or("-"),
                     row["source"].as_str().unwrap_or("-"),
-                    row["path"].as_str().unwrap_or("(missing: `harness tools install` builds it)"),
+                    row["path"]
+                        .as_str()
+                        .unwrap_or("(missing: `harness tools install` builds it)"),
                 );
                 for s in row["skipped"].as_array().into_iter().flatten() {
                     println!("{:<24} note: {}", "", s.as_str().unwrap_or_default());
                 }
             }
             if missing > 0 {
-                println!("\n{missing} binary(ies) missing; `harness tools install --k8s-version {}` builds them", r.k8s.minor);
+                println!(
+                    "\n{missing} binary(ies) missing; `harness tools install --k8s-version {}` builds them",
+                    r.k8s.minor
+                );
             }
         }
     }
@@ -395,7 +420,10 @@ async fn status(args: &StatusArgs) -> Result<i32> {
         }
         Format::Text => {
             if report.is_empty() {
-                println!("no clusters (state dir {})", crate::paths::clusters_dir().display());
+                println!(
+                    "no clusters (state dir {})",
+                    crate::paths::clusters_dir().display()
+                );
             }
             for (c, health, ok) in &report {
                 println!(
@@ -431,8 +459,8 @@ mod tests {
     #[test]
     fn gates_parse_and_reject() {
         let g = parse_gates("GenericWorkload=true, WorkloadWithJob=false").unwrap();
-        assert_eq!(g["GenericWorkload"], true);
-        assert_eq!(g["WorkloadWithJob"], false);
+        assert!(g["GenericWorkload"]);
+        assert!(!g["WorkloadWithJob"]);
         assert!(parse_gates("").unwrap().is_empty());
         for bad in ["A", "A=yes", "=true", "A-B=true"] {
             let e = parse_gates(bad).unwrap_err();
@@ -459,8 +487,18 @@ mod tests {
     #[test]
     fn cli_parses_up_flags() {
         let cli = Cli::try_parse_from([
-            "harness", "up", "--name", "g", "--k8s-version", "1.36", "--nodes", "2", "--node-cpu", "4",
-            "--feature-gates", "GenericWorkload=true",
+            "harness",
+            "up",
+            "--name",
+            "g",
+            "--k8s-version",
+            "1.36",
+            "--nodes",
+            "2",
+            "--node-cpu",
+            "4",
+            "--feature-gates",
+            "GenericWorkload=true",
         ])
         .unwrap();
         match cli.command {

@@ -40,7 +40,11 @@ pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
     let cluster = LocalCluster::start(&opts.spec, &tools).await?;
     match finish_up(&cluster, opts).await {
         Ok(()) => {
-            tracing::info!("cluster {} ready in {:.1} s", opts.spec.name, started.elapsed().as_secs_f64());
+            tracing::info!(
+                "cluster {} ready in {:.1} s",
+                opts.spec.name,
+                started.elapsed().as_secs_f64()
+            );
             Ok(cluster)
         }
         Err(e) => {
@@ -72,7 +76,10 @@ async fn finish_up(cluster: &LocalCluster, opts: &UpOptions) -> Result<()> {
     step.done("ready");
 
     let step = Step::start("waiting for nodes to be Ready");
-    wait_nodes_ready(&client, opts.spec.nodes.count, opts.timeout, || cluster.check_processes()).await?;
+    wait_nodes_ready(&client, opts.spec.nodes.count, opts.timeout, || {
+        cluster.check_processes()
+    })
+    .await?;
     step.done("ready");
     Ok(())
 }
@@ -106,7 +113,10 @@ pub async fn wait_nodes_ready(
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("{ready} of {count} nodes Ready after {} s", timeout.as_secs());
+            bail!(
+                "{ready} of {count} nodes Ready after {} s",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -16,7 +16,9 @@ pub struct Step {
 impl Step {
     pub fn start(label: impl Into<String>) -> Step {
         let label = label.into();
-        let bar = if std::io::stderr().is_terminal() && std::env::var_os("HARNESS_NO_PROGRESS").is_none() {
+        let bar = if std::io::stderr().is_terminal()
+            && std::env::var_os("HARNESS_NO_PROGRESS").is_none()
+        {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")

@@ -106,7 +106,10 @@ where
             Err(e) => last = format!("{e:#}"),
         }
         if Instant::now() > deadline {
-            bail!("{what}: not reached within {} s (last error: {last})", timeout.as_secs());
+            bail!(
+                "{what}: not reached within {} s (last error: {last})",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -129,7 +132,8 @@ pub async fn namespace(cluster: &impl Cluster, name: &str) -> Result<kube::Clien
         .with_context(|| format!("creating namespace {name}"))?;
     // The namespace's default service account (created by the controller
     // manager) must exist before pods can be created in it.
-    let sas: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> = kube::Api::namespaced(client.clone(), name);
+    let sas: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(client.clone(), name);
     eventually("default service account", Duration::from_secs(30), || {
         let sas = sas.clone();
         async move { Ok(sas.get_opt("default").await?.map(|_| ())) }

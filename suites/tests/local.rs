@@ -53,7 +53,8 @@ fn job_with_parallelism_3_completes(fx: &'static suites::Fixture) -> Result<()> 
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-job").await?;
         let jobs: Api<Job> = Api::namespaced(client.clone(), "t-job");
-        jobs.create(&PostParams::default(), &job("three", 3)?).await?;
+        jobs.create(&PostParams::default(), &job("three", 3)?)
+            .await?;
         let done = eventually("Job three Complete", Duration::from_secs(90), || {
             let jobs = jobs.clone();
             async move {
@@ -66,14 +67,28 @@ fn job_with_parallelism_3_completes(fx: &'static suites::Fixture) -> Result<()> 
         })
         .await?;
         let status = done.status.context("Job has no status")?;
-        ensure!(status.succeeded == Some(3), "succeeded = {:?}", status.succeeded);
+        ensure!(
+            status.succeeded == Some(3),
+            "succeeded = {:?}",
+            status.succeeded
+        );
         let pods: Api<Pod> = Api::namespaced(client, "t-job");
-        let list = pods.list(&ListParams::default().labels("job-name=three")).await?;
+        let list = pods
+            .list(&ListParams::default().labels("job-name=three"))
+            .await?;
         ensure!(list.items.len() == 3, "{} pods", list.items.len());
         for p in &list.items {
-            let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let node = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default();
             ensure!(node.starts_with("kwok-node-"), "pod bound to {node:?}");
-            let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+            let phase = p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default();
             ensure!(phase == "Succeeded", "pod phase {phase}");
         }
         Ok(())
@@ -108,20 +123,38 @@ fn jobset_manifest(ns: &str, name: &str) -> serde_json::Value {
 fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-jobset").await?;
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "t-jobset", &jobset::api_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), "t-jobset", &jobset::api_resource());
         let obj: DynamicObject = serde_json::from_value(jobset_manifest("t-jobset", "pair"))?;
-        let created = api.create(&PostParams::default(), &obj).await.context("creating JobSet pair")?;
+        let created = api
+            .create(&PostParams::default(), &obj)
+            .await
+            .context("creating JobSet pair")?;
         let spec = &created.data["spec"];
         // Set by the webhook (Default()), not by the CRD schema.
-        ensure!(spec["successPolicy"]["operator"] == "All", "successPolicy = {}", spec["successPolicy"]);
+        ensure!(
+            spec["successPolicy"]["operator"] == "All",
+            "successPolicy = {}",
+            spec["successPolicy"]
+        );
         ensure!(
             spec["startupPolicy"]["startupPolicyOrder"] == "AnyOrder",
             "startupPolicy = {}",
             spec["startupPolicy"]
         );
-        ensure!(spec["network"]["enableDNSHostnames"] == true, "network = {}", spec["network"]);
-        for rj in spec["replicatedJobs"].as_array().context("replicatedJobs")? {
-            ensure!(rj["template"]["spec"]["completionMode"] == "Indexed", "completionMode in {rj}");
+        ensure!(
+            spec["network"]["enableDNSHostnames"] == true,
+            "network = {}",
+            spec["network"]
+        );
+        for rj in spec["replicatedJobs"]
+            .as_array()
+            .context("replicatedJobs")?
+        {
+            ensure!(
+                rj["template"]["spec"]["completionMode"] == "Indexed",
+                "completionMode in {rj}"
+            );
             ensure!(
                 rj["template"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure",
                 "restartPolicy in {rj}"
@@ -131,8 +164,14 @@ fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Resul
             let api = api.clone();
             async move {
                 let js = api.get("pair").await?;
-                let conds = js.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
-                if conds.iter().any(|c| c["type"] == "Failed" && c["status"] == "True") {
+                let conds = js.data["status"]["conditions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if conds
+                    .iter()
+                    .any(|c| c["type"] == "Failed" && c["status"] == "True")
+                {
                     bail!("JobSet failed: {}", js.data["status"]);
                 }
                 Ok(conds
@@ -142,9 +181,15 @@ fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Resul
             }
         })
         .await?;
-        ensure!(done.data["status"]["terminalState"] == "Completed", "{}", done.data["status"]);
+        ensure!(
+            done.data["status"]["terminalState"] == "Completed",
+            "{}",
+            done.data["status"]
+        );
         let jobs: Api<Job> = Api::namespaced(client, "t-jobset");
-        let list = jobs.list(&ListParams::default().labels("jobset.sigs.k8s.io/jobset-name=pair")).await?;
+        let list = jobs
+            .list(&ListParams::default().labels("jobset.sigs.k8s.io/jobset-name=pair"))
+            .await?;
         ensure!(list.items.len() == 2, "child Jobs: {}", list.items.len());
         Ok(())
     })
@@ -154,7 +199,8 @@ fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Resul
 fn invalid_jobset_is_rejected(fx: &'static suites::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-invalid").await?;
-        let api: Api<DynamicObject> = Api::namespaced_with(client, "t-invalid", &jobset::api_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client, "t-invalid", &jobset::api_resource());
         let mut m = jobset_manifest("t-invalid", "bad");
         // Only the webhook checks that success-policy targets exist.
         m["spec"]["successPolicy"] = json!({"operator": "All", "targetReplicatedJobs": ["ghost"]});
@@ -162,10 +208,21 @@ fn invalid_jobset_is_rejected(fx: &'static suites::Fixture) -> Result<()> {
         match api.create(&PostParams::default(), &obj).await {
             Ok(_) => bail!("the JobSet was accepted"),
             Err(kube::Error::Api(s)) => {
-                ensure!(s.code == 422 || s.code == 400, "code {}: {}", s.code, s.message);
-                ensure!(s.message.contains("vjobset.kb.io"), "not from the webhook: {}", s.message);
                 ensure!(
-                    s.message.contains("invalid replicatedJob name 'ghost' does not appear in .spec.ReplicatedJobs"),
+                    s.code == 422 || s.code == 400,
+                    "code {}: {}",
+                    s.code,
+                    s.message
+                );
+                ensure!(
+                    s.message.contains("vjobset.kb.io"),
+                    "not from the webhook: {}",
+                    s.message
+                );
+                ensure!(
+                    s.message.contains(
+                        "invalid replicatedJob name 'ghost' does not appear in .spec.ReplicatedJobs"
+                    ),
                     "message: {}",
                     s.message
                 );
@@ -183,29 +240,42 @@ fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> R
         let ns = "t-audit";
         let client = namespace(&fx.cluster, ns).await?;
         let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-        jobs.create(&PostParams::default(), &job("audited", 2)?).await?;
+        jobs.create(&PostParams::default(), &job("audited", 2)?)
+            .await?;
         let pods: Api<Pod> = Api::namespaced(client, ns);
         eventually("2 pods of Job audited", Duration::from_secs(60), || {
             let pods = pods.clone();
             async move {
-                let n = pods.list(&ListParams::default().labels("job-name=audited")).await?.items.len();
+                let n = pods
+                    .list(&ListParams::default().labels("job-name=audited"))
+                    .await?
+                    .items
+                    .len();
                 Ok((n == 2).then_some(()))
             }
         })
         .await?;
-        let events = eventually("audit events for the Job and its pods", Duration::from_secs(30), || async {
-            let (events, _) = fx.cluster.audit_events(0)?;
-            let mine: Vec<_> = events
-                .into_iter()
-                .filter(|e| e.stage == "ResponseComplete" && e.verb == "create")
-                .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.namespace == ns))
-                .collect();
-            let pods = mine
-                .iter()
-                .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "pods" && o.subresource.is_empty()))
-                .count();
-            Ok((pods >= 2).then_some(mine))
-        })
+        let events = eventually(
+            "audit events for the Job and its pods",
+            Duration::from_secs(30),
+            || async {
+                let (events, _) = fx.cluster.audit_events(0)?;
+                let mine: Vec<_> = events
+                    .into_iter()
+                    .filter(|e| e.stage == "ResponseComplete" && e.verb == "create")
+                    .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.namespace == ns))
+                    .collect();
+                let pods = mine
+                    .iter()
+                    .filter(|e| {
+                        e.object_ref
+                            .as_ref()
+                            .is_some_and(|o| o.resource == "pods" && o.subresource.is_empty())
+                    })
+                    .count();
+                Ok((pods >= 2).then_some(mine))
+            },
+        )
         .await?;
         let job_creators: Vec<&str> = events
             .iter()
@@ -217,12 +287,18 @@ fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> R
         // subresource.
         let pod_creators: Vec<&str> = events
             .iter()
-            .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.resource == "pods" && o.subresource.is_empty()))
+            .filter(|e| {
+                e.object_ref
+                    .as_ref()
+                    .is_some_and(|o| o.resource == "pods" && o.subresource.is_empty())
+            })
             .map(|e| e.user.username.as_str())
             .collect();
         ensure!(
             pod_creators.len() == 2
-                && pod_creators.iter().all(|u| *u == "system:serviceaccount:kube-system:job-controller"),
+                && pod_creators
+                    .iter()
+                    .all(|u| *u == "system:serviceaccount:kube-system:job-controller"),
             "pods created by {pod_creators:?}"
         );
         Ok(())
@@ -234,12 +310,22 @@ fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> R
 fn metrics_endpoints_answer(fx: &'static suites::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let api = fx.cluster.apiserver_metrics().await?;
-        ensure!(api.contains("apiserver_request_total{"), "no apiserver_request_total");
+        ensure!(
+            api.contains("apiserver_request_total{"),
+            "no apiserver_request_total"
+        );
         // 1.37 reports object counts as apiserver_resource_objects (the
         // apiserver_storage_objects of earlier releases is gone).
-        ensure!(api.contains("apiserver_resource_objects{"), "no apiserver_resource_objects");
+        ensure!(
+            api.contains("apiserver_resource_objects{"),
+            "no apiserver_resource_objects"
+        );
         let etcd = fx.cluster.etcd_metrics().await?;
-        for series in ["etcd_mvcc_put_total", "etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_mvcc_db_total_size_in_bytes"] {
+        for series in [
+            "etcd_mvcc_put_total",
+            "etcd_disk_wal_fsync_duration_seconds_bucket",
+            "etcd_mvcc_db_total_size_in_bytes",
+        ] {
             ensure!(etcd.contains(series), "etcd metrics lack {series}");
         }
         Ok(())
@@ -253,14 +339,32 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = fx.cluster.client().await?;
         let nodes: Api<Node> = Api::all(client.clone());
-        let five = NodeSpec { count: 5, cpu: "16".into(), memory: "64Gi".into(), pods: 110 };
+        let five = NodeSpec {
+            count: 5,
+            cpu: "16".into(),
+            memory: "64Gi".into(),
+            pods: 110,
+        };
         fx.cluster.set_capacity(&five).await?;
-        harness::lifecycle::wait_nodes_ready(&client, 5, Duration::from_secs(60), || Ok(())).await?;
+        harness::lifecycle::wait_nodes_ready(&client, 5, Duration::from_secs(60), || Ok(()))
+            .await?;
         let n4 = nodes.get("kwok-node-4").await?;
-        let cpu = n4.status.and_then(|s| s.capacity).and_then(|c| c.get("cpu").cloned());
-        ensure!(cpu.map(|q| q.0) == Some("16".into()), "kwok-node-4 cpu capacity");
-        fx.cluster.set_capacity(&suites::test_spec("x").nodes).await?;
-        let left = nodes.list(&ListParams::default().labels("type=kwok")).await?.items.len();
+        let cpu = n4
+            .status
+            .and_then(|s| s.capacity)
+            .and_then(|c| c.get("cpu").cloned());
+        ensure!(
+            cpu.map(|q| q.0) == Some("16".into()),
+            "kwok-node-4 cpu capacity"
+        );
+        fx.cluster
+            .set_capacity(&suites::test_spec("x").nodes)
+            .await?;
+        let left = nodes
+            .list(&ListParams::default().labels("type=kwok"))
+            .await?
+            .items
+            .len();
         ensure!(left == 3, "{left} nodes after shrinking");
         Ok(())
     })
@@ -269,10 +373,22 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
-        trial("job_with_parallelism_3_completes", job_with_parallelism_3_completes),
-        trial("jobset_completes_with_webhook_defaults", jobset_completes_with_webhook_defaults),
-        trial("invalid_jobset_is_rejected_by_the_validating_webhook", invalid_jobset_is_rejected),
-        trial("job_pods_are_created_by_the_job_controller_identity", job_pods_are_created_by_the_job_controller),
+        trial(
+            "job_with_parallelism_3_completes",
+            job_with_parallelism_3_completes,
+        ),
+        trial(
+            "jobset_completes_with_webhook_defaults",
+            jobset_completes_with_webhook_defaults,
+        ),
+        trial(
+            "invalid_jobset_is_rejected_by_the_validating_webhook",
+            invalid_jobset_is_rejected,
+        ),
+        trial(
+            "job_pods_are_created_by_the_job_controller_identity",
+            job_pods_are_created_by_the_job_controller,
+        ),
         trial("metrics_endpoints_answer", metrics_endpoints_answer),
         trial("capacity_can_grow_and_shrink", capacity_can_grow_and_shrink),
     ];

@@ -62,7 +62,9 @@ impl AuditEvent {
     /// "VERB resource[/subresource]", the key the reports use.
     pub fn key(&self) -> String {
         match &self.object_ref {
-            Some(o) if !o.subresource.is_empty() => format!("{} {}/{}", self.verb, o.resource, o.subresource),
+            Some(o) if !o.subresource.is_empty() => {
+                format!("{} {}/{}", self.verb, o.resource, o.subresource)
+            }
             Some(o) => format!("{} {}", self.verb, o.resource),
             None => format!("{} {}", self.verb, self.request_uri),
         }
@@ -74,7 +76,8 @@ impl AuditEvent {
 /// next read). A line that is not an audit event is an error naming its
 /// position.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening the audit log {}", path.display()))?;
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("opening the audit log {}", path.display()))?;
     f.seek(SeekFrom::Start(offset))?;
     let mut reader = BufReader::new(f);
     let mut events = Vec::new();
@@ -111,7 +114,10 @@ mod tests {
         f.flush().unwrap();
         let (events, off) = read_from(&path, 0).unwrap();
         assert_eq!(events.len(), 1);
-        assert_eq!(events[0].user.username, "system:serviceaccount:kube-system:job-controller");
+        assert_eq!(
+            events[0].user.username,
+            "system:serviceaccount:kube-system:job-controller"
+        );
         assert_eq!(events[0].key(), "create pods");
         assert_eq!(events[0].response_status.as_ref().unwrap().code, 201);
         assert_eq!(off as usize, LINE.len() + 1);
@@ -126,6 +132,9 @@ mod tests {
         let path = dir.path().join("audit.log");
         std::fs::write(&path, format!("{LINE}\nnot json\n")).unwrap();
         let err = read_from(&path, 0).unwrap_err();
-        assert!(format!("{err:#}").contains(&format!("byte {}", LINE.len() + 1)), "{err:#}");
+        assert!(
+            format!("{err:#}").contains(&format!("byte {}", LINE.len() + 1)),
+            "{err:#}"
+        );
     }
 }

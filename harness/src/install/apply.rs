@@ -11,7 +11,8 @@ pub const FIELD_MANAGER: &str = "harness";
 
 /// Parse every document of a YAML stream (empty documents are dropped).
 pub fn yaml_documents(text: &str, origin: &str) -> Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).with_context(|| format!("parsing YAML {origin}"))?;
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).with_context(|| format!("parsing YAML {origin}"))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -55,19 +56,28 @@ impl PatchTarget {
 pub fn json6902(obj: &mut Value, ops: &[Value]) -> Result<()> {
     for op in ops {
         let kind = op["op"].as_str().context("patch operation without op")?;
-        let path = op["path"].as_str().context("patch operation without path")?;
-        let (parent_path, last) = path.rsplit_once('/').context("patch path must start with /")?;
+        let path = op["path"]
+            .as_str()
+            .context("patch operation without path")?;
+        let (parent_path, last) = path
+            .rsplit_once('/')
+            .context("patch path must start with /")?;
         let last = last.replace("~1", "/").replace("~0", "~");
         let parent = obj
             .pointer_mut(parent_path)
             .with_context(|| format!("patch path {path}: {parent_path} does not exist"))?;
         match (kind, parent) {
             ("replace" | "add", Value::Array(items)) => {
-                let value = op.get("value").cloned().context("add/replace without value")?;
+                let value = op
+                    .get("value")
+                    .cloned()
+                    .context("add/replace without value")?;
                 if last == "-" && kind == "add" {
                     items.push(value);
                 } else {
-                    let i: usize = last.parse().with_context(|| format!("patch path {path}: bad index"))?;
+                    let i: usize = last
+                        .parse()
+                        .with_context(|| format!("patch path {path}: bad index"))?;
                     if kind == "add" && i <= items.len() {
                         items.insert(i, value);
                     } else if i < items.len() {
@@ -78,14 +88,19 @@ pub fn json6902(obj: &mut Value, ops: &[Value]) -> Result<()> {
                 }
             }
             ("replace" | "add", Value::Object(map)) => {
-                let value = op.get("value").cloned().context("add/replace without value")?;
+                let value = op
+                    .get("value")
+                    .cloned()
+                    .context("add/replace without value")?;
                 if kind == "replace" && !map.contains_key(&last) {
                     bail!("patch path {path}: nothing to replace");
                 }
                 map.insert(last, value);
             }
             ("remove", Value::Array(items)) => {
-                let i: usize = last.parse().with_context(|| format!("patch path {path}: bad index"))?;
+                let i: usize = last
+                    .parse()
+                    .with_context(|| format!("patch path {path}: bad index"))?;
                 if i >= items.len() {
                     bail!("patch path {path}: index {i} out of range");
                 }
@@ -114,22 +129,30 @@ pub async fn apply_all(client: &kube::Client, objects: &[Value]) -> Result<()> {
 }
 
 async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) -> Result<()> {
-    let api_version = obj["apiVersion"].as_str().context("object without apiVersion")?;
+    let api_version = obj["apiVersion"]
+        .as_str()
+        .context("object without apiVersion")?;
     let kind = obj["kind"].as_str().context("object without kind")?;
-    let name = obj["metadata"]["name"].as_str().context("object without metadata.name")?;
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .context("object without metadata.name")?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
-    let (ar, caps): (ApiResource, _) = discovery
-        .resolve_gvk(&gvk)
-        .with_context(|| format!("the API server does not serve {api_version} {kind} (applying {name})"))?;
+    let (ar, caps): (ApiResource, _) = discovery.resolve_gvk(&gvk).with_context(|| {
+        format!("the API server does not serve {api_version} {kind} (applying {name})")
+    })?;
     let api: Api<DynamicObject> = match (caps.scope, obj["metadata"]["namespace"].as_str()) {
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
         (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &ar),
         (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     };
-    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
-        .await
-        .with_context(|| format!("applying {kind} {name}"))?;
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .with_context(|| format!("applying {kind} {name}"))?;
     Ok(())
 }
 
@@ -140,7 +163,8 @@ mod tests {
 
     #[test]
     fn json6902_replace_add_remove() {
-        let mut obj = json!({"webhooks": [{"name": "a"}, {"name": "b"}], "metadata": {"name": "x"}});
+        let mut obj =
+            json!({"webhooks": [{"name": "a"}, {"name": "b"}], "metadata": {"name": "x"}});
         json6902(
             &mut obj,
             &[
@@ -153,8 +177,20 @@ mod tests {
         .unwrap();
         assert_eq!(obj["webhooks"], json!([{"name": "B"}, {"name": "c"}]));
         assert_eq!(obj["metadata"]["labels"]["l"], "v");
-        assert!(json6902(&mut obj, &[json!({"op": "replace", "path": "/webhooks/9", "value": 1})]).is_err());
-        assert!(json6902(&mut obj, &[json!({"op": "replace", "path": "/nope/x", "value": 1})]).is_err());
+        assert!(
+            json6902(
+                &mut obj,
+                &[json!({"op": "replace", "path": "/webhooks/9", "value": 1})]
+            )
+            .is_err()
+        );
+        assert!(
+            json6902(
+                &mut obj,
+                &[json!({"op": "replace", "path": "/nope/x", "value": 1})]
+            )
+            .is_err()
+        );
         assert!(json6902(&mut obj, &[json!({"op": "move", "path": "/metadata/name"})]).is_err());
     }
 
@@ -166,14 +202,23 @@ mod tests {
         .unwrap();
         assert_eq!(k.resources, vec!["m.yaml"]);
         let t = k.patches[0].target.as_ref().unwrap();
-        assert!(t.matches(&json!({"kind": "MutatingWebhookConfiguration", "metadata": {"name": "m"}})));
-        assert!(!t.matches(&json!({"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "m"}})));
+        assert!(
+            t.matches(&json!({"kind": "MutatingWebhookConfiguration", "metadata": {"name": "m"}}))
+        );
+        assert!(!t.matches(
+            &json!({"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "m"}})
+        ));
     }
 
     #[test]
     fn yaml_documents_skip_empty() {
         let docs = yaml_documents("---\na: 1\n---\n---\nb: 2\n", "test").unwrap();
         assert_eq!(docs.len(), 2);
-        assert!(yaml_documents("a: [", "bad.yaml").unwrap_err().to_string().contains("bad.yaml"));
+        assert!(
+            yaml_documents("a: [", "bad.yaml")
+                .unwrap_err()
+                .to_string()
+                .contains("bad.yaml")
+        );
     }
 }

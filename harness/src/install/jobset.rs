@@ -70,8 +70,13 @@ pub fn crds(dir: &Path, ep: &WebhookEndpoint) -> Result<Vec<Value>> {
                 });
             }
             // Typed decode: catches an upstream layout change early.
-            let _: CustomResourceDefinition = serde_json::from_value(doc.clone())
-                .with_context(|| format!("{}/{CRD_DIR}/{r} is not a CustomResourceDefinition", dir.display()))?;
+            let _: CustomResourceDefinition =
+                serde_json::from_value(doc.clone()).with_context(|| {
+                    format!(
+                        "{}/{CRD_DIR}/{r} is not a CustomResourceDefinition",
+                        dir.display()
+                    )
+                })?;
             out.push(doc);
         }
     }
@@ -88,7 +93,10 @@ pub fn rbac(dir: &Path) -> Result<Vec<Value>> {
         if doc["kind"] != "ClusterRole" {
             continue;
         }
-        let name = format!("{NAME_PREFIX}{}", doc["metadata"]["name"].as_str().unwrap_or("manager-role"));
+        let name = format!(
+            "{NAME_PREFIX}{}",
+            doc["metadata"]["name"].as_str().unwrap_or("manager-role")
+        );
         doc["metadata"]["name"] = json!(name);
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -119,17 +127,24 @@ pub fn webhooks(dir: &Path, ep: &WebhookEndpoint) -> Result<Vec<Value>> {
         }
     }
     for p in &k.patches {
-        let ops: Vec<Value> = serde_saphyr::from_str(&read_module_file(dir, &format!("{WEBHOOK_DIR}/{}", p.path))?)
-            .with_context(|| format!("parsing {}/{WEBHOOK_DIR}/{}", dir.display(), p.path))?;
+        let ops: Vec<Value> = serde_saphyr::from_str(&read_module_file(
+            dir,
+            &format!("{WEBHOOK_DIR}/{}", p.path),
+        )?)
+        .with_context(|| format!("parsing {}/{WEBHOOK_DIR}/{}", dir.display(), p.path))?;
         for obj in objs.iter_mut() {
             if p.target.as_ref().is_none_or(|t| t.matches(obj)) {
-                json6902(obj, &ops).with_context(|| format!("applying {WEBHOOK_DIR}/{}", p.path))?;
+                json6902(obj, &ops)
+                    .with_context(|| format!("applying {WEBHOOK_DIR}/{}", p.path))?;
             }
         }
     }
     let ca = b64(&ep.ca_pem);
     for obj in objs.iter_mut() {
-        let name = format!("{NAME_PREFIX}{}", obj["metadata"]["name"].as_str().unwrap_or_default());
+        let name = format!(
+            "{NAME_PREFIX}{}",
+            obj["metadata"]["name"].as_str().unwrap_or_default()
+        );
         obj["metadata"] = json!({"name": name});
         for hook in obj["webhooks"].as_array_mut().into_iter().flatten() {
             let path = hook["clientConfig"]["service"]["path"]
@@ -140,7 +155,10 @@ pub fn webhooks(dir: &Path, ep: &WebhookEndpoint) -> Result<Vec<Value>> {
         }
     }
     if objs.is_empty() {
-        bail!("no webhook configurations under {}/{WEBHOOK_DIR}", dir.display());
+        bail!(
+            "no webhook configurations under {}/{WEBHOOK_DIR}",
+            dir.display()
+        );
     }
     Ok(objs)
 }
@@ -186,10 +204,15 @@ pub fn probe_jobset(name: &str) -> Value {
 
 /// Wait until the CRD is Established and the webhooks answer (a dry-run
 /// create passes through the mutating and validating webhooks).
-pub async fn wait_ready(client: &kube::Client, timeout: Duration, mut alive: impl FnMut() -> Result<()>) -> Result<()> {
+pub async fn wait_ready(
+    client: &kube::Client,
+    timeout: Duration,
+    mut alive: impl FnMut() -> Result<()>,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let jobsets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &api_resource());
+    let jobsets: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &api_resource());
     let probe: DynamicObject = serde_json::from_value(probe_jobset("harness-webhook-probe"))?;
     let mut last = String::from("not checked yet");
     loop {
@@ -217,7 +240,10 @@ pub async fn wait_ready(client: &kube::Client, timeout: Duration, mut alive: imp
             }
         }
         if Instant::now() > deadline {
-            bail!("JobSet was not ready within {} s: {last}", timeout.as_secs());
+            bail!(
+                "JobSet was not ready within {} s: {last}",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

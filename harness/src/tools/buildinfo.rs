@@ -75,8 +75,12 @@ impl BuildInfo {
         for line in modinfo.lines() {
             let fields: Vec<&str> = line.split('\t').collect();
             match fields.as_slice() {
-                ["mod", path, version, ..] => info.main = Some((path.to_string(), version.to_string())),
-                ["dep", path, version, ..] => info.deps.push((path.to_string(), version.to_string())),
+                ["mod", path, version, ..] => {
+                    info.main = Some((path.to_string(), version.to_string()))
+                }
+                ["dep", path, version, ..] => {
+                    info.deps.push((path.to_string(), version.to_string()))
+                }
                 ["build", kv] => {
                     if let Some((k, v)) = kv.split_once('=') {
                         info.settings.push((k.to_string(), v.to_string()));

@@ -120,7 +120,10 @@ impl Component {
             _ => {
                 let minor = k8s.minor_number();
                 let mut ldflags = Vec::new();
-                for pkg in ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"] {
+                for pkg in [
+                    "k8s.io/component-base/version",
+                    "k8s.io/client-go/pkg/version",
+                ] {
                     ldflags.push(format!("{pkg}.gitVersion=v{v}"));
                     ldflags.push(format!("{pkg}.gitMajor=1"));
                     ldflags.push(format!("{pkg}.gitMinor={minor}"));
@@ -207,7 +210,10 @@ mod tests {
             Some("0.0.0".into())
         );
         assert_eq!(Component::Etcd.parse_version("garbage"), None);
-        assert_eq!(Component::KubeApiserver.parse_version("Kubernetes v1.3"), None);
+        assert_eq!(
+            Component::KubeApiserver.parse_version("Kubernetes v1.3"),
+            None
+        );
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub fn module_dir(module: &str, version: &str) -> Result<PathBuf> {
 /// Read a file of a module's source tree, naming both in errors.
 pub fn read_module_file(dir: &Path, rel: &str) -> Result<String> {
     let path = dir.join(rel);
-    std::fs::read_to_string(&path).with_context(|| format!("reading upstream file {}", path.display()))
+    std::fs::read_to_string(&path)
+        .with_context(|| format!("reading upstream file {}", path.display()))
 }
 
 #[cfg(test)]
@@ -95,7 +96,13 @@ mod tests {
 
     #[test]
     fn escapes_upper_case() {
-        assert_eq!(escape_module_path("github.com/Azure/go-x"), "github.com/!azure/go-x");
-        assert_eq!(escape_module_path("sigs.k8s.io/jobset"), "sigs.k8s.io/jobset");
+        assert_eq!(
+            escape_module_path("github.com/Azure/go-x"),
+            "github.com/!azure/go-x"
+        );
+        assert_eq!(
+            escape_module_path("sigs.k8s.io/jobset"),
+            "sigs.k8s.io/jobset"
+        );
     }
 }

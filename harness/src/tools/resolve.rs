@@ -181,7 +181,11 @@ impl Resolver {
                 let explicit = self.flags.contains_key(&c) || self.env.contains_key(&c);
                 if explicit {
                     return Err(env_missing(
-                        format!("{} named explicitly cannot be used: {}", c.name(), skipped.join("; ")),
+                        format!(
+                            "{} named explicitly cannot be used: {}",
+                            c.name(),
+                            skipped.join("; ")
+                        ),
                         format!(
                             "point {} (or --bin {}=PATH) at a working {} v{}, or unset it to let the harness build one",
                             c.env_var(),
@@ -265,7 +269,10 @@ pub fn probe_version(c: Component, path: &Path) -> Result<String> {
         let info = BuildInfo::read(path)?;
         let source = c.go_source(K8sRelease::default_release());
         let v = info.module_version(source.module).with_context(|| {
-            format!("it was not built from {} (its Go build information does not name it)", source.module)
+            format!(
+                "it was not built from {} (its Go build information does not name it)",
+                source.module
+            )
         })?;
         return Ok(v.trim_start_matches('v').to_string());
     };
@@ -293,4 +300,119 @@ pub fn probe_version(c: Component, path: &Path) -> Result<String> {
             text.trim()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An executable that prints what a real kube-scheduler prints for
+    /// --version: enough to exercise the resolution order.
+    fn fake(dir: &Path, name: &str, version_line: &str) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{version_line}'\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn resolver(root: &Path) -> Resolver {
+        Resolver {
+            k8s: K8sRelease::parse("1.37").unwrap(),
+            cache_dir: root.join("cache"),
+            flags: BTreeMap::new(),
+            env: BTreeMap::new(),
+            path_var: Some(root.join("path").into_os_string()),
+        }
+    }
+
+    const C: Component = Component::KubeScheduler;
+
+    #[test]
+    fn order_is_flag_env_path_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let mut r = resolver(root);
+        // Only the cache has it.
+        let cached = r.cached_path(C);
+        fake(
+            cached.parent().unwrap(),
+            cached.file_name().unwrap().to_str().unwrap(),
+            "Kubernetes v1.37.1",
+        );
+        let found = r.find(C).unwrap();
+        assert_eq!(
+            (found.source, found.version.as_str()),
+            (Source::Cache, "1.37.1")
+        );
+        // PATH wins over the cache when its version is the pinned one.
+        let on_path = fake(&root.join("path"), "kube-scheduler", "Kubernetes v1.37.1");
+        let found = r.find(C).unwrap();
+        assert_eq!((found.source, &found.path), (Source::Path, &on_path));
+        // The env var wins over PATH.
+        let from_env = fake(&root.join("env"), "kube-scheduler", "Kubernetes v1.37.1");
+        r.env.insert(C, from_env.clone());
+        assert_eq!(r.find(C).unwrap().source, Source::Env);
+        // The flag wins over everything.
+        let from_flag = fake(&root.join("flag"), "kube-scheduler", "Kubernetes v1.37.1");
+        r.flags.insert(C, from_flag.clone());
+        let found = r.find(C).unwrap();
+        assert_eq!((found.source, found.path), (Source::Flag, from_flag));
+    }
+
+    #[test]
+    fn wrong_versions_on_path_and_in_cache_are_passed_over() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let r = resolver(root);
+        fake(&root.join("path"), "kube-scheduler", "Kubernetes v1.30.0");
+        let skipped = r.find(C).unwrap_err();
+        assert!(
+            skipped[0].contains("v1.30.0, not the pinned v1.37.1"),
+            "{skipped:?}"
+        );
+        assert!(skipped[1].contains("not in the cache"), "{skipped:?}");
+        let cached = r.cached_path(C);
+        fake(
+            cached.parent().unwrap(),
+            cached.file_name().unwrap().to_str().unwrap(),
+            "garbage",
+        );
+        let skipped = r.find(C).unwrap_err();
+        assert!(skipped[1].contains("printed no version"), "{skipped:?}");
+    }
+
+    #[test]
+    fn explicit_binary_at_another_version_is_used_with_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.env
+            .insert(C, fake(&tmp.path().join("e"), "ks", "Kubernetes v1.38.0"));
+        let found = r.find(C).unwrap();
+        assert_eq!(found.version, "1.38.0");
+        assert!(found.skipped[0].contains("used anyway"));
+    }
+
+    #[test]
+    fn a_broken_explicit_binary_is_an_environment_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.flags.insert(C, tmp.path().join("does-not-exist"));
+        let err = r.resolve(C).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
+        let text = format!("{err:#}");
+        assert!(text.contains("HARNESS_KUBE_SCHEDULER_BIN"), "{text}");
+        assert!(text.contains("no such file"), "{text}");
+    }
+
+    #[test]
+    fn a_failing_version_command_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("etcd");
+        std::fs::write(&path, "#!/bin/sh\necho boom >&2\nexit 3\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = probe_version(Component::Etcd, &path).unwrap_err();
+        assert!(format!("{err:#}").contains("boom"), "{err:#}");
+    }
 }

@@ -5,8 +5,8 @@
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -126,7 +126,9 @@ mod tests {
         let ca_pem = parse(&ca.pair.cert_pem);
         let ca_x = ca_pem.parse_x509().unwrap();
         assert!(ca_x.is_ca());
-        let s = ca.serving("kube-apiserver", &["kubernetes.default.svc"]).unwrap();
+        let s = ca
+            .serving("kube-apiserver", &["kubernetes.default.svc"])
+            .unwrap();
         let pem = parse(&s.cert_pem);
         let x = pem.parse_x509().unwrap();
         assert_eq!(x.issuer(), ca_x.subject());
@@ -144,7 +146,10 @@ mod tests {
             .collect();
         assert!(names.contains(&"localhost".to_string()), "{names:?}");
         assert!(names.contains(&"[127, 0, 0, 1]".to_string()), "{names:?}");
-        assert!(names.contains(&"kubernetes.default.svc".to_string()), "{names:?}");
+        assert!(
+            names.contains(&"kubernetes.default.svc".to_string()),
+            "{names:?}"
+        );
         assert!(x.extended_key_usage().unwrap().unwrap().value.server_auth);
         assert!(s.key_pem.contains("PRIVATE KEY"));
     }
@@ -155,7 +160,11 @@ mod tests {
         let c = ca.client("admin", &["system:masters"]).unwrap();
         let pem = parse(&c.cert_pem);
         let x = pem.parse_x509().unwrap();
-        let cn: Vec<_> = x.subject().iter_common_name().map(|a| a.as_str().unwrap().to_string()).collect();
+        let cn: Vec<_> = x
+            .subject()
+            .iter_common_name()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
         let o: Vec<_> = x
             .subject()
             .iter_organization()

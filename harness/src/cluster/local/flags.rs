@@ -80,7 +80,10 @@ pub fn apiserver(k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<S
     ];
     push_gates(&mut args, g);
     if !g.runtime_config.is_empty() {
-        args.push(format!("--runtime-config={}", join_runtime_config(&g.runtime_config)));
+        args.push(format!(
+            "--runtime-config={}",
+            join_runtime_config(&g.runtime_config)
+        ));
     }
     // Version-specific flags go here, keyed by k8s.minor_number().
     let _ = k8s;
@@ -104,7 +107,10 @@ fn component_base(l: &Layout, identity: &str, port: u16, serving: &str) -> Vec<S
         "--bind-address=127.0.0.1".into(),
         format!("--secure-port={port}"),
         format!("--tls-cert-file={}", p(l.pki(&format!("{serving}.crt")))),
-        format!("--tls-private-key-file={}", p(l.pki(&format!("{serving}.key")))),
+        format!(
+            "--tls-private-key-file={}",
+            p(l.pki(&format!("{serving}.key")))
+        ),
         "--leader-elect=false".into(),
         "--v=1".into(),
     ]
@@ -142,7 +148,10 @@ pub fn jobset(l: &Layout, ports: &Ports) -> Vec<String> {
         format!("--kubeconfig={}", p(l.kubeconfig("jobset-controller"))),
         format!("--config={}", p(l.jobset_config())),
         format!("--metrics-bind-address=127.0.0.1:{}", ports.jobset_metrics),
-        format!("--health-probe-bind-address=127.0.0.1:{}", ports.jobset_health),
+        format!(
+            "--health-probe-bind-address=127.0.0.1:{}",
+            ports.jobset_health
+        ),
         "--leader-elect=false".into(),
         "--zap-log-level=info".into(),
     ]
@@ -213,9 +222,15 @@ mod tests {
             assert!(has(&args, "--authorization-mode=Node,RBAC"));
             assert!(has(&args, "--client-ca-file=/state/c1/pki/ca.crt"));
             assert!(has(&args, "--audit-log-path=/state/c1/audit.log"));
-            assert!(has(&args, "--audit-policy-file=/state/c1/audit-policy.yaml"));
+            assert!(has(
+                &args,
+                "--audit-policy-file=/state/c1/audit-policy.yaml"
+            ));
             assert!(has(&args, "--feature-gates=A=false,GenericWorkload=true"));
-            assert!(has(&args, "--runtime-config=scheduling.k8s.io/v1beta1=true"));
+            assert!(has(
+                &args,
+                "--runtime-config=scheduling.k8s.io/v1beta1=true"
+            ));
             let no_gates = apiserver(k8s, &l, &ports, &Gates::default());
             assert!(!no_gates.iter().any(|a| a.starts_with("--feature-gates")));
             assert!(!no_gates.iter().any(|a| a.starts_with("--runtime-config")));

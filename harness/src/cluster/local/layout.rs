@@ -28,7 +28,9 @@ impl Layout {
     }
     /// The kubeconfig of one identity; `admin` is the one users get.
     pub fn kubeconfig(&self, identity: &str) -> PathBuf {
-        self.root.join("kubeconfigs").join(format!("{identity}.kubeconfig"))
+        self.root
+            .join("kubeconfigs")
+            .join(format!("{identity}.kubeconfig"))
     }
     pub fn admin_kubeconfig(&self) -> PathBuf {
         self.root.join("kubeconfig")

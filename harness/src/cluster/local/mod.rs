@@ -141,7 +141,12 @@ fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
 }
 
 /// A kubeconfig that references the certificate files by absolute path.
-pub fn kubeconfig_text(cluster: &str, server: &str, ca: &Path, user: Option<(&str, &Path, &Path)>) -> String {
+pub fn kubeconfig_text(
+    cluster: &str,
+    server: &str,
+    ca: &Path,
+    user: Option<(&str, &Path, &Path)>,
+) -> String {
     let mut s = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n    certificate-authority: {}\n",
         ca.display()
@@ -165,12 +170,14 @@ async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
     crate::init_crypto();
     let kc = kube::config::Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("loading kubeconfig {}", path.display()))?;
     config.read_timeout = Some(Duration::from_secs(60));
     config.connect_timeout = Some(Duration::from_secs(5));
-    kube::Client::try_from(config).with_context(|| format!("building a client from {}", path.display()))
+    kube::Client::try_from(config)
+        .with_context(|| format!("building a client from {}", path.display()))
 }
 
 fn http_client() -> Result<reqwest::Client> {
@@ -189,7 +196,10 @@ async fn http_get(url: &str) -> Result<String> {
         .await
         .with_context(|| format!("GET {url}"))?;
     let status = resp.status();
-    let body = resp.text().await.with_context(|| format!("reading GET {url}"))?;
+    let body = resp
+        .text()
+        .await
+        .with_context(|| format!("reading GET {url}"))?;
     if !status.is_success() {
         bail!("GET {url}: {status}: {}", body.trim());
     }
@@ -198,7 +208,10 @@ async fn http_get(url: &str) -> Result<String> {
 
 async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
     let req = http::Request::get(path).body(Vec::new())?;
-    client.request_text(req).await.with_context(|| format!("GET {path}"))
+    client
+        .request_text(req)
+        .await
+        .with_context(|| format!("GET {path}"))
 }
 
 impl LocalCluster {
@@ -229,8 +242,9 @@ impl LocalCluster {
                 }
                 _ => {
                     // Left over from a run that died: nothing of it runs.
-                    std::fs::remove_dir_all(&root)
-                        .with_context(|| format!("removing the stale state directory {}", root.display()))?;
+                    std::fs::remove_dir_all(&root).with_context(|| {
+                        format!("removing the stale state directory {}", root.display())
+                    })?;
                 }
             }
         }
@@ -253,7 +267,10 @@ impl LocalCluster {
         let ports = Ports::from_list(&ports::free_ports(Ports::COUNT)?);
         let mut binaries = BTreeMap::new();
         for (c, r) in &tools.bins {
-            binaries.insert(c.name().to_string(), format!("{} (v{})", r.path.display(), r.version));
+            binaries.insert(
+                c.name().to_string(),
+                format!("{} (v{})", r.path.display(), r.version),
+            );
         }
         let state = State {
             name: spec.name.clone(),
@@ -327,7 +344,11 @@ impl LocalCluster {
         self.wait_until(APISERVER, Duration::from_secs(120), || async {
             let client = client_from_kubeconfig(&admin).await?;
             let body = client_get(&client, "/readyz").await?;
-            if body.trim() == "ok" { Ok(()) } else { bail!("/readyz says {body}") }
+            if body.trim() == "ok" {
+                Ok(())
+            } else {
+                bail!("/readyz says {body}")
+            }
         })
         .await?;
 
@@ -341,7 +362,11 @@ impl LocalCluster {
             tools.path(Component::KubeScheduler)?,
             &flags::scheduler(k8s, &l, &ports, &gates),
         )?;
-        self.spawn(JOBSET, tools.path(Component::Jobset)?, &flags::jobset(&l, &ports))?;
+        self.spawn(
+            JOBSET,
+            tools.path(Component::Jobset)?,
+            &flags::jobset(&l, &ports),
+        )?;
         self.spawn(KWOK, tools.path(Component::Kwok)?, &flags::kwok(&l, &ports))?;
 
         for (name, port) in [
@@ -353,7 +378,11 @@ impl LocalCluster {
                 let _ = port;
                 let client = client_from_kubeconfig(&kc).await?;
                 let body = client_get(&client, "/healthz").await?;
-                if body.trim() == "ok" { Ok(()) } else { bail!("/healthz says {body}") }
+                if body.trim() == "ok" {
+                    Ok(())
+                } else {
+                    bail!("/healthz says {body}")
+                }
             })
             .await?;
         }
@@ -383,7 +412,11 @@ impl LocalCluster {
                 ],
             )?,
         )?;
-        write_pair(l, "controller-manager-serving", &ca.serving(CONTROLLER_MANAGER, &[])?)?;
+        write_pair(
+            l,
+            "controller-manager-serving",
+            &ca.serving(CONTROLLER_MANAGER, &[])?,
+        )?;
         write_pair(l, "scheduler-serving", &ca.serving(SCHEDULER, &[])?)?;
         let webhook = ca.serving(JOBSET, &[])?;
         write_private(&l.jobset_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
@@ -401,7 +434,11 @@ impl LocalCluster {
                 &cluster_name,
                 &server,
                 &l.ca_cert(),
-                Some((user, &l.pki(&format!("client-{file}.crt")), &l.pki(&format!("client-{file}.key")))),
+                Some((
+                    user,
+                    &l.pki(&format!("client-{file}.crt")),
+                    &l.pki(&format!("client-{file}.key")),
+                )),
             );
             let path = if *file == "admin" {
                 l.admin_kubeconfig()
@@ -415,7 +452,12 @@ impl LocalCluster {
             (CONTROLLER_MANAGER, ports.controller_manager),
             (SCHEDULER, ports.scheduler),
         ] {
-            let text = kubeconfig_text(name, &format!("https://127.0.0.1:{port}"), &l.ca_cert(), None);
+            let text = kubeconfig_text(
+                name,
+                &format!("https://127.0.0.1:{port}"),
+                &l.ca_cert(),
+                None,
+            );
             write_private(&l.kubeconfig(&format!("{name}-health")), &text)?;
         }
         write_private(&l.audit_policy(), AUDIT_POLICY)?;
@@ -521,14 +563,22 @@ impl LocalCluster {
     /// Err naming every component that is not running, with its log's tail.
     pub fn check_processes(&self) -> Result<()> {
         self.reap();
-        let dead: Vec<&Proc> = self.state.procs.iter().filter(|p| !p.is_running()).collect();
+        let dead: Vec<&Proc> = self
+            .state
+            .procs
+            .iter()
+            .filter(|p| !p.is_running())
+            .collect();
         if dead.is_empty() {
             return Ok(());
         }
         let mut msg = format!(
             "local cluster {:?} is broken: {} not running",
             self.state.name,
-            dead.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+            dead.iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         for p in dead {
             msg.push_str(&format!(
@@ -551,7 +601,8 @@ impl LocalCluster {
         let ca = self.layout.ca_cert();
         Ok(WebhookEndpoint {
             base_url: format!("https://127.0.0.1:{}", self.state.ports.jobset_webhook),
-            ca_pem: std::fs::read_to_string(&ca).with_context(|| format!("reading {}", ca.display()))?,
+            ca_pem: std::fs::read_to_string(&ca)
+                .with_context(|| format!("reading {}", ca.display()))?,
         })
     }
 
@@ -571,10 +622,16 @@ impl LocalCluster {
     /// itself first, etcd last — an API server whose etcd is gone spends
     /// its whole grace period retrying it.
     fn stop_processes(&self) -> Vec<String> {
-        let (store, rest): (Vec<Proc>, Vec<Proc>) =
-            self.state.procs.iter().cloned().partition(|p| p.name == ETCD);
+        let (store, rest): (Vec<Proc>, Vec<Proc>) = self
+            .state
+            .procs
+            .iter()
+            .cloned()
+            .partition(|p| p.name == ETCD);
         let mut killed = process::stop_all(&rest, Duration::from_secs(10), || self.reap());
-        killed.extend(process::stop_all(&store, Duration::from_secs(10), || self.reap()));
+        killed.extend(process::stop_all(&store, Duration::from_secs(10), || {
+            self.reap()
+        }));
         killed
     }
 }
@@ -666,17 +723,25 @@ impl Cluster for LocalCluster {
             } else {
                 match p.name.as_str() {
                     ETCD => http_get(&format!("{}/health", ports.etcd_url())).await,
-                    APISERVER => match client_from_kubeconfig(&self.layout.admin_kubeconfig()).await {
-                        Ok(c) => client_get(&c, "/readyz").await,
-                        Err(e) => Err(e),
-                    },
+                    APISERVER => {
+                        match client_from_kubeconfig(&self.layout.admin_kubeconfig()).await {
+                            Ok(c) => client_get(&c, "/readyz").await,
+                            Err(e) => Err(e),
+                        }
+                    }
                     CONTROLLER_MANAGER | SCHEDULER => {
-                        match client_from_kubeconfig(&self.layout.kubeconfig(&format!("{}-health", p.name))).await {
+                        match client_from_kubeconfig(
+                            &self.layout.kubeconfig(&format!("{}-health", p.name)),
+                        )
+                        .await
+                        {
                             Ok(c) => client_get(&c, "/healthz").await,
                             Err(e) => Err(e),
                         }
                     }
-                    JOBSET => http_get(&format!("http://127.0.0.1:{}/readyz", ports.jobset_health)).await,
+                    JOBSET => {
+                        http_get(&format!("http://127.0.0.1:{}/readyz", ports.jobset_health)).await
+                    }
                     KWOK => http_get(&format!("http://127.0.0.1:{}/healthz", ports.kwok)).await,
                     _ => Ok("running".into()),
                 }
@@ -709,7 +774,11 @@ impl Cluster for LocalCluster {
             .map(|p| p.name.as_str())
             .collect();
         if !still.is_empty() {
-            bail!("could not stop {} of cluster {:?}", still.join(", "), self.state.name);
+            bail!(
+                "could not stop {} of cluster {:?}",
+                still.join(", "),
+                self.state.name
+            );
         }
         if !keep {
             std::fs::remove_dir_all(&self.layout.root)
@@ -739,7 +808,11 @@ mod tests {
             "harness-dev",
             "https://127.0.0.1:6443",
             Path::new("/s/pki/ca.crt"),
-            Some(("admin", Path::new("/s/pki/a.crt"), Path::new("/s/pki/a.key"))),
+            Some((
+                "admin",
+                Path::new("/s/pki/a.crt"),
+                Path::new("/s/pki/a.key"),
+            )),
         );
         let kc = kube::config::Kubeconfig::from_yaml(&text).unwrap();
         assert_eq!(kc.current_context.as_deref(), Some("harness-dev"));

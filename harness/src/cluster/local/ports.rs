@@ -31,11 +31,10 @@ mod tests {
             // A test forking a process in parallel can hold a copy of the
             // listener for the instant between fork and exec: retry briefly.
             let bound = (0..50).any(|_| {
-                TcpListener::bind(("127.0.0.1", p)).is_ok()
-                    || {
-                        std::thread::sleep(std::time::Duration::from_millis(10));
-                        false
-                    }
+                TcpListener::bind(("127.0.0.1", p)).is_ok() || {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    false
+                }
             });
             assert!(bound, "port {p} is free after allocation");
         }

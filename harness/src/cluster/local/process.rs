@@ -92,7 +92,13 @@ impl Proc {
 
 /// Start `bin args...` in a new process group, stdout and stderr appended to
 /// `log`, stdin closed.
-pub fn spawn(name: &str, bin: &Path, args: &[String], log: &Path, env: &[(&str, String)]) -> Result<(Proc, Child)> {
+pub fn spawn(
+    name: &str,
+    bin: &Path,
+    args: &[String],
+    log: &Path,
+    env: &[(&str, String)],
+) -> Result<(Proc, Child)> {
     let out: File = OpenOptions::new()
         .create(true)
         .append(true)
@@ -206,7 +212,11 @@ mod tests {
         assert!(killed.is_empty(), "TERM was enough");
         assert!(!p.is_running());
         // The group is gone too: no `sleep 300` left with our pgid.
-        assert_eq!(group_members(p.pid), Vec::<i32>::new(), "process group still has members");
+        assert_eq!(
+            group_members(p.pid),
+            Vec::<i32>::new(),
+            "process group still has members"
+        );
         assert!(!p.group_running());
         assert!(log_tail(&log, 5).contains("started"));
     }
@@ -218,7 +228,10 @@ mod tests {
         let (p, mut child) = spawn(
             "stubborn",
             Path::new("/bin/sh"),
-            &["-c".into(), "trap '' TERM; echo ready; while :; do sleep 0.05; done".into()],
+            &[
+                "-c".into(),
+                "trap '' TERM; echo ready; while :; do sleep 0.05; done".into(),
+            ],
             &log,
             &[],
         )

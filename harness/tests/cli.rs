@@ -1,0 +1,267 @@
+//! The `harness` binary end to end: real clusters brought up and torn down
+//! through the CLI, exit codes, and what is left behind (nothing).
+//! Each test uses its own state directory so it cannot touch a user's
+//! clusters.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::cluster::local::process::Proc;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
+    c.env("HARNESS_NO_PROGRESS", "1");
+    c
+}
+
+struct Env {
+    state: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            state: tempfile::tempdir().expect("temp state dir"),
+        }
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = bin();
+        c.env("HARNESS_STATE_DIR", self.state.path()).args(args);
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("running harness")
+    }
+    fn dir(&self, name: &str) -> PathBuf {
+        self.state.path().join(name)
+    }
+    fn procs(&self, name: &str) -> Vec<Proc> {
+        let text = std::fs::read_to_string(self.dir(name).join("state.json")).expect("state.json");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("state.json is JSON");
+        serde_json::from_value(v["procs"].clone()).expect("procs")
+    }
+}
+
+/// Whatever happens in a test, no component outlives it.
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(self.state.path()) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let _ = self.run(&["down", "--name", &name]);
+            }
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn assert_code(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+}
+
+fn none_running(procs: &[Proc]) -> bool {
+    procs.iter().all(|p| !p.group_running())
+}
+
+#[test]
+fn two_clusters_side_by_side_then_etcd_dies_and_down_leaves_nothing() {
+    let env = Env::new();
+    let (a, b) = ("side-a", "side-b");
+    for name in [a, b] {
+        let up = env.run(&["up", "--name", name, "--nodes", "1"]);
+        assert_code(&up, 0);
+        let out = String::from_utf8_lossy(&up.stdout);
+        let kubeconfig = env.dir(name).join("kubeconfig");
+        assert!(
+            out.contains(&format!("export KUBECONFIG={}", kubeconfig.display())),
+            "{}",
+            text(&up)
+        );
+    }
+    let status = env.run(&["status"]);
+    assert_code(&status, 0);
+    let s = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        s.contains("side-a (local provider") && s.contains("side-b (local provider"),
+        "{s}"
+    );
+    let mode = std::fs::metadata(env.dir(a)).unwrap().permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o700
+    );
+
+    // Kill b's etcd: the next command on b fails and names etcd; a is fine.
+    let b_procs = env.procs(b);
+    let etcd = b_procs
+        .iter()
+        .find(|p| p.name == "etcd")
+        .expect("etcd recorded");
+    unsafe {
+        libc::kill(etcd.pid, libc::SIGKILL);
+    }
+    let t = Instant::now();
+    while etcd.is_running() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status_b = env.run(&["status", "--name", b]);
+    assert_code(&status_b, 1);
+    let all = text(&status_b);
+    assert!(all.contains("etcd") && all.contains("EXITED"), "{all}");
+    assert!(all.contains("is broken: etcd not running"), "{all}");
+    assert_code(&env.run(&["status", "--name", a]), 0);
+
+    let a_procs = env.procs(a);
+    for name in [a, b] {
+        let down = env.run(&["down", "--name", name]);
+        assert_code(&down, 0);
+        assert!(!env.dir(name).exists(), "state dir of {name} left behind");
+    }
+    assert!(
+        none_running(&a_procs),
+        "a component of {a} is still running"
+    );
+    assert!(
+        none_running(&b_procs),
+        "a component of {b} is still running"
+    );
+    // A second down is a usage error, not a crash.
+    assert_code(&env.run(&["down", "--name", a]), 2);
+}
+
+#[test]
+fn interrupting_up_tears_everything_down() {
+    let env = Env::new();
+    let name = "interrupted";
+    let child = env
+        .cmd(&["up", "--name", name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting harness up");
+    // Interrupt once the API server process exists.
+    let state = env.dir(name).join("state.json");
+    let t = Instant::now();
+    let procs = loop {
+        if let Ok(text) = std::fs::read_to_string(&state)
+            && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            let procs: Vec<Proc> = serde_json::from_value(v["procs"].clone()).unwrap_or_default();
+            if procs.iter().any(|p| p.name == "kube-apiserver") {
+                break procs;
+            }
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "kube-apiserver never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().expect("waiting for harness up");
+    assert_code(&out, 130);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("tearing down"),
+        "{}",
+        text(&out)
+    );
+    assert!(none_running(&procs), "a component survived the interrupt");
+    assert!(!env.dir(name).exists(), "state dir left behind");
+}
+
+#[test]
+fn a_component_that_fails_to_start_is_named_with_its_log() {
+    let env = Env::new();
+    let out = env.run(&[
+        "up",
+        "--name",
+        "badgate",
+        "--feature-gates",
+        "NoSuchGateAnywhere=true",
+    ]);
+    assert_code(&out, 1);
+    let all = text(&out);
+    assert!(
+        all.contains("kube-apiserver exited during start-up"),
+        "{all}"
+    );
+    assert!(
+        all.contains("NoSuchGateAnywhere"),
+        "the log tail should show the apiserver's complaint: {all}"
+    );
+    // etcd had started: it must be stopped; logs are kept for inspection.
+    let procs = env.procs("badgate");
+    assert!(procs.iter().any(|p| p.name == "etcd"));
+    assert!(none_running(&procs), "etcd left running after a failed up");
+    assert!(env.dir("badgate").join("logs/kube-apiserver.log").is_file());
+    assert_code(&env.run(&["down", "--name", "badgate"]), 0);
+    assert!(!env.dir("badgate").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let env = Env::new();
+    for args in [
+        &["up", "--feature-gates", "Foo=maybe"][..],
+        &["up", "--k8s-version", "1.20"],
+        &["up", "--name", "Bad_Name"],
+        &["up", "--runtime-config", "nonsense"],
+        &["down", "--name", "never-existed"],
+        &["tools", "list", "--bin", "nope=/x"],
+        &["no-such-command"],
+    ] {
+        let out = env.run(args);
+        assert_code(&out, 2);
+        assert!(!out.stderr.is_empty(), "no message for {args:?}");
+    }
+}
+
+#[test]
+fn missing_go_toolchain_exits_3_and_says_what_to_install() {
+    let env = Env::new();
+    let cache = tempfile::tempdir().unwrap();
+    let out = env
+        .cmd(&["tools", "install"])
+        .env("HARNESS_CACHE_DIR", cache.path())
+        .env("PATH", "/nonexistent")
+        .env_remove("HARNESS_GO")
+        .output()
+        .unwrap();
+    assert_code(&out, 3);
+    let all = text(&out);
+    assert!(all.contains("no Go toolchain to build it"), "{all}");
+    assert!(all.contains("HARNESS_ETCD_BIN"), "{all}");
+    assert!(all.contains("install Go"), "{all}");
+}
+
+#[test]
+fn tools_list_reports_every_binary() {
+    let env = Env::new();
+    let out = env.run(&["tools", "list", "--format", "json"]);
+    assert_code(&out, 0);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = rows.iter().map(|r| r["binary"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kubectl",
+            "kwok",
+            "jobset-controller"
+        ]
+    );
+}
