@@ -40,7 +40,7 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum ToolsCommand {
     /// Resolve every binary, building from Go modules what is missing.
-    Install(ToolsArgs),
+    Install(ToolsInstallArgs),
     /// Show where each binary was found (builds nothing).
     List(ToolsListArgs),
 }
@@ -55,6 +55,15 @@ pub struct ToolsArgs {
     /// jobset-controller). Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsInstallArgs {
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+    /// Only these binaries (default: all). Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub only: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -250,10 +259,25 @@ async fn run(cli: Cli) -> Result<i32> {
     }
 }
 
-async fn tools_install(args: &ToolsArgs) -> Result<i32> {
-    let r = resolver(args)?;
+async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
+    let r = resolver(&args.tools)?;
+    let wanted: Vec<Component> = if args.only.is_empty() {
+        Component::ALL.to_vec()
+    } else {
+        args.only
+            .iter()
+            .map(|n| {
+                Component::from_name(n).ok_or_else(|| {
+                    bad_input(format!(
+                        "--only {n}: unknown binary; one of {}",
+                        Component::ALL.map(|c| c.name()).join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?
+    };
     let mut rows = Vec::new();
-    for c in Component::ALL {
+    for c in wanted {
         let r = r.clone();
         let started = Instant::now();
         let resolved = tokio::task::spawn_blocking(move || r.resolve(c))

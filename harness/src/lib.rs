@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod error;
 pub mod install;
 pub mod lifecycle;
+pub mod logs;
 pub mod paths;
 pub mod progress;
 pub mod tools;

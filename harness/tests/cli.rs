@@ -265,3 +265,38 @@ fn tools_list_reports_every_binary() {
         ]
     );
 }
+
+#[test]
+fn concurrent_installs_build_a_binary_once() {
+    let env = Env::new();
+    let cache = tempfile::tempdir().unwrap();
+    let spawn = || {
+        env.cmd(&["tools", "install", "--only", "kwok"])
+            .env("HARNESS_CACHE_DIR", cache.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting harness tools install")
+    };
+    let (first, second) = (spawn(), spawn());
+    let outs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    for o in &outs {
+        assert_code(o, 0);
+    }
+    let builds = outs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("building kwok v0.8.0"))
+        .count();
+    assert_eq!(
+        builds,
+        1,
+        "kwok was built {builds} times:\n{}\n{}",
+        text(&outs[0]),
+        text(&outs[1])
+    );
+    let bin = cache.path().join("bin/kwok-0.8.0");
+    assert!(bin.is_file(), "no {}", bin.display());
+}

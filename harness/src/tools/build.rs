@@ -142,7 +142,7 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
         src.module_version
     ));
     let fail = |what: &str, e: anyhow::Error| -> anyhow::Error {
-        let tail = tail_lines(&log_path, 25);
+        let tail = crate::logs::tail(&log_path, 25);
         env_missing(
             format!(
                 "building {} v{version} failed while {what}: {e:#}\n  build log {}:\n{tail}",
@@ -193,7 +193,7 @@ fn prepare_tree(
         src.module_version
     );
     if let Some(staging) = &src.staging_replaces {
-        let upstream = upstream_gomod(go, tree, src.module, &src.module_version)?;
+        let upstream = upstream_gomod(go, src.module, &src.module_version)?;
         let staged = staging_modules(&upstream);
         if staged.is_empty() {
             bail!(
@@ -232,20 +232,8 @@ fn prepare_tree(
 }
 
 /// The text of `module@version`'s go.mod, fetched through the module proxy.
-fn upstream_gomod(go: &Path, dir: &Path, module: &str, version: &str) -> Result<String> {
-    let out = output_with_timeout(
-        go_command(go, dir).args(["mod", "download", "-json", &format!("{module}@{version}")]),
-        Duration::from_secs(600),
-    )?;
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "go mod download printed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
-        bail!("go mod download {module}@{version}: {err}");
-    }
+fn upstream_gomod(go: &Path, module: &str, version: &str) -> Result<String> {
+    let info = super::modules::go_mod_download(go, module, version)?;
     let path = info
         .get("GoMod")
         .and_then(|p| p.as_str())
@@ -304,17 +292,6 @@ fn run_logged(cmd: &mut Command, log: &mut File, step: &Step) -> Result<()> {
         bail!("{status}");
     }
     Ok(())
-}
-
-fn tail_lines(path: &Path, n: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines.len().saturating_sub(n);
-    lines[start..]
-        .iter()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

@@ -53,9 +53,21 @@ pub fn module_dir(module: &str, version: &str) -> Result<PathBuf> {
             "install Go (its module cache holds the upstream manifests the harness applies), or set GOMODCACHE to a module cache that holds it",
         ));
     };
+    let info = go_mod_download(&go, module, version)?;
+    let dir = info
+        .get("Dir")
+        .and_then(|d| d.as_str())
+        .map(PathBuf::from)
+        .context("go mod download -json printed no Dir")?;
+    Ok(dir)
+}
+
+/// `go mod download -json module@version` (outside any module): the JSON
+/// object it prints, with its Error turned into an exit-3 error.
+pub fn go_mod_download(go: &Path, module: &str, version: &str) -> Result<serde_json::Value> {
     let tmp = tempfile::tempdir()?;
     let out = output_with_timeout(
-        Command::new(&go)
+        Command::new(go)
             .current_dir(tmp.path())
             .env("GOTOOLCHAIN", "local")
             .env("GOFLAGS", "-mod=mod")
@@ -72,15 +84,10 @@ pub fn module_dir(module: &str, version: &str) -> Result<PathBuf> {
     if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
         return Err(env_missing(
             format!("go mod download {module}@{version} failed: {err}"),
-            "make the Go module proxy reachable (GOPROXY) or pre-fill the module cache",
+            "make the Go module proxy reachable (GOPROXY) or pre-fill the module cache (GOMODCACHE)",
         ));
     }
-    let dir = info
-        .get("Dir")
-        .and_then(|d| d.as_str())
-        .map(PathBuf::from)
-        .context("go mod download -json printed no Dir")?;
-    Ok(dir)
+    Ok(info)
 }
 
 /// Read a file of a module's source tree, naming both in errors.

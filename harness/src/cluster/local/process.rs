@@ -165,23 +165,7 @@ pub fn stop_all(procs: &[Proc], grace: Duration, mut reap: impl FnMut()) -> Vec<
     }
 }
 
-/// The last `n` lines of a log file, indented, for error messages.
-pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = match std::fs::read(path) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => return format!("    (cannot read {}: {e})", path.display()),
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines.len().saturating_sub(n);
-    if lines.is_empty() {
-        return "    (log is empty)".to_string();
-    }
-    lines[start..]
-        .iter()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+pub use crate::logs::tail as log_tail;
 
 #[cfg(test)]
 mod tests {
