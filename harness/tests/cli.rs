@@ -300,3 +300,31 @@ fn concurrent_installs_build_a_binary_once() {
     let bin = cache.path().join("bin/kwok-0.8.0");
     assert!(bin.is_file(), "no {}", bin.display());
 }
+
+#[test]
+fn a_failed_build_exits_3_with_the_build_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let cache = tempfile::tempdir().unwrap();
+    // A Go toolchain that reports a good version but cannot build: the
+    // harness must say which build failed, quote its log and exit 3.
+    let go = cache.path().join("broken-go");
+    std::fs::write(
+        &go,
+        "#!/bin/sh\nif [ \"$1\" = env ]; then echo go1.26.8; exit 0; fi\necho \"go: simulated failure in $*\"\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&go, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd(&["tools", "install", "--only", "kwok"])
+        .env("HARNESS_CACHE_DIR", cache.path())
+        .env("HARNESS_GO", &go)
+        .output()
+        .unwrap();
+    assert_code(&out, 3);
+    let all = text(&out);
+    assert!(all.contains("building kwok v0.8.0 failed"), "{all}");
+    assert!(all.contains("go: simulated failure in mod tidy"), "log tail missing: {all}");
+    assert!(all.contains("HARNESS_KWOK_BIN"), "{all}");
+    assert!(!cache.path().join("bin/kwok-0.8.0").exists());
+}

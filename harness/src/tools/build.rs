@@ -10,10 +10,11 @@
 //! test and a CLI) from building the same thing at once; the second waits
 //! and then finds the binary in the cache.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -30,15 +31,6 @@ pub fn find_go() -> Option<PathBuf> {
         return Some(PathBuf::from(go));
     }
     which::which("go").ok()
-}
-
-fn go_command(go: &Path, dir: &Path) -> Command {
-    let mut cmd = Command::new(go);
-    cmd.current_dir(dir)
-        .env("GOTOOLCHAIN", "local")
-        .env("CGO_ENABLED", "0")
-        .env("GOWORK", "off");
-    cmd
 }
 
 fn go_version(go: &Path) -> Result<(u32, u32, String)> {
@@ -162,11 +154,16 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
         .chain(src.ldflags.iter().map(|x| format!("-X {x}")))
         .collect::<Vec<_>>()
         .join(" ");
-    let mut cmd = go_command(&go, &tree);
-    cmd.args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
-        .arg(&tmp)
-        .arg(&src.package);
-    run_logged(&mut cmd, &mut log, &step).map_err(|e| fail("running go build", e))?;
+    let args: [&OsStr; 7] = [
+        "build".as_ref(),
+        "-trimpath".as_ref(),
+        "-ldflags".as_ref(),
+        ldflags.as_ref(),
+        "-o".as_ref(),
+        tmp.as_os_str(),
+        src.package.as_ref(),
+    ];
+    run_logged(&go, &tree, &args, &mut log, &step).map_err(|e| fail("running go build", e))?;
     fs::rename(&tmp, &target)
         .with_context(|| format!("moving the build to {}", target.display()))?;
     step.done("built");
@@ -224,9 +221,7 @@ fn prepare_tree(
     }
     fs::write(&gomod_path, &gomod).with_context(|| format!("writing {}", gomod_path.display()))?;
     let _ = fs::remove_file(&marker);
-    let mut cmd = go_command(go, tree);
-    cmd.args(["mod", "tidy"]);
-    run_logged(&mut cmd, log, step).context("go mod tidy")?;
+    run_logged(go, tree, &["mod".as_ref(), "tidy".as_ref()], log, step)?;
     fs::write(&marker, &gomod)?;
     Ok(())
 }
@@ -257,39 +252,28 @@ pub fn staging_modules(gomod: &str) -> Vec<String> {
         .collect()
 }
 
-/// Run a command with its output appended to the build log, showing the
-/// latest line in the progress display.
-fn run_logged(cmd: &mut Command, log: &mut File, step: &Step) -> Result<()> {
-    writeln!(log, "$ {cmd:?}")?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {cmd:?}"))?;
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let tx2 = tx.clone();
-    let t1 = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let t2 = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx2.send(line);
-        }
-    });
-    for line in rx {
+/// Run a go command with its output appended to the build log, showing
+/// the latest line in the progress display. A non-zero exit is an error.
+fn run_logged(go: &Path, dir: &Path, args: &[&OsStr], log: &mut File, step: &Step) -> Result<()> {
+    let shown: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    writeln!(log, "$ (cd {}; go {})", dir.display(), shown.join(" "))?;
+    let reader = duct::cmd(go, args)
+        .dir(dir)
+        .env("GOTOOLCHAIN", "local")
+        .env("CGO_ENABLED", "0")
+        .env("GOWORK", "off")
+        .stdin_null()
+        .stderr_to_stdout()
+        .reader()
+        .with_context(|| format!("starting go {}", shown.join(" ")))?;
+    for line in BufReader::new(reader).lines() {
+        // The last read reports a non-zero exit status as an error.
+        let line = line.with_context(|| format!("go {}", shown.join(" ")))?;
         writeln!(log, "{line}")?;
         step.update(&line);
-    }
-    let _ = t1.join();
-    let _ = t2.join();
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("{status}");
     }
     Ok(())
 }

@@ -41,17 +41,11 @@ impl BuildInfo {
     }
 
     pub fn parse(data: &[u8]) -> Result<BuildInfo> {
-        let mut off = 0;
-        let start = loop {
-            let Some(pos) = find(&data[off..], MAGIC) else {
-                bail!("no Go build information (not a Go 1.18+ binary?)");
-            };
-            let at = off + pos;
-            if at % 16 == 0 {
-                break at;
-            }
-            off = at + 1;
-        };
+        // The linker puts the header at a 16-byte aligned offset.
+        let start = (0..data.len().saturating_sub(MAGIC.len()))
+            .step_by(16)
+            .find(|&i| data[i..].starts_with(MAGIC))
+            .context("no Go build information (not a Go 1.18+ binary?)")?;
         let header = data
             .get(start..start + 32)
             .context("truncated build information header")?;
@@ -91,10 +85,6 @@ impl BuildInfo {
         }
         Ok(info)
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn read_string(buf: &mut &[u8]) -> Result<String> {
