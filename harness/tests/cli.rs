@@ -324,7 +324,10 @@ fn a_failed_build_exits_3_with_the_build_log() {
     assert_code(&out, 3);
     let all = text(&out);
     assert!(all.contains("building kwok v0.8.0 failed"), "{all}");
-    assert!(all.contains("go: simulated failure in mod tidy"), "log tail missing: {all}");
+    assert!(
+        all.contains("go: simulated failure in mod tidy"),
+        "log tail missing: {all}"
+    );
     assert!(all.contains("HARNESS_KWOK_BIN"), "{all}");
     assert!(!cache.path().join("bin/kwok-0.8.0").exists());
 }
