@@ -35,6 +35,28 @@ pub enum Command {
     Down(DownArgs),
     /// List clusters and the health of each component.
     Status(StatusArgs),
+    /// Check configs, manifests, suite cases and baselines offline.
+    Validate(ValidateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Files or directories (default: kind-configs/, manifests/, suites/,
+    /// baselines/ of the repository).
+    pub paths: Vec<PathBuf>,
+    /// The repository root (default: found from the current directory).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ValidateFormat,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValidateFormat {
+    Human,
+    Json,
+    Junit,
+    Markdown,
 }
 
 #[derive(Subcommand, Debug)]
@@ -256,6 +278,7 @@ async fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Status(args) => status(&args).await,
+        Command::Validate(args) => validate(&args),
     }
 }
 
@@ -397,6 +420,30 @@ async fn up(args: UpArgs) -> Result<i32> {
     );
     println!("export KUBECONFIG={}", cluster.kubeconfig().display());
     Ok(0)
+}
+
+fn validate(args: &ValidateArgs) -> Result<i32> {
+    let root = match &args.root {
+        Some(r) => r.clone(),
+        None => {
+            let cwd = std::env::current_dir()?;
+            crate::validate::find_root(&cwd).ok_or_else(|| {
+                bad_input(format!(
+                    "{} is not inside the harness repository (no Cargo.toml with manifests/ above it); pass --root",
+                    cwd.display()
+                ))
+            })?
+        }
+    };
+    let report = crate::validate::run(&root, &args.paths)?;
+    let text = match args.format {
+        ValidateFormat::Human => crate::validate::report::human(&report),
+        ValidateFormat::Json => crate::validate::report::json(&report),
+        ValidateFormat::Junit => crate::validate::report::junit(&report),
+        ValidateFormat::Markdown => crate::validate::report::markdown(&report),
+    };
+    print!("{text}");
+    Ok(if report.ok() { 0 } else { error::EXIT_FAILED })
 }
 
 /// Resolves on SIGINT or SIGTERM, naming the signal.

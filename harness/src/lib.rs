@@ -1,6 +1,7 @@
 //! The harness library: clusters, installs, tools — and, in later layers,
 //! workloads, metrics, baselines and reports. See README.md for the layers.
 
+pub mod baseline;
 pub mod cli;
 pub mod cluster;
 pub mod error;
@@ -9,7 +10,11 @@ pub mod lifecycle;
 pub mod logs;
 pub mod paths;
 pub mod progress;
+pub mod scenario;
 pub mod tools;
+pub mod validate;
+pub mod workload;
+pub mod yaml;
 
 /// Install the process-wide TLS crypto provider (ring) once. kube and
 /// reqwest both use rustls; neither is built with a default provider.

@@ -370,6 +370,40 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
     })
 }
 
+/// Every group/version the live API server serves is in the validator's
+/// table for its minor (the table is generated from source; this checks it
+/// against the real thing). CRD groups (jobset) are not Kubernetes'.
+fn served_api_versions_are_in_the_validation_table(fx: &'static suites::Fixture) -> Result<()> {
+    fx.rt.block_on(async {
+        let client = fx.cluster.client().await?;
+        let facts = harness::validate::facts::for_minor(&fx.cluster.state.spec.k8s_minor)
+            .context("no table")?;
+        let groups = client.list_api_groups().await?;
+        let mut missing = Vec::new();
+        let mut checked = 0;
+        for g in groups.groups.iter().filter(|g| g.name != "jobset.x-k8s.io") {
+            for v in &g.versions {
+                checked += 1;
+                if !facts.api_versions.contains(&v.group_version) {
+                    missing.push(v.group_version.clone());
+                }
+            }
+        }
+        for v in client.list_core_api_versions().await?.versions {
+            checked += 1;
+            if !facts.api_versions.contains(&v) {
+                missing.push(v);
+            }
+        }
+        ensure!(
+            missing.is_empty(),
+            "served but not in harness/data/k8s: {missing:?}"
+        );
+        ensure!(checked > 20, "only {checked} group/versions served");
+        Ok(())
+    })
+}
+
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
@@ -391,6 +425,10 @@ fn main() {
         ),
         trial("metrics_endpoints_answer", metrics_endpoints_answer),
         trial("capacity_can_grow_and_shrink", capacity_can_grow_and_shrink),
+        trial(
+            "served_api_versions_are_in_the_validation_table",
+            served_api_versions_are_in_the_validation_table,
+        ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
     if let Err(e) = teardown() {

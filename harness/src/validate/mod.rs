@@ -1,0 +1,308 @@
+//! `harness validate`: offline checks of kind-configs/, manifests/,
+//! suites/ and baselines/ with the harness's typed models — no cluster, no
+//! binaries, no network.
+
+pub mod facts;
+pub mod finding;
+pub mod k8s;
+pub mod kind;
+pub mod models;
+pub mod names;
+pub mod report;
+pub mod thor;
+pub mod typed;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+pub use finding::Finding;
+use typed::{Ctx, decode};
+
+use crate::baseline::Baseline;
+use crate::error::bad_input;
+use crate::scenario::ThorScenario;
+use crate::yaml::{self, Seg};
+
+/// The directories a whole-repository run covers.
+pub const REPO_DIRS: &[&str] = &["kind-configs", "manifests", "suites", "baselines"];
+
+/// What a file is, by where it lives (and, outside the repo layout, by
+/// what it says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    KindConfig,
+    ThorTemplate,
+    Manifest,
+    ThorScenario,
+    Baseline,
+}
+
+/// Result of one file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileResult {
+    pub file: String,
+    pub kind: String,
+    pub documents: usize,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub files: Vec<FileResult>,
+    /// Thor templates rendered over the matrix.
+    pub thor_renderings: usize,
+    pub documents: usize,
+    pub elapsed: Duration,
+    pub static_model: Vec<thor::StaticRow>,
+    pub longest_thor_name: Vec<(String, usize)>,
+}
+
+impl Report {
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.files.iter().flat_map(|f| f.findings.iter())
+    }
+    pub fn ok(&self) -> bool {
+        self.findings().next().is_none()
+    }
+}
+
+/// The repository root: the nearest ancestor of `start` with Cargo.toml
+/// and manifests/.
+pub fn find_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| d.join("Cargo.toml").is_file() && d.join("manifests").is_dir())
+        .map(Path::to_path_buf)
+}
+
+fn classify(rel: &str, text: &str) -> Option<FileKind> {
+    let is_yaml = rel.ends_with(".yaml") || rel.ends_with(".yml");
+    if rel.starts_with("baselines/") {
+        return rel.ends_with(".json").then_some(FileKind::Baseline);
+    }
+    if !is_yaml {
+        return None;
+    }
+    if rel.starts_with("kind-configs/") || text.contains("kind.x-k8s.io/") {
+        Some(FileKind::KindConfig)
+    } else if rel.starts_with("manifests/hpcc/") {
+        Some(FileKind::ThorTemplate)
+    } else if rel.starts_with("suites/thor/") {
+        Some(FileKind::ThorScenario)
+    } else {
+        Some(FileKind::Manifest)
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn yaml_finding(file: &str, e: &yaml::YamlError) -> Finding {
+    Finding {
+        file: file.to_string(),
+        line: e.pos.line,
+        column: e.pos.column,
+        path: "(document)".into(),
+        message: format!("YAML: {}", e.message),
+    }
+}
+
+/// Validate one file's text (the fuzz tests call this directly).
+pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileResult {
+    let mut result = FileResult {
+        file: rel.to_string(),
+        kind: format!("{kind:?}"),
+        documents: 0,
+        findings: Vec::new(),
+    };
+    let docs = match yaml::parse(text) {
+        Ok(d) => d,
+        Err(e) => {
+            result.findings.push(yaml_finding(rel, &e));
+            return result;
+        }
+    };
+    for doc in &docs {
+        result.findings.extend(doc.problems.iter().map(|p| Finding {
+            file: rel.to_string(),
+            line: p.pos.line,
+            column: p.pos.column,
+            path: "(document)".into(),
+            message: format!("YAML: {}", p.message),
+        }));
+        if matches!(doc.root, yaml::Node::Null(_)) {
+            continue;
+        }
+        result.documents += 1;
+        let ctx = Ctx {
+            file: rel,
+            root: &doc.root,
+            base: vec![],
+        };
+        let v = doc.root.to_json();
+        if !v.is_object() {
+            result
+                .findings
+                .push(ctx.finding(&[], "a document must be a mapping"));
+            continue;
+        }
+        let found = match kind {
+            FileKind::KindConfig => kind::check(&ctx, &v),
+            // Templates are checked rendered, over the whole matrix.
+            FileKind::ThorTemplate => Vec::new(),
+            FileKind::Manifest => k8s::check_document(&ctx, &v),
+            FileKind::ThorScenario => {
+                let (s, mut f) = decode::<ThorScenario>(&ctx, &v, "Thor scenario");
+                if let Some(s) = s {
+                    f.extend(semantic(&ctx, s.problems()));
+                }
+                f
+            }
+            FileKind::Baseline => {
+                let (b, mut f) = decode::<Baseline>(&ctx, &v, "baseline");
+                if let Some(b) = b {
+                    f.extend(semantic(&ctx, b.problems()));
+                    if !root.join(&b.scenario).is_file() {
+                        f.push(ctx.finding(
+                            &[Seg::Key("scenario".into())],
+                            format!("scenario file {:?} does not exist", b.scenario),
+                        ));
+                    }
+                }
+                f
+            }
+        };
+        result.findings.extend(found);
+    }
+    result
+}
+
+/// Turn (field path, message) pairs into findings.
+fn semantic(ctx: &Ctx<'_>, problems: Vec<(Vec<Seg>, String)>) -> Vec<Finding> {
+    problems
+        .into_iter()
+        .map(|(path, msg)| ctx.finding(&path, msg))
+        .collect()
+}
+
+/// Validate `paths` (files or directories; default: the repository's
+/// config directories) under `root`.
+pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
+    let started = Instant::now();
+    let mut files = Vec::new();
+    if paths.is_empty() {
+        for d in REPO_DIRS {
+            let dir = root.join(d);
+            if dir.is_dir() {
+                walk(&dir, &mut files)?;
+            }
+        }
+    } else {
+        for p in paths {
+            let p = if p.is_absolute() {
+                p.clone()
+            } else {
+                std::env::current_dir()?.join(p)
+            };
+            if p.is_dir() {
+                walk(&p, &mut files)?;
+            } else if p.is_file() {
+                files.push(p);
+            } else {
+                return Err(bad_input(format!(
+                    "{}: no such file or directory",
+                    p.display()
+                )));
+            }
+        }
+    }
+    let mut results = Vec::new();
+    let mut templates_seen = false;
+    for path in files {
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                if rel.ends_with(".yaml") || rel.ends_with(".yml") || rel.ends_with(".json") {
+                    results.push(FileResult {
+                        file: rel.clone(),
+                        kind: "unreadable".into(),
+                        documents: 0,
+                        findings: vec![Finding {
+                            file: rel,
+                            line: 1,
+                            column: 1,
+                            path: "(file)".into(),
+                            message: format!("cannot read: {e}"),
+                        }],
+                    });
+                }
+                continue;
+            }
+        };
+        let Some(kind) = classify(&rel, &text) else {
+            continue;
+        };
+        templates_seen |= kind == FileKind::ThorTemplate;
+        results.push(check_text(root, &rel, kind, &text));
+    }
+    let mut thor_renderings = 0;
+    let mut documents: usize = results.iter().map(|r| r.documents).sum();
+    if templates_seen {
+        let t = thor::check_templates();
+        thor_renderings = t.renderings;
+        documents += t.documents;
+        for f in t.findings {
+            match results.iter_mut().find(|r| r.file == f.file) {
+                Some(r) => r.findings.push(f),
+                None => results.push(FileResult {
+                    file: f.file.clone(),
+                    kind: "ThorTemplate".into(),
+                    documents: 0,
+                    findings: vec![f],
+                }),
+            }
+        }
+    }
+    for r in &mut results {
+        r.findings.sort();
+        r.findings.dedup();
+    }
+    Ok(Report {
+        files: results,
+        thor_renderings,
+        documents,
+        elapsed: started.elapsed(),
+        static_model: thor::static_model(),
+        longest_thor_name: [
+            crate::workload::thor::Mode::Baseline,
+            crate::workload::thor::Mode::Jobset,
+        ]
+        .into_iter()
+        .map(|m| (m.name().to_string(), thor::longest_thor_name(m)))
+        .collect(),
+    })
+}

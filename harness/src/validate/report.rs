@@ -1,0 +1,160 @@
+//! Renderings of a validation Report: for people, JSON, JUnit XML, Markdown.
+
+use std::fmt::Write;
+
+use super::Report;
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+fn summary(r: &Report) -> String {
+    let n = r.findings().count();
+    format!(
+        "{} file(s), {} document(s) checked ({} Thor renderings) in {} ms: {}",
+        r.files.len(),
+        r.documents,
+        r.thor_renderings,
+        r.elapsed.as_millis(),
+        if n == 0 {
+            "no problems".to_string()
+        } else {
+            format!("{n} problem(s)")
+        }
+    )
+}
+
+fn static_table(r: &Report, md: bool) -> String {
+    let mut s = String::new();
+    if md {
+        s.push_str("| mode | numWorkers | objects created by Thor | objects created by controllers | pods | containers |\n|---|---:|---:|---:|---:|---:|\n");
+        for row in &r.static_model {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                row.mode,
+                row.num_workers,
+                row.client_objects,
+                row.controller_objects,
+                row.pods,
+                row.containers
+            );
+        }
+    } else {
+        let _ = writeln!(
+            s,
+            "{:<9} {:>10} {:>13} {:>17} {:>6} {:>11}",
+            "MODE", "WORKERS", "THOR OBJECTS", "CONTROLLER OBJS", "PODS", "CONTAINERS"
+        );
+        for row in &r.static_model {
+            let _ = writeln!(
+                s,
+                "{:<9} {:>10} {:>13} {:>17} {:>6} {:>11}",
+                row.mode,
+                row.num_workers,
+                row.client_objects,
+                row.controller_objects,
+                row.pods,
+                row.containers
+            );
+        }
+    }
+    s
+}
+
+pub fn human(r: &Report) -> String {
+    let mut s = String::new();
+    for f in r.findings() {
+        let _ = writeln!(s, "{f}");
+    }
+    if !r.static_model.is_empty() {
+        s.push_str("\nPer Thor instance, from the templates (numWorkersPerPod 1):\n");
+        s.push_str(&static_table(r, false));
+        for (mode, n) in &r.longest_thor_name {
+            let _ = writeln!(
+                s,
+                "longest Thor name that keeps {mode} names valid (1024 workers, instance 8): {n} characters"
+            );
+        }
+    }
+    let _ = writeln!(s, "\n{}", summary(r));
+    s
+}
+
+pub fn json(r: &Report) -> String {
+    let v = serde_json::json!({
+        "ok": r.ok(),
+        "files": r.files,
+        "documents": r.documents,
+        "thorRenderings": r.thor_renderings,
+        "elapsedMs": r.elapsed.as_millis() as u64,
+        "staticModel": r.static_model,
+        "longestThorName": r.longest_thor_name.iter().map(|(m, n)| serde_json::json!({"mode": m, "chars": n})).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+pub fn junit(r: &Report) -> String {
+    let failures = r.files.iter().filter(|f| !f.findings.is_empty()).count();
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        s,
+        "<testsuite name=\"harness validate\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">",
+        r.files.len(),
+        r.elapsed.as_secs_f64()
+    );
+    for f in &r.files {
+        let _ = write!(
+            s,
+            "  <testcase classname=\"validate.{}\" name=\"{}\"",
+            xml_escape(&f.kind),
+            xml_escape(&f.file)
+        );
+        if f.findings.is_empty() {
+            s.push_str("/>\n");
+        } else {
+            let text: Vec<String> = f
+                .findings
+                .iter()
+                .map(|x| xml_escape(&x.to_string()))
+                .collect();
+            let _ = writeln!(
+                s,
+                ">\n    <failure message=\"{} problem(s)\">{}</failure>\n  </testcase>",
+                f.findings.len(),
+                text.join("\n")
+            );
+        }
+    }
+    s.push_str("</testsuite>\n");
+    s
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::from("## harness validate\n\n");
+    let _ = writeln!(s, "{}\n", summary(r));
+    if !r.ok() {
+        s.push_str("| where | field | problem |\n|---|---|---|\n");
+        for f in r.findings() {
+            let _ = writeln!(
+                s,
+                "| `{}:{}:{}` | `{}` | {} |",
+                f.file,
+                f.line,
+                f.column,
+                f.path,
+                f.message.replace('|', "\\|")
+            );
+        }
+        s.push('\n');
+    }
+    if !r.static_model.is_empty() {
+        s.push_str("### Per Thor instance, from the templates\n\n");
+        s.push_str(&static_table(r, true));
+    }
+    s
+}

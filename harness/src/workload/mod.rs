@@ -1,0 +1,4 @@
+//! Workloads the harness drives. Today: the shapes of a Thor instance
+//! (templates, rendering, the API each driver may use).
+
+pub mod thor;

@@ -1,0 +1,85 @@
+//! HPCC Thor instances in baseline (manager Job + worker Job) and JobSet
+//! modes: our templates in manifests/hpcc/, rendered the way HPCC's
+//! jcontainerized fills its job specs, and what each mode's driver may ask
+//! of the API server.
+
+pub mod template;
+
+pub use template::{Mode, Shape, Template, ThorParams, rbac, render, shape, templates};
+
+/// One rule of API use: the verbs a driver issues on one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiUse {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+}
+
+/// Exactly what the Thor agent identity's driver does in each mode. The
+/// RBAC in manifests/hpcc/rbac/ must grant this, no more and no less
+/// (`harness validate` checks it), and the drivers must stay inside it.
+pub fn api_usage(mode: Mode) -> &'static [ApiUse] {
+    const BASELINE: &[ApiUse] = &[
+        // kubectl replace --force: delete (tolerating NotFound), create,
+        // and get while waiting for the deletion.
+        ApiUse {
+            group: "networking.k8s.io",
+            resource: "networkpolicies",
+            verbs: &["get", "create", "delete"],
+        },
+        // ... and for Jobs also the status polls (get, list, watch).
+        ApiUse {
+            group: "batch",
+            resource: "jobs",
+            verbs: &["get", "list", "watch", "create", "delete"],
+        },
+        // `kubectl get pods --selector=job-name=…` while waiting.
+        ApiUse {
+            group: "",
+            resource: "pods",
+            verbs: &["get", "list"],
+        },
+    ];
+    const JOBSET: &[ApiUse] = &[
+        ApiUse {
+            group: "jobset.x-k8s.io",
+            resource: "jobsets",
+            verbs: &["get", "list", "watch", "create", "delete"],
+        },
+        ApiUse {
+            group: "",
+            resource: "pods",
+            verbs: &["get", "list", "watch"],
+        },
+    ];
+    const JOBSET_GANG: &[ApiUse] = &[
+        ApiUse {
+            group: "jobset.x-k8s.io",
+            resource: "jobsets",
+            verbs: &["get", "list", "watch", "create", "delete"],
+        },
+        ApiUse {
+            group: "",
+            resource: "pods",
+            verbs: &["get", "list", "watch"],
+        },
+        ApiUse {
+            group: "scheduling.k8s.io",
+            resource: "workloads",
+            verbs: &["get", "create", "delete"],
+        },
+        ApiUse {
+            group: "scheduling.k8s.io",
+            resource: "podgroups",
+            verbs: &["get", "create", "delete"],
+        },
+    ];
+    match mode {
+        Mode::Baseline => BASELINE,
+        Mode::Jobset => JOBSET,
+        Mode::JobsetGang => JOBSET_GANG,
+    }
+}
+
+/// The user name of the Thor agent identity (a client certificate).
+pub const THOR_AGENT_USER: &str = "thor-agent";

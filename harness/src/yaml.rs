@@ -1,0 +1,388 @@
+//! YAML with positions: every node keeps the line and column it came from,
+//! so a finding deep inside a document points at `file:line:column`.
+//! Built on the event parser serde-saphyr itself uses; duplicate keys are
+//! reported here (serde would silently keep one of them).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Number, Value};
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span};
+
+/// A position in a file, 1-based.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Pos {
+    fn of(span: &Span) -> Pos {
+        Pos {
+            line: span.start.line(),
+            column: span.start.col() + 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Null(Pos),
+    Bool(bool, Pos),
+    Int(i64, Pos),
+    Float(f64, Pos),
+    Str(String, Pos),
+    Seq(Vec<Node>, Pos),
+    /// Keys with their own positions, in file order.
+    Map(Vec<(String, Pos, Node)>, Pos),
+}
+
+/// A problem found while reading YAML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YamlError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+/// One document of a YAML stream.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub root: Node,
+    /// Index of the document in its file (0-based).
+    pub index: usize,
+    /// Non-fatal problems (duplicate keys).
+    pub problems: Vec<YamlError>,
+}
+
+/// One step of a field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+pub fn path_string(path: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    if s.is_empty() { "(document)".into() } else { s }
+}
+
+impl Node {
+    pub fn pos(&self) -> Pos {
+        match self {
+            Node::Null(p)
+            | Node::Bool(_, p)
+            | Node::Int(_, p)
+            | Node::Float(_, p)
+            | Node::Str(_, p)
+            | Node::Seq(_, p)
+            | Node::Map(_, p) => *p,
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match self {
+            Node::Map(entries, _) => entries.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Str(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The position of `path`: the key's position for a map entry, the
+    /// node's for an element; the deepest existing ancestor when the path
+    /// runs out of the document.
+    pub fn locate(&self, path: &[Seg]) -> Pos {
+        let mut node = self;
+        let mut pos = self.pos();
+        for seg in path {
+            match (seg, node) {
+                (Seg::Key(k), Node::Map(entries, _)) => {
+                    match entries.iter().find(|(key, _, _)| key == k) {
+                        Some((_, kpos, v)) => {
+                            pos = *kpos;
+                            node = v;
+                        }
+                        None => return pos,
+                    }
+                }
+                (Seg::Index(i), Node::Seq(items, _)) => match items.get(*i) {
+                    Some(v) => {
+                        pos = v.pos();
+                        node = v;
+                    }
+                    None => return pos,
+                },
+                _ => return pos,
+            }
+        }
+        pos
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            Node::Null(_) => Value::Null,
+            Node::Bool(b, _) => Value::Bool(*b),
+            Node::Int(i, _) => Value::Number((*i).into()),
+            Node::Float(f, _) => Number::from_f64(*f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
+            Node::Str(s, _) => Value::String(s.clone()),
+            Node::Seq(items, _) => Value::Array(items.iter().map(Node::to_json).collect()),
+            Node::Map(entries, _) => {
+                let mut m = Map::new();
+                for (k, _, v) in entries {
+                    m.insert(k.clone(), v.to_json());
+                }
+                Value::Object(m)
+            }
+        }
+    }
+}
+
+/// YAML 1.2 core-schema resolution of a plain scalar.
+fn plain_scalar(s: &str, pos: Pos) -> Node {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Node::Null(pos),
+        "true" | "True" | "TRUE" => return Node::Bool(true, pos),
+        "false" | "False" | "FALSE" => return Node::Bool(false, pos),
+        _ => {}
+    }
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && let Ok(i) = s.parse::<i64>()
+    {
+        return Node::Int(i, pos);
+    }
+    if let Some(hex) = s.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return Node::Int(i, pos);
+    }
+    if let Some(oct) = s.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return Node::Int(i, pos);
+    }
+    let looks_float = digits
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit() || c == '.')
+        && digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+        && digits.chars().any(|c| c.is_ascii_digit());
+    if looks_float && let Ok(f) = s.parse::<f64>() {
+        return Node::Float(f, pos);
+    }
+    match s {
+        ".inf" | ".Inf" | ".INF" | "+.inf" => Node::Float(f64::INFINITY, pos),
+        "-.inf" | "-.Inf" | "-.INF" => Node::Float(f64::NEG_INFINITY, pos),
+        ".nan" | ".NaN" | ".NAN" => Node::Float(f64::NAN, pos),
+        _ => Node::Str(s.to_string(), pos),
+    }
+}
+
+enum Frame {
+    Seq(Vec<Node>, Pos, usize),
+    /// entries, pending key, position, anchor
+    Map(Vec<(String, Pos, Node)>, Option<(String, Pos)>, Pos, usize),
+}
+
+/// Parse every document of a YAML stream. A syntax error stops the parse
+/// and is returned with its position.
+pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
+    let mut docs = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut problems = Vec::new();
+    let mut root: Option<Node> = None;
+    for item in Parser::new_from_str(text) {
+        let (event, span) = item.map_err(|e| YamlError {
+            pos: Pos {
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+            },
+            message: e.info().to_string(),
+        })?;
+        let pos = Pos::of(&span);
+        let finished: Option<(Node, usize)> = match event {
+            Event::StreamStart | Event::StreamEnd | Event::Anchor(..) => None,
+            Event::DocumentStart(..) => {
+                root = None;
+                problems = Vec::new();
+                None
+            }
+            Event::DocumentEnd => {
+                docs.push(Document {
+                    root: root.take().unwrap_or(Node::Null(pos)),
+                    index: docs.len(),
+                    problems: std::mem::take(&mut problems),
+                });
+                None
+            }
+            Event::Alias(id) => match anchors.get(&id) {
+                Some(n) => Some((n.clone(), 0)),
+                None => {
+                    return Err(YamlError {
+                        pos,
+                        message: "alias to an unknown anchor".into(),
+                    });
+                }
+            },
+            Event::UnresolvedAlias(name) => {
+                return Err(YamlError {
+                    pos,
+                    message: format!("alias *{name} refers to no anchor"),
+                });
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                let is_str_tag = tag.as_ref().is_some_and(|t| t.to_string().ends_with("str"));
+                let node = if style == ScalarStyle::Plain && !is_str_tag {
+                    plain_scalar(&value, pos)
+                } else {
+                    Node::Str(value.into_owned(), pos)
+                };
+                Some((node, anchor))
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                stack.push(Frame::Seq(Vec::new(), pos, anchor));
+                None
+            }
+            Event::MappingStart(_, anchor, _) => {
+                stack.push(Frame::Map(Vec::new(), None, pos, anchor));
+                None
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq(items, p, anchor)) => Some((Node::Seq(items, p), anchor)),
+                _ => unreachable!("the parser balances sequence events"),
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map(entries, _, p, anchor)) => Some((Node::Map(entries, p), anchor)),
+                _ => unreachable!("the parser balances mapping events"),
+            },
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        let Some((node, anchor)) = finished else {
+            continue;
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, node.clone());
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq(items, _, _)) => items.push(node),
+            Some(Frame::Map(entries, pending, _, _)) => match pending.take() {
+                None => {
+                    let key = match &node {
+                        Node::Str(s, _) => s.clone(),
+                        Node::Int(i, _) => i.to_string(),
+                        Node::Bool(b, _) => b.to_string(),
+                        Node::Null(_) => "null".into(),
+                        Node::Float(f, _) => f.to_string(),
+                        _ => {
+                            return Err(YamlError {
+                                pos: node.pos(),
+                                message: "a mapping key must be a scalar".into(),
+                            });
+                        }
+                    };
+                    if let Some((_, first, _)) = entries.iter().find(|(k, _, _)| *k == key) {
+                        problems.push(YamlError {
+                            pos: node.pos(),
+                            message: format!(
+                                "duplicate key {key:?} (first at line {}, column {})",
+                                first.line, first.column
+                            ),
+                        });
+                    }
+                    *pending = Some((key, node.pos()));
+                }
+                Some((key, kpos)) => {
+                    // A duplicate key: the later value wins, as in Kubernetes.
+                    entries.retain(|(k, _, _)| *k != key);
+                    entries.push((key, kpos, node));
+                }
+            },
+        }
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_and_values() {
+        let docs = parse("a: 1\nb:\n  - x\n  - {c: true, d: 2.5}\ne: ~\nf: \"007\"\n").unwrap();
+        assert_eq!(docs.len(), 1);
+        let root = &docs[0].root;
+        assert_eq!(
+            root.to_json(),
+            serde_json::json!({"a": 1, "b": ["x", {"c": true, "d": 2.5}], "e": null, "f": "007"})
+        );
+        let p = root.locate(&[Seg::Key("b".into()), Seg::Index(1), Seg::Key("d".into())]);
+        assert_eq!((p.line, p.column), (4, 15));
+        // Past the end of the document: the deepest existing node.
+        let p = root.locate(&[Seg::Key("b".into()), Seg::Index(9)]);
+        assert_eq!(p.line, 2);
+    }
+
+    #[test]
+    fn documents_and_duplicates() {
+        let docs = parse("---\na: 1\na: 2\n---\nb: 1\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].problems.len(), 1);
+        assert_eq!(docs[0].problems[0].pos.line, 3);
+        assert!(docs[0].problems[0].message.contains("duplicate key \"a\""));
+        assert_eq!(docs[0].root.to_json(), serde_json::json!({"a": 2}));
+        assert_eq!(docs[1].index, 1);
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let e = parse("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(e.pos.line >= 1, "{e:?}");
+        let e = parse("a: *nope\n").unwrap_err();
+        assert!(
+            e.message.contains("nope") || e.message.contains("anchor"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn anchors_expand() {
+        let docs = parse("base: &b {x: 1}\nuse: *b\n").unwrap();
+        assert_eq!(docs[0].root.to_json()["use"], serde_json::json!({"x": 1}));
+    }
+
+    #[test]
+    fn path_strings() {
+        assert_eq!(
+            path_string(&[
+                Seg::Key("spec".into()),
+                Seg::Key("containers".into()),
+                Seg::Index(0)
+            ]),
+            "spec.containers[0]"
+        );
+        assert_eq!(path_string(&[]), "(document)");
+    }
+}
