@@ -1,7 +1,7 @@
 //! The command line: parse, run, print, exit with DESIGN.md's codes.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -37,6 +37,40 @@ pub enum Command {
     Status(StatusArgs),
     /// Check configs, manifests, suite cases and baselines offline.
     Validate(ValidateArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh local clusters.
+    Thor(BenchThorArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchThorArgs {
+    /// A scenario file (suites/thor/*.yaml).
+    #[arg(long)]
+    pub scenario: PathBuf,
+    /// Modes to run (default: the scenario's): baseline,jobset
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
+    /// Where the reports go.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// Runs per mode (means and spreads are reported).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Compare with the stored baseline; exit 1 on a regression.
+    #[arg(long)]
+    pub compare: bool,
+    /// Store this run as the baseline.
+    #[arg(long)]
+    pub record: bool,
+    /// Use this binary: NAME=PATH. Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -279,6 +313,7 @@ async fn run(cli: Cli) -> Result<i32> {
         }
         Command::Status(args) => status(&args).await,
         Command::Validate(args) => validate(&args),
+        Command::Bench(BenchCommand::Thor(args)) => bench_thor(&args).await,
     }
 }
 
@@ -420,6 +455,90 @@ async fn up(args: UpArgs) -> Result<i32> {
     );
     println!("export KUBECONFIG={}", cluster.kubeconfig().display());
     Ok(0)
+}
+
+async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
+    use crate::workload::thor::Mode;
+    let modes = if args.modes.is_empty() {
+        None
+    } else {
+        Some(
+            args.modes
+                .iter()
+                .map(|m| {
+                    Mode::parse(m).ok_or_else(|| {
+                        bad_input(format!(
+                            "--modes: unknown mode {m:?}; one of baseline, jobset, jobset-gang"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        )
+    };
+    let root = crate::validate::find_root(&std::env::current_dir()?);
+    let opts = crate::bench::ThorBenchOptions {
+        scenario: args.scenario.clone(),
+        modes,
+        repeat: args.repeat,
+        bins: parse_bins(&args.bins)?,
+        cluster_prefix: format!("bench-{}", std::process::id()),
+    };
+    let prefix = opts.cluster_prefix.clone();
+    let result = tokio::select! {
+        r = crate::bench::bench_thor(&opts) => r?,
+        sig = interrupted() => {
+            eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
+            for name in local::list_clusters()?.into_iter().filter(|n| n.starts_with(&prefix)) {
+                if let Ok(c) = LocalCluster::load(&name) {
+                    c.down(false)?;
+                }
+            }
+            return Ok(130);
+        }
+    };
+    let written = crate::report::write_all(&result, &args.out)?;
+    for p in &written {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", crate::report::markdown(&result, None));
+    let mut code = 0;
+    if args.compare || args.record {
+        let root = root.ok_or_else(|| {
+            bad_input("--compare/--record need the repository (baselines/): run from inside it")
+        })?;
+        let path = crate::baseline::path_for(&root, &result);
+        if args.compare {
+            let base = crate::baseline::load(&path)?;
+            let verdicts = crate::baseline::compare(&base, &result);
+            print!("{}", crate::report::compare_markdown(&verdicts, &path));
+            std::fs::write(
+                args.out.join("compare.md"),
+                crate::report::compare_markdown(&verdicts, &path),
+            )?;
+            std::fs::write(
+                args.out.join("compare-junit.xml"),
+                crate::report::compare_junit(&verdicts),
+            )?;
+            if verdicts.iter().any(|v| !v.pass) {
+                code = error::EXIT_FAILED;
+            }
+        }
+        if args.record {
+            let relative = args
+                .scenario
+                .canonicalize()
+                .ok()
+                .and_then(|p| {
+                    p.strip_prefix(root.canonicalize().ok()?)
+                        .ok()
+                        .map(Path::to_path_buf)
+                })
+                .unwrap_or(args.scenario.clone());
+            crate::baseline::record(&path, &result, &relative.display().to_string())?;
+            eprintln!("recorded {}", path.display());
+        }
+    }
+    Ok(code)
 }
 
 fn validate(args: &ValidateArgs) -> Result<i32> {

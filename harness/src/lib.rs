@@ -2,14 +2,17 @@
 //! workloads, metrics, baselines and reports. See README.md for the layers.
 
 pub mod baseline;
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod error;
 pub mod install;
 pub mod lifecycle;
 pub mod logs;
+pub mod metrics;
 pub mod paths;
 pub mod progress;
+pub mod report;
 pub mod scenario;
 pub mod tools;
 pub mod validate;

@@ -40,6 +40,8 @@ pub struct ResponseStatus {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEvent {
+    #[serde(default, rename = "auditID")]
+    pub audit_id: String,
     #[serde(default)]
     pub stage: String,
     #[serde(default)]
@@ -60,13 +62,22 @@ pub struct AuditEvent {
 
 impl AuditEvent {
     /// "VERB resource[/subresource]", the key the reports use.
+    /// Requests without a resource (discovery, /healthz, /metrics) are
+    /// keyed by their path, API discovery paths as "discovery".
     pub fn key(&self) -> String {
         match &self.object_ref {
-            Some(o) if !o.subresource.is_empty() => {
+            Some(o) if !o.resource.is_empty() && !o.subresource.is_empty() => {
                 format!("{} {}/{}", self.verb, o.resource, o.subresource)
             }
-            Some(o) => format!("{} {}", self.verb, o.resource),
-            None => format!("{} {}", self.verb, self.request_uri),
+            Some(o) if !o.resource.is_empty() => format!("{} {}", self.verb, o.resource),
+            _ => {
+                let path = self.request_uri.split('?').next().unwrap_or_default();
+                if path.starts_with("/api") || path.starts_with("/openapi") {
+                    format!("{} discovery", self.verb)
+                } else {
+                    format!("{} {path}", self.verb)
+                }
+            }
         }
     }
 }
@@ -119,6 +130,14 @@ mod tests {
             "system:serviceaccount:kube-system:job-controller"
         );
         assert_eq!(events[0].key(), "create pods");
+        let mut d = events[0].clone();
+        d.object_ref = Some(ObjectRef::default());
+        d.request_uri = "/apis/batch/v1?timeout=32s".into();
+        d.verb = "get".into();
+        assert_eq!(d.key(), "get discovery");
+        d.object_ref = None;
+        d.request_uri = "/metrics".into();
+        assert_eq!(d.key(), "get /metrics");
         assert_eq!(events[0].response_status.as_ref().unwrap().code, 201);
         assert_eq!(off as usize, LINE.len() + 1);
         writeln!(f, "{}", &LINE[40..]).unwrap();

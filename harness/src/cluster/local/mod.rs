@@ -52,6 +52,8 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     (SCHEDULER, "system:kube-scheduler", &[]),
     (JOBSET, "jobset-controller", &[]),
     (KWOK, "kwok-controller", &["system:masters"]),
+    // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
+    ("thor-agent", "thor-agent", &[]),
 ];
 
 /// The user name the JobSet controller runs as (RBAC binds it).
@@ -606,16 +608,20 @@ impl LocalCluster {
         })
     }
 
-    /// A client acting as another identity of this cluster (its kubeconfig
-    /// name in IDENTITIES).
-    pub async fn client_as(&self, identity: &str) -> Result<kube::Client> {
-        self.check_processes()?;
-        let path = if identity == "admin" {
+    /// The kubeconfig of an identity of this cluster (its name in
+    /// IDENTITIES).
+    pub fn kubeconfig_of(&self, identity: &str) -> PathBuf {
+        if identity == "admin" {
             self.layout.admin_kubeconfig()
         } else {
             self.layout.kubeconfig(identity)
-        };
-        client_from_kubeconfig(&path).await
+        }
+    }
+
+    /// A client acting as another identity of this cluster.
+    pub async fn client_as(&self, identity: &str) -> Result<kube::Client> {
+        self.check_processes()?;
+        client_from_kubeconfig(&self.kubeconfig_of(identity)).await
     }
 
     /// Stop in two waves: clients of the API server and the API server

@@ -3,6 +3,7 @@
 //! jcontainerized fills its job specs, and what each mode's driver may ask
 //! of the API server.
 
+pub mod driver;
 pub mod template;
 
 pub use template::{Mode, Shape, Template, ThorParams, rbac, render, shape, templates};

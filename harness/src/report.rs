@@ -1,0 +1,571 @@
+//! Renderings of a Thor benchmark Result: JSON (the contract), Markdown
+//! (side by side, with jobset/baseline ratios), JUnit XML and an HTML page
+//! with SVG charts. Renderers never recompute: they only format.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::baseline::Verdict;
+use crate::bench::{ModeResult, ThorResult};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Write result.json, report.md, junit.xml and report.html into `out`.
+pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let files = [
+        ("result.json", serde_json::to_string_pretty(r)? + "\n"),
+        ("report.md", markdown(r, None)),
+        ("junit.xml", junit(r)),
+        ("report.html", html(std::slice::from_ref(r))),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let p = out.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        written.push(p);
+    }
+    Ok(written)
+}
+
+/// Rows of the headline table: label and a value from a mode.
+fn rows() -> Vec<(&'static str, fn(&ModeResult) -> f64)> {
+    vec![
+        ("API requests (all clients but the harness)", |m| {
+            m.api_requests_total as f64
+        }),
+        ("… by the Thor identity", |m| m.thor_agent_requests as f64),
+        ("etcd writes (puts + deletes)", |m| {
+            m.etcd_writes_total as f64
+        }),
+        ("objects created", |m| {
+            m.objects_created.values().sum::<u64>() as f64
+        }),
+        ("pods created", |m| m.pods_created as f64),
+        ("containers created", |m| m.containers_created as f64),
+        ("pod start-up p50 (ms)", |m| m.pod_startup_ms.p50),
+        ("pod start-up p99 (ms)", |m| m.pod_startup_ms.p99),
+        (
+            "instance start p99 (ms, first pod created → last Running)",
+            |m| m.instance_start_ms.p99,
+        ),
+        ("instance wall p50 (s)", |m| m.instance_wall_s.p50),
+        ("mode wall time (s)", |m| m.wall_s),
+    ]
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
+    let mut s = String::new();
+    let modes: Vec<&String> = r.modes.keys().collect();
+    let _ = writeln!(
+        s,
+        "## Thor benchmark: {} — {} workers ({} per pod), {} at a time, graph {} — Kubernetes v{} ({})\n",
+        r.scenario,
+        r.num_workers,
+        r.num_workers_per_pod,
+        r.max_graphs,
+        r.graph_duration,
+        r.k8s_version,
+        r.provider
+    );
+    let base = r.modes.get("baseline").map(|m| &m.result);
+    let _ = write!(
+        s,
+        "| per run of {} instances |",
+        r.modes.values().next().map_or(0, |m| m.result.instances)
+    );
+    for m in &modes {
+        let _ = write!(s, " {m} |");
+    }
+    let ratio_cols: Vec<&String> = modes
+        .iter()
+        .copied()
+        .filter(|m| m.as_str() != "baseline" && base.is_some())
+        .collect();
+    for m in &ratio_cols {
+        let _ = write!(s, " {m} / baseline |");
+    }
+    s.push_str("\n|---|");
+    for _ in 0..modes.len() + ratio_cols.len() {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for (label, f) in rows() {
+        let _ = write!(s, "| {label} |");
+        for m in &modes {
+            let _ = write!(s, " {} |", fmt_num(f(&r.modes[*m].result)));
+        }
+        for m in &ratio_cols {
+            let b = base.map(f).unwrap_or(0.0);
+            let v = f(&r.modes[*m].result);
+            let _ = write!(
+                s,
+                " {} |",
+                if b > 0.0 {
+                    format!("{:.2}", v / b)
+                } else {
+                    "—".into()
+                }
+            );
+        }
+        s.push('\n');
+    }
+    if r.modes.values().any(|m| m.repeats.len() > 1) {
+        s.push_str("\nSpread over repeats ((max − min) / mean):\n\n");
+        for (m, sum) in &r.modes {
+            let parts: Vec<String> = sum
+                .spread_pct
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}%"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "- {m} ({} runs): {}",
+                sum.repeats.len(),
+                parts.join(", ")
+            );
+        }
+    }
+    s.push_str("\n### API requests by client\n\n| client |");
+    for m in &modes {
+        let _ = write!(s, " {m} |");
+    }
+    s.push_str("\n|---|");
+    for _ in &modes {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    let mut clients: Vec<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| m.result.api_requests_by_client.keys())
+        .collect();
+    clients.sort();
+    clients.dedup();
+    for c in clients {
+        let _ = write!(s, "| {c} |");
+        for m in &modes {
+            let _ = write!(
+                s,
+                " {} |",
+                r.modes[*m]
+                    .result
+                    .api_requests_by_client
+                    .get(c)
+                    .copied()
+                    .unwrap_or(0)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str("\n### Requests of the Thor identity\n\n");
+    for m in &modes {
+        let reqs = r.modes[*m]
+            .result
+            .api_requests_by_client_request
+            .get(crate::workload::thor::THOR_AGENT_USER);
+        let parts: Vec<String> = reqs
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "- {m}: {}",
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(", ")
+            }
+        );
+    }
+    for m in &modes {
+        for (client, reqs) in &r.modes[*m].result.failed_requests {
+            let parts: Vec<String> = reqs.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+            let _ = writeln!(
+                s,
+                "- {m}: failed requests of {client}: {}",
+                parts.join(", ")
+            );
+        }
+    }
+    s.push_str("\n### etcd\n\n| | ");
+    s.push_str(
+        &modes
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    s.push_str(" |\n|---|");
+    for _ in &modes {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    let etcd_rows: Vec<(&str, Box<dyn Fn(&ModeResult) -> String>)> = vec![
+        ("puts", Box::new(|m| m.etcd.puts.to_string())),
+        ("deletes", Box::new(|m| m.etcd.deletes.to_string())),
+        ("txns", Box::new(|m| m.etcd.txns.to_string())),
+        ("ranges", Box::new(|m| m.etcd.ranges.to_string())),
+        (
+            "db size (MiB)",
+            Box::new(|m| format!("{:.1}", m.etcd.db_size_bytes as f64 / 1048576.0)),
+        ),
+        (
+            "WAL fsync p99 (ms)",
+            Box::new(|m| {
+                m.etcd
+                    .wal_fsync_ms
+                    .map_or("—".into(), |p| format!("{:.1}", p.p99))
+            }),
+        ),
+        (
+            "backend commit p99 (ms)",
+            Box::new(|m| {
+                m.etcd
+                    .backend_commit_ms
+                    .map_or("—".into(), |p| format!("{:.1}", p.p99))
+            }),
+        ),
+    ];
+    for (label, f) in etcd_rows {
+        let _ = write!(s, "| {label} |");
+        for m in &modes {
+            let _ = write!(s, " {} |", f(&r.modes[*m].result));
+        }
+        s.push('\n');
+    }
+    s.push_str("\n### API latency (ms, p50 / p90 / p99)\n\n");
+    for m in &modes {
+        let parts: Vec<String> = r.modes[*m]
+            .result
+            .api_latency_ms
+            .iter()
+            .map(|(k, p)| format!("{k} {:.1} / {:.1} / {:.1}", p.p50, p.p90, p.p99))
+            .collect();
+        let _ = writeln!(s, "- {m}: {}", parts.join("; "));
+    }
+    s
+}
+
+pub fn junit(r: &ThorResult) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let total: f64 = r.modes.values().map(|m| m.result.wall_s).sum();
+    let _ = writeln!(
+        s,
+        "<testsuite name=\"harness bench thor {}\" tests=\"{}\" failures=\"0\" time=\"{total:.1}\">",
+        esc(&r.scenario),
+        r.modes.len()
+    );
+    for (m, sum) in &r.modes {
+        let _ = writeln!(
+            s,
+            "  <testcase classname=\"bench.thor.{}\" name=\"{m}\" time=\"{:.1}\">",
+            esc(&r.scenario),
+            sum.result.wall_s
+        );
+        s.push_str("    <properties>\n");
+        for (k, v) in crate::bench::headline(&sum.result) {
+            let _ = writeln!(s, "      <property name=\"{k}\" value=\"{}\"/>", fmt_num(v));
+        }
+        s.push_str("    </properties>\n  </testcase>\n");
+    }
+    s.push_str("</testsuite>\n");
+    s
+}
+
+pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
+    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let mut s = format!(
+        "\n### Compared with {}: {}\n\n| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n",
+        baseline.display(),
+        if failed == 0 {
+            "no regressions".to_string()
+        } else {
+            format!("{failed} regression(s)")
+        }
+    );
+    for v in verdicts {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} {} |",
+            v.mode,
+            v.metric,
+            fmt_num(v.baseline),
+            v.current.map_or("—".into(), fmt_num),
+            if v.pass { "ok" } else { "**REGRESSION**" },
+            v.note
+        );
+    }
+    s
+}
+
+pub fn compare_junit(verdicts: &[Verdict]) -> String {
+    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        s,
+        "<testsuite name=\"harness bench compare\" tests=\"{}\" failures=\"{failed}\">",
+        verdicts.len()
+    );
+    for v in verdicts {
+        let _ = write!(
+            s,
+            "  <testcase classname=\"compare.{}\" name=\"{}\"",
+            esc(&v.mode),
+            esc(&v.metric)
+        );
+        if v.pass {
+            s.push_str("/>\n");
+        } else {
+            let _ = writeln!(
+                s,
+                ">\n    <failure message=\"{}\"/>\n  </testcase>",
+                esc(&v.note)
+            );
+        }
+    }
+    s.push_str("</testsuite>\n");
+    s
+}
+
+const COLORS: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+];
+
+/// A grouped bar chart: one group per x label, one bar per series.
+pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
+    let (w, h, left, bottom, top) = (640.0, 300.0, 70.0, 50.0, 30.0);
+    let max = groups
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|(_, v)| *v))
+        .fold(0.0_f64, f64::max)
+        .max(1.0);
+    let series: Vec<String> = {
+        let mut v: Vec<String> = groups
+            .iter()
+            .flat_map(|(_, s)| s.iter().map(|(n, _)| n.clone()))
+            .collect();
+        v.dedup();
+        let mut seen = Vec::new();
+        v.into_iter()
+            .filter(|x| {
+                if seen.contains(x) {
+                    false
+                } else {
+                    seen.push(x.clone());
+                    true
+                }
+            })
+            .collect()
+    };
+    let plot_w = w - left - 20.0;
+    let plot_h = h - top - bottom;
+    let group_w = plot_w / groups.len().max(1) as f64;
+    let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">\n<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+        esc(title),
+        left,
+        esc(title)
+    );
+    for i in 0..=4 {
+        let v = max * f64::from(i) / 4.0;
+        let y = top + plot_h - plot_h * f64::from(i) / 4.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            w - 20.0,
+            left - 4.0,
+            y + 3.0,
+            fmt_num(v.round())
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"12\" y=\"{:.1}\" font-size=\"10\" transform=\"rotate(-90 12 {:.1})\">{}</text>",
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(unit)
+    );
+    for (gi, (label, vals)) in groups.iter().enumerate() {
+        let gx = left + group_w * gi as f64 + group_w * 0.1;
+        for (name, v) in vals {
+            let si = series.iter().position(|x| x == name).unwrap_or(0);
+            let bh = plot_h * v / max;
+            let x = gx + bar_w * si as f64;
+            let y = top + plot_h - bh;
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{}: {}</title></rect>",
+                bar_w * 0.95,
+                COLORS[si % COLORS.len()],
+                esc(name),
+                fmt_num(*v)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            gx + group_w * 0.4,
+            h - bottom + 16.0,
+            esc(label)
+        );
+    }
+    for (si, name) in series.iter().enumerate() {
+        let x = left + 110.0 * si as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
+            h - 18.0,
+            COLORS[si % COLORS.len()],
+            x + 14.0,
+            h - 9.0,
+            esc(name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// One page for one or more results (several scenarios chart against
+/// their worker counts).
+pub fn html(results: &[ThorResult]) -> String {
+    let mut s = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
+    );
+    let by_workers = |f: fn(&ModeResult) -> f64| -> Vec<(String, Vec<(String, f64)>)> {
+        results
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} workers", r.num_workers),
+                    r.modes
+                        .iter()
+                        .map(|(m, s)| (m.clone(), f(&s.result)))
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    s.push_str(&svg_bars(
+        "API requests per run, by mode",
+        "requests",
+        &by_workers(|m| m.api_requests_total as f64),
+    ));
+    s.push_str(&svg_bars(
+        "etcd writes per run, by mode",
+        "writes",
+        &by_workers(|m| m.etcd_writes_total as f64),
+    ));
+    for r in results {
+        let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
+            .iter()
+            .map(|q| {
+                (
+                    format!("pod start-up {q}"),
+                    r.modes
+                        .iter()
+                        .map(|(m, s)| {
+                            let p = &s.result.pod_startup_ms;
+                            (
+                                m.clone(),
+                                match *q {
+                                    "p50" => p.p50,
+                                    "p90" => p.p90,
+                                    _ => p.p99,
+                                },
+                            )
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        s.push_str(&svg_bars(
+            &format!("{}: pod start-up latency", r.scenario),
+            "ms",
+            &lat,
+        ));
+        let clients: Vec<(String, Vec<(String, f64)>)> = r
+            .modes
+            .iter()
+            .map(|(m, sum)| {
+                (
+                    m.clone(),
+                    sum.result
+                        .api_requests_by_client
+                        .iter()
+                        .map(|(c, n)| (c.rsplit(':').next().unwrap_or(c).to_string(), *n as f64))
+                        .collect(),
+                )
+            })
+            .collect();
+        s.push_str(&svg_bars(
+            &format!("{}: API requests by client", r.scenario),
+            "requests",
+            &clients,
+        ));
+        // The Markdown tables, as HTML tables.
+        let md = markdown(r, None);
+        s.push_str(&md_tables_to_html(&md));
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Minimal Markdown → HTML for the report's own output (headings, tables,
+/// list items, paragraphs).
+fn md_tables_to_html(md: &str) -> String {
+    let mut out = String::new();
+    let mut in_table = false;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            if line.contains("---") {
+                continue;
+            }
+            if !in_table {
+                out.push_str("<table>\n");
+                in_table = true;
+            }
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            out.push_str("<tr>");
+            for c in cells {
+                let _ = write!(out, "<td>{}</td>", esc(c));
+            }
+            out.push_str("</tr>\n");
+            continue;
+        }
+        if in_table {
+            out.push_str("</table>\n");
+            in_table = false;
+        }
+        if let Some(h) = line.strip_prefix("### ") {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(h));
+        } else if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(out, "<h2>{}</h2>", esc(h));
+        } else if let Some(li) = line.strip_prefix("- ") {
+            let _ = writeln!(out, "<p>• {}</p>", esc(li));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", esc(line));
+        }
+    }
+    if in_table {
+        out.push_str("</table>\n");
+    }
+    out
+}
