@@ -173,14 +173,14 @@ use anyhow::{Context, Result};
 use crate::bench::{ModeResult, ThorResult};
 use crate::error::bad_input;
 
+/// "1.37" for "1.37.1".
+fn minor_of_version(v: &str) -> String {
+    v.rsplit_once('.').map_or(v, |(minor, _)| minor).to_string()
+}
+
 /// `baselines/<provider>/<k8s minor>/<scenario>.json`
 pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
-    let minor = r
-        .k8s_version
-        .rsplitn(2, '.')
-        .nth(1)
-        .unwrap_or(&r.k8s_version)
-        .to_string();
+    let minor = minor_of_version(&r.k8s_version);
     root.join("baselines")
         .join(&r.provider)
         .join(minor)
@@ -341,12 +341,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
     Baseline {
         schema: SCHEMA.into(),
         provider: r.provider.clone(),
-        k8s_minor: r
-            .k8s_version
-            .rsplitn(2, '.')
-            .nth(1)
-            .unwrap_or(&r.k8s_version)
-            .to_string(),
+        k8s_minor: minor_of_version(&r.k8s_version),
         scenario: scenario_file.into(),
         recorded: r.started.clone(),
         harness_version: r.harness_version.clone(),

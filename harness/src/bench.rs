@@ -144,10 +144,13 @@ pub async fn run_mode(
     mode: Mode,
     kubectl: &Path,
 ) -> Result<ModeResult> {
-    if mode == Mode::JobsetGang {
-        bail!(bad_input(
-            "mode jobset-gang is not available yet: it needs the bring-your-own Workload/PodGroup templates per Kubernetes version"
-        ));
+    let minor = crate::tools::K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
+    if thor::templates_for(mode, minor).is_empty() {
+        bail!(bad_input(format!(
+            "{} mode has no templates for Kubernetes {}",
+            mode.name(),
+            s.cluster.k8s_minor
+        )));
     }
     let admin = cluster.client().await?;
     // Namespace and the Thor agent's RBAC, as the harness.
@@ -180,6 +183,7 @@ pub async fn run_mode(
         namespace: NAMESPACE.into(),
         tracker: tracker.clone(),
         step_timeout: Duration::from_secs(600),
+        k8s_minor: minor,
     };
 
     let before = metrics::snapshot(cluster).await?;
@@ -331,8 +335,17 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
             let spec = ClusterSpec {
                 name: name.clone(),
                 k8s_minor: k8s.minor.into(),
-                feature_gates: Default::default(),
-                runtime_config: Default::default(),
+                // Gang mode needs the release's gang feature set.
+                feature_gates: if mode == Mode::JobsetGang {
+                    k8s.gang_feature_gates()
+                } else {
+                    Default::default()
+                },
+                runtime_config: if mode == Mode::JobsetGang {
+                    k8s.gang_runtime_config()
+                } else {
+                    Default::default()
+                },
                 nodes: NodeSpec {
                     count: s.cluster.nodes as usize,
                     cpu: s.cluster.node_cpu.clone(),

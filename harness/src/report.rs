@@ -35,8 +35,12 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// A row of a table: its label and how to read it off a mode.
+type Row = (&'static str, fn(&ModeResult) -> f64);
+type TextRow = (&'static str, fn(&ModeResult) -> String);
+
 /// Rows of the headline table: label and a value from a mode.
-fn rows() -> Vec<(&'static str, fn(&ModeResult) -> f64)> {
+fn rows() -> Vec<Row> {
     vec![
         ("API requests (all clients but the harness)", |m| {
             m.api_requests_total as f64
@@ -217,31 +221,24 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         s.push_str("---:|");
     }
     s.push('\n');
-    let etcd_rows: Vec<(&str, Box<dyn Fn(&ModeResult) -> String>)> = vec![
-        ("puts", Box::new(|m| m.etcd.puts.to_string())),
-        ("deletes", Box::new(|m| m.etcd.deletes.to_string())),
-        ("txns", Box::new(|m| m.etcd.txns.to_string())),
-        ("ranges", Box::new(|m| m.etcd.ranges.to_string())),
-        (
-            "db size (MiB)",
-            Box::new(|m| format!("{:.1}", m.etcd.db_size_bytes as f64 / 1048576.0)),
-        ),
-        (
-            "WAL fsync p99 (ms)",
-            Box::new(|m| {
-                m.etcd
-                    .wal_fsync_ms
-                    .map_or("—".into(), |p| format!("{:.1}", p.p99))
-            }),
-        ),
-        (
-            "backend commit p99 (ms)",
-            Box::new(|m| {
-                m.etcd
-                    .backend_commit_ms
-                    .map_or("—".into(), |p| format!("{:.1}", p.p99))
-            }),
-        ),
+    let etcd_rows: Vec<TextRow> = vec![
+        ("puts", |m| m.etcd.puts.to_string()),
+        ("deletes", |m| m.etcd.deletes.to_string()),
+        ("txns", |m| m.etcd.txns.to_string()),
+        ("ranges", |m| m.etcd.ranges.to_string()),
+        ("db size (MiB)", |m| {
+            format!("{:.1}", m.etcd.db_size_bytes as f64 / 1048576.0)
+        }),
+        ("WAL fsync p99 (ms)", |m| {
+            m.etcd
+                .wal_fsync_ms
+                .map_or("—".into(), |p| format!("{:.1}", p.p99))
+        }),
+        ("backend commit p99 (ms)", |m| {
+            m.etcd
+                .backend_commit_ms
+                .map_or("—".into(), |p| format!("{:.1}", p.p99))
+        }),
     ];
     for (label, f) in etcd_rows {
         let _ = write!(s, "| {label} |");

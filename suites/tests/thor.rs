@@ -24,7 +24,7 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
         let rt = suites::runtime().map_err(|e| format!("{e:#}"))?;
         let opts = ThorBenchOptions {
             scenario: repo().join("suites/thor/smoke.yaml"),
-            modes: Some(vec![Mode::Baseline, Mode::Jobset]),
+            modes: Some(vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang]),
             repeat: 1,
             bins: Default::default(),
             cluster_prefix: suites::unique_name("t-thor"),
@@ -119,8 +119,24 @@ fn who_creates_what() -> Result<()> {
         "Job creates by the JobSet controller: {:?}",
         js.api_requests_by_client_request.get("jobset-controller")
     );
+    // Gang: the Thor identity also brings the Workload and the PodGroup.
+    let gang = &r.modes["jobset-gang"].result;
+    ensure!(
+        by(gang, "thor-agent", "create workloads") == n,
+        "Workload creates: {:?}",
+        gang.api_requests_by_client_request.get("thor-agent")
+    );
+    ensure!(
+        by(gang, "thor-agent", "create podgroups") == n,
+        "PodGroup creates"
+    );
+    ensure!(
+        by(gang, "jobset-controller", "create jobs") == 2 * n,
+        "gang: Job creates by the JobSet controller"
+    );
+    ensure!(gang.gang_start_ms.is_some(), "gang start latency measured");
     // Pods always come from the job controller.
-    for m in [base, js] {
+    for m in [base, js, gang] {
         ensure!(
             by(
                 m,
@@ -133,7 +149,7 @@ fn who_creates_what() -> Result<()> {
     }
     // The Thor identity stays inside its RBAC: no forbidden requests but
     // kubectl's namespace lookups, which HPCC's Role does not grant either.
-    for m in [base, js] {
+    for m in [base, js, gang] {
         if let Some(failed) = m.failed_requests.get("thor-agent") {
             ensure!(
                 failed.keys().all(|k| k.starts_with("get namespaces 403")),

@@ -5,6 +5,8 @@
 //! module proxy serves (k8s.io/kubernetes v1.37.2's zip is refused by the
 //! proxy, v1.36.5 has no checksum-database entry).
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 
 use crate::error::bad_input;
@@ -77,6 +79,30 @@ impl K8sRelease {
             .nth(1)
             .and_then(|m| m.parse().ok())
             .expect("K8S_RELEASES minors are of the form 1.N")
+    }
+
+    /// The feature gates that turn on gang scheduling (the Workload and
+    /// PodGroup APIs and the scheduler's all-or-nothing placement) in this
+    /// release, for every component. From shared/notes/gang-scheduling.md,
+    /// checked against the real servers by the Thor gang benchmark.
+    pub fn gang_feature_gates(&self) -> BTreeMap<String, bool> {
+        let names: &[&str] = match self.minor_number() {
+            36 => &["GenericWorkload", "GangScheduling"],
+            _ => &["GenericWorkload"],
+        };
+        names.iter().map(|n| (n.to_string(), true)).collect()
+    }
+
+    /// The API version serving Workload and PodGroup in this release.
+    pub fn gang_api_version(&self) -> &'static str {
+        match self.minor_number() {
+            36 => "scheduling.k8s.io/v1alpha2",
+            _ => "scheduling.k8s.io/v1beta1",
+        }
+    }
+
+    pub fn gang_runtime_config(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(self.gang_api_version().to_string(), "true".to_string())])
     }
 
     /// The version of the k8s.io staging modules (v0.Y.Z for v1.Y.Z).

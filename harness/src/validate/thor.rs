@@ -136,6 +136,34 @@ fn check_rendering(
                     ));
                 }
             }
+            (Mode::JobsetGang, "Workload" | "PodGroup") => {
+                let policy = if kind == "Workload" {
+                    &doc["spec"]["podGroupTemplates"][0]["schedulingPolicy"]
+                } else {
+                    &doc["spec"]["schedulingPolicy"]
+                };
+                if policy["gang"]["minCount"].as_u64() != Some(1 + worker_pods) {
+                    out.push(fail(
+                        &[key("spec")],
+                        format!(
+                            "gang minCount is {}, the instance has 1 + {worker_pods} pods",
+                            policy["gang"]["minCount"]
+                        ),
+                    ));
+                }
+                if kind == "PodGroup" {
+                    let group = name.to_string();
+                    let js = docs.iter().find(|d| d["kind"] == "JobSet");
+                    let grouped = js.is_some_and(|js| {
+                        js["spec"]["replicatedJobs"].as_array().into_iter().flatten().all(|rj| {
+                            rj["template"]["spec"]["template"]["spec"]["schedulingGroup"]["podGroupName"] == group.as_str()
+                        })
+                    });
+                    if !grouped {
+                        out.push(fail(&[key("metadata"), key("name")], format!("every pod template of the JobSet must name PodGroup {group:?} in schedulingGroup.podGroupName")));
+                    }
+                }
+            }
             (Mode::Jobset | Mode::JobsetGang, "JobSet") => {
                 let rjs = doc["spec"]["replicatedJobs"]
                     .as_array()
@@ -326,10 +354,17 @@ pub fn check_rbac_template(mode: Mode, t: &Template) -> Vec<Finding> {
 
 /// Render every template of every mode over the matrix and check it.
 pub fn check_templates() -> ThorReport {
-    let all: Vec<(Mode, Template)> = [Mode::Baseline, Mode::Jobset]
+    let mut all: Vec<(Mode, Template)> = [Mode::Baseline, Mode::Jobset]
         .into_iter()
         .flat_map(|m| thor::templates(m).into_iter().map(move |t| (m, t)))
         .collect();
+    for minor in thor::template::GANG_MINORS {
+        all.extend(
+            thor::templates_for(Mode::JobsetGang, *minor)
+                .into_iter()
+                .map(|t| (Mode::JobsetGang, t)),
+        );
+    }
     let mut report = check_template_set(&all);
     for mode in Mode::ALL {
         report.findings.extend(check_rbac(mode));
@@ -439,7 +474,7 @@ pub struct StaticRow {
 pub fn static_model() -> Vec<StaticRow> {
     let mut rows = Vec::new();
     for &w in &[1u32, 2, 8, 32, 128, 512, 1024] {
-        for mode in [Mode::Baseline, Mode::Jobset] {
+        for mode in Mode::ALL {
             if let Ok(s) = thor::template::shape(mode, &params(w, 1, 1, THOR_NAME)) {
                 rows.push(StaticRow {
                     mode: mode.name(),

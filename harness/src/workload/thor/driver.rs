@@ -20,7 +20,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use super::template::{Mode, ThorParams, render, templates};
+use super::template::{Mode, ThorParams, render, templates_for};
 use crate::metrics::pods::PodTracker;
 
 pub const INSTANCE_LABEL: &str = "hpcc.thor/instance";
@@ -43,6 +43,8 @@ pub struct ThorEnv {
     pub tracker: Arc<PodTracker>,
     /// Longest wait for any one step.
     pub step_timeout: Duration,
+    /// The cluster's Kubernetes minor (37 for 1.37): picks the gang templates.
+    pub k8s_minor: u32,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -161,7 +163,7 @@ pub async fn run_instance(
 ) -> Result<InstanceResult> {
     let started = Instant::now();
     let job = p.job_name.clone();
-    let docs: Vec<Value> = templates(mode)
+    let docs: Vec<Value> = templates_for(mode, env.k8s_minor)
         .iter()
         .map(|t| render(t, p))
         .collect::<Result<Vec<_>>>()?
@@ -245,12 +247,15 @@ pub async fn run_instance(
             env.kubectl(&["delete", "networkpolicy", mnp], None).await?;
         }
         Mode::Jobset | Mode::JobsetGang => {
-            let [js] = docs.as_slice() else {
-                bail!(
-                    "jobset template renders {} documents, expected 1",
-                    docs.len()
-                );
+            // Gang mode: the bring-your-own Workload and PodGroup first.
+            let (gang, js) = match (mode, docs.as_slice()) {
+                (Mode::Jobset, [js]) => (&[][..], js),
+                (Mode::JobsetGang, [_, _, js]) => (&docs[..2], js),
+                _ => bail!("{} templates render {} documents", mode.name(), docs.len()),
             };
+            for obj in gang {
+                env.replace_force(obj).await?;
+            }
             let name = js["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
@@ -302,6 +307,15 @@ pub async fn run_instance(
             }
             env.kubectl(&["delete", "jobsets.jobset.x-k8s.io", &name], None)
                 .await?;
+            for obj in gang.iter().rev() {
+                let kind = match obj["kind"].as_str() {
+                    Some("Workload") => "workloads.scheduling.k8s.io",
+                    Some("PodGroup") => "podgroups.scheduling.k8s.io",
+                    other => bail!("unexpected gang object {other:?}"),
+                };
+                let obj_name = obj["metadata"]["name"].as_str().unwrap_or_default();
+                env.kubectl(&["delete", kind, obj_name], None).await?;
+            }
         }
     }
     let pods = env.tracker.matching(ROLE_KEY_INSTANCE, &job);

@@ -6,7 +6,9 @@
 pub mod driver;
 pub mod template;
 
-pub use template::{Mode, Shape, Template, ThorParams, rbac, render, shape, templates};
+pub use template::{
+    Mode, Shape, Template, ThorParams, rbac, render, shape, templates, templates_for,
+};
 
 /// One rule of API use: the verbs a driver issues on one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,12 +69,12 @@ pub fn api_usage(mode: Mode) -> &'static [ApiUse] {
         ApiUse {
             group: "scheduling.k8s.io",
             resource: "workloads",
-            verbs: &["get", "create", "delete"],
+            verbs: &["get", "list", "watch", "create", "delete"],
         },
         ApiUse {
             group: "scheduling.k8s.io",
             resource: "podgroups",
-            verbs: &["get", "create", "delete"],
+            verbs: &["get", "list", "watch", "create", "delete"],
         },
     ];
     match mode {

@@ -63,8 +63,14 @@ macro_rules! tpl {
     };
 }
 
-/// The templates of a mode, in the order HPCC applies them.
-pub fn templates(mode: Mode) -> Vec<Template> {
+/// The Kubernetes minors with a gang template (the Workload/PodGroup API
+/// differs per release).
+pub const GANG_MINORS: &[u32] = &[36, 37];
+
+/// The templates of a mode, in the order HPCC applies them. Only
+/// jobset-gang depends on the Kubernetes minor (37 for "1.37"); it has no
+/// template for minors outside GANG_MINORS.
+pub fn templates_for(mode: Mode, minor: u32) -> Vec<Template> {
     match mode {
         Mode::Baseline => vec![
             tpl!(
@@ -78,10 +84,27 @@ pub fn templates(mode: Mode) -> Vec<Template> {
             ),
             tpl!("baseline/thorworker-job.yaml", Creator::ThorManager),
         ],
-        Mode::Jobset | Mode::JobsetGang => {
-            vec![tpl!("jobset/thor-jobset.yaml", Creator::ThorAgent)]
-        }
+        Mode::Jobset => vec![tpl!("jobset/thor-jobset.yaml", Creator::ThorAgent)],
+        Mode::JobsetGang => match minor {
+            36 => vec![tpl!(
+                "jobset-gang/thor-jobset-gang-1.36.yaml",
+                Creator::ThorAgent
+            )],
+            37 => vec![tpl!(
+                "jobset-gang/thor-jobset-gang-1.37.yaml",
+                Creator::ThorAgent
+            )],
+            _ => vec![],
+        },
     }
+}
+
+/// The templates of a mode for the default Kubernetes release.
+pub fn templates(mode: Mode) -> Vec<Template> {
+    templates_for(
+        mode,
+        crate::tools::K8sRelease::default_release().minor_number(),
+    )
 }
 
 /// The Thor agent identity's Role and RoleBinding for a mode.
@@ -128,6 +151,7 @@ impl ThorParams {
             ("_HPCC_THOR_NAME_", self.thor_name.clone()),
             ("_HPCC_NUM_WORKERS_", self.num_workers.to_string()),
             ("_HPCC_NUM_WORKER_PODS_", self.worker_pods()?.to_string()),
+            ("_HPCC_NUM_PODS_", (1 + self.worker_pods()?).to_string()),
             ("_HPCC_JOB_VERSION_", self.job_version.clone()),
             ("_HARNESS_POD_RUNTIME_", self.pod_runtime.clone()),
             ("_HARNESS_NAMESPACE_", self.namespace.clone()),
@@ -136,7 +160,11 @@ impl ThorParams {
 }
 
 /// Placeholders whose whole-string occurrences become JSON numbers.
-const NUMERIC: &[&str] = &["_HPCC_NUM_WORKERS_", "_HPCC_NUM_WORKER_PODS_"];
+const NUMERIC: &[&str] = &[
+    "_HPCC_NUM_WORKERS_",
+    "_HPCC_NUM_WORKER_PODS_",
+    "_HPCC_NUM_PODS_",
+];
 
 fn substitute(v: &mut Value, values: &[(&str, String)]) {
     match v {
@@ -250,10 +278,26 @@ fn count_job(spec: &Value) -> (u32, u32) {
     (pods, pods * containers)
 }
 
-/// The shape of one rendered instance of `mode`.
+/// The shape of one rendered instance of `mode` (default release).
 pub fn shape(mode: Mode, p: &ThorParams) -> Result<Shape> {
+    shape_for(
+        mode,
+        crate::tools::K8sRelease::default_release().minor_number(),
+        p,
+    )
+}
+
+/// The shape of one rendered instance of `mode` on Kubernetes 1.`minor`.
+pub fn shape_for(mode: Mode, minor: u32, p: &ThorParams) -> Result<Shape> {
     let mut s = Shape::default();
-    for t in templates(mode) {
+    let ts = templates_for(mode, minor);
+    if ts.is_empty() {
+        bail!(
+            "{} mode has no template for Kubernetes 1.{minor}",
+            mode.name()
+        );
+    }
+    for t in ts {
         for doc in render(&t, p)? {
             let kind = doc["kind"].as_str().unwrap_or("?").to_string();
             *s.client_objects.entry(kind.clone()).or_default() += 1;
@@ -350,6 +394,21 @@ mod tests {
         assert_eq!((s.pods, s.containers), (5, 10));
         assert_eq!(s.client_objects["JobSet"], 1);
         assert_eq!(s.controller_objects["Job"], 2);
+    }
+
+    #[test]
+    fn gang_templates_group_every_pod() {
+        let p = params(4, 2);
+        for minor in GANG_MINORS {
+            let docs = render(&templates_for(Mode::JobsetGang, *minor)[0], &p).unwrap();
+            let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+            assert_eq!(kinds, ["Workload", "PodGroup", "JobSet"]);
+            assert_eq!(docs[1]["spec"]["schedulingPolicy"]["gang"]["minCount"], 3);
+            let s = shape_for(Mode::JobsetGang, *minor, &p).unwrap();
+            assert_eq!(s.pods, 3);
+            assert_eq!(s.client_objects.values().sum::<u32>(), 3);
+        }
+        assert!(shape_for(Mode::JobsetGang, 35, &p).is_err());
     }
 
     #[test]
