@@ -90,6 +90,22 @@ pub struct ThorResult {
     pub max_graphs: u32,
     pub graph_duration: String,
     pub modes: BTreeMap<String, ModeSummary>,
+    /// The harness process's own peak resident memory (VmHWM), in KiB;
+    /// the control-plane processes are not included.
+    #[serde(default)]
+    pub harness_peak_rss_kib: u64,
+}
+
+/// This process's peak resident set size (VmHWM) in KiB.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
 }
 
 pub const RESULT_SCHEMA: &str = "harness.thor-result/v1";
@@ -397,5 +413,6 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         max_graphs: s.thor.max_graphs,
         graph_duration: s.graph_duration.clone(),
         modes: summaries,
+        harness_peak_rss_kib: peak_rss_kib(),
     })
 }

@@ -87,6 +87,11 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         r.k8s_version,
         r.provider
     );
+    let _ = writeln!(
+        s,
+        "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
+        r.harness_peak_rss_kib as f64 / 1024.0
+    );
     let base = r.modes.get("baseline").map(|m| &m.result);
     let _ = write!(
         s,

@@ -218,7 +218,7 @@ pub async fn run_instance(
             env.replace_force(wrk_np).await?;
             env.replace_force(wrk_job).await?;
             env.tracker
-                .wait_running(ROLE_KEY_INSTANCE, &job, 1 + worker_pods, env.step_timeout)
+                .wait_running(INSTANCE_LABEL, &job, 1 + worker_pods, env.step_timeout)
                 .await?;
             tokio::time::sleep(graph).await;
             let wrk = wrk_job["metadata"]["name"].as_str().unwrap_or_default();
@@ -280,7 +280,7 @@ pub async fn run_instance(
             })
             .await?;
             env.tracker
-                .wait_running(ROLE_KEY_INSTANCE, &job, 1 + worker_pods, env.step_timeout)
+                .wait_running(INSTANCE_LABEL, &job, 1 + worker_pods, env.step_timeout)
                 .await?;
             tokio::time::sleep(graph).await;
             env.manager_exits(&job).await?;
@@ -318,15 +318,13 @@ pub async fn run_instance(
             }
         }
     }
-    let pods = env.tracker.matching(ROLE_KEY_INSTANCE, &job);
+    let pods = env.tracker.matching(INSTANCE_LABEL, &job);
     Ok(InstanceResult {
         job_name: job,
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         start_ms: crate::metrics::pods::group_start_ms(&pods),
     })
 }
-
-const ROLE_KEY_INSTANCE: &str = INSTANCE_LABEL;
 
 /// Run `instances` instances, at most `max_graphs` at once.
 pub async fn run_instances(
