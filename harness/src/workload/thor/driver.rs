@@ -90,6 +90,24 @@ impl ThorEnv {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// `kubectl get pods --selector SEL`: have the selected pods a node?
+    async fn pods_bound(&self, selector: &str) -> Result<bool> {
+        let nodes = self
+            .kubectl(
+                &[
+                    "get",
+                    "pods",
+                    "--selector",
+                    selector,
+                    "-o",
+                    "jsonpath={.items[*].spec.nodeName}",
+                ],
+                None,
+            )
+            .await?;
+        Ok(!nodes.trim().is_empty())
+    }
+
     async fn replace_force(&self, doc: &Value) -> Result<()> {
         let text = serde_json::to_string(doc)?;
         self.kubectl(&["replace", "--force", "-f", "-"], Some(&text))
@@ -197,20 +215,7 @@ pub async fn run_instance(
                 if active.trim() != "1" {
                     return Ok(None);
                 }
-                let nodes = env
-                    .kubectl(
-                        &[
-                            "get",
-                            "pods",
-                            "--selector",
-                            &sel,
-                            "-o",
-                            "jsonpath={.items[*].spec.nodeName}",
-                        ],
-                        None,
-                    )
-                    .await?;
-                Ok((!nodes.trim().is_empty()).then_some(()))
+                Ok(env.pods_bound(&sel).await?.then_some(()))
             })
             .await?;
             // The manager: worker NetworkPolicy and Job, wait for workers,
@@ -263,20 +268,7 @@ pub async fn run_instance(
             env.replace_force(js).await?;
             let sel = format!("{INSTANCE_LABEL}={job},{ROLE_LABEL}=manager");
             env.poll(&format!("JobSet {name} manager scheduled"), || async {
-                let nodes = env
-                    .kubectl(
-                        &[
-                            "get",
-                            "pods",
-                            "--selector",
-                            &sel,
-                            "-o",
-                            "jsonpath={.items[*].spec.nodeName}",
-                        ],
-                        None,
-                    )
-                    .await?;
-                Ok((!nodes.trim().is_empty()).then_some(()))
+                Ok(env.pods_bound(&sel).await?.then_some(()))
             })
             .await?;
             env.tracker
