@@ -82,6 +82,25 @@ impl AuditEvent {
     }
 }
 
+/// The offset just past the last complete line of the audit log: where
+/// events of what happens next start. Reads only the file's tail.
+pub fn end_offset(path: &Path) -> Result<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("opening the audit log {}", path.display()))?;
+    let len = f.metadata()?.len();
+    let tail = len.min(256 * 1024);
+    f.seek(SeekFrom::Start(len - tail))?;
+    let mut buf = Vec::with_capacity(tail as usize);
+    f.read_to_end(&mut buf)?;
+    match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => Ok(len - tail + i as u64 + 1),
+        // No line end in the tail: a line longer than the tail, or none.
+        None if len > tail => Ok(read_from(path, 0)?.1),
+        None => Ok(0),
+    }
+}
+
 /// Read complete lines from byte `offset`; returns the events and the offset
 /// after the last complete line (a half-written last line is left for the
 /// next read). A line that is not an audit event is an error naming its
@@ -140,8 +159,14 @@ mod tests {
         assert_eq!(d.key(), "get /metrics");
         assert_eq!(events[0].response_status.as_ref().unwrap().code, 201);
         assert_eq!(off as usize, LINE.len() + 1);
+        assert_eq!(
+            end_offset(&path).unwrap(),
+            off,
+            "a partial last line is not past the end"
+        );
         writeln!(f, "{}", &LINE[40..]).unwrap();
-        let (events, _) = read_from(&path, off).unwrap();
+        let (events, end) = read_from(&path, off).unwrap();
+        assert_eq!(end_offset(&path).unwrap(), end);
         assert_eq!(events.len(), 1);
     }
 

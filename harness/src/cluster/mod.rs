@@ -71,6 +71,8 @@ pub trait Cluster {
     /// Audit events written since byte `offset` of the audit log, and the
     /// offset to read from next time.
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)>;
+    /// The audit log's current end (after its last complete event).
+    fn audit_end(&self) -> Result<u64>;
     /// Make the cluster's schedulable capacity exactly `nodes`.
     fn set_capacity(&self, nodes: &NodeSpec) -> impl Future<Output = Result<()>> + Send;
     /// Per-component health.

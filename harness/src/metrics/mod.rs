@@ -21,13 +21,12 @@ pub struct Snapshot {
     pub audit_offset: u64,
 }
 
-/// Take a snapshot. `audit_offset` should be the end of the audit log, so
-/// that the events of the run are read from there afterwards.
+/// Take a snapshot; its audit offset is the log's current end, so the
+/// events of a run are read from there afterwards.
 pub async fn snapshot(cluster: &impl Cluster) -> Result<Snapshot> {
     let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
     let etcd = prom::parse(&cluster.etcd_metrics().await?);
-    // Read to the end of the audit log to know where the run starts.
-    let (_, audit_offset) = cluster.audit_events(0)?;
+    let audit_offset = cluster.audit_end()?;
     Ok(Snapshot {
         apiserver,
         etcd,

@@ -47,13 +47,13 @@ fn static_table(r: &Report, md: bool) -> String {
     } else {
         let _ = writeln!(
             s,
-            "{:<9} {:>10} {:>13} {:>17} {:>6} {:>11}",
+            "{:<12} {:>8} {:>13} {:>17} {:>6} {:>11}",
             "MODE", "WORKERS", "THOR OBJECTS", "CONTROLLER OBJS", "PODS", "CONTAINERS"
         );
         for row in &r.static_model {
             let _ = writeln!(
                 s,
-                "{:<9} {:>10} {:>13} {:>17} {:>6} {:>11}",
+                "{:<12} {:>8} {:>13} {:>17} {:>6} {:>11}",
                 row.mode,
                 row.num_workers,
                 row.client_objects,

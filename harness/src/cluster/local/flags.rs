@@ -52,7 +52,7 @@ pub struct Gates {
     pub runtime_config: BTreeMap<String, String>,
 }
 
-pub fn apiserver(k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<String> {
+pub fn apiserver(_k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<String> {
     let mut args = vec![
         format!("--etcd-servers={}", ports.etcd_url()),
         "--bind-address=127.0.0.1".into(),
@@ -85,8 +85,6 @@ pub fn apiserver(k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<S
             join_runtime_config(&g.runtime_config)
         ));
     }
-    // Version-specific flags go here, keyed by k8s.minor_number().
-    let _ = k8s;
     args
 }
 

@@ -674,6 +674,10 @@ impl Cluster for LocalCluster {
         super::audit::read_from(&self.layout.audit_log(), offset)
     }
 
+    fn audit_end(&self) -> Result<u64> {
+        super::audit::end_offset(&self.layout.audit_log())
+    }
+
     async fn set_capacity(&self, spec: &NodeSpec) -> Result<()> {
         let client = self.client().await?;
         let nodes: Api<Node> = Api::all(client);

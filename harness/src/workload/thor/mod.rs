@@ -21,7 +21,7 @@ pub struct ApiUse {
 /// Exactly what the Thor agent identity's driver does in each mode. The
 /// RBAC in manifests/hpcc/rbac/ must grant this, no more and no less
 /// (`harness validate` checks it), and the drivers must stay inside it.
-pub fn api_usage(mode: Mode) -> &'static [ApiUse] {
+pub fn api_usage(mode: Mode) -> Vec<ApiUse> {
     const BASELINE: &[ApiUse] = &[
         // kubectl replace --force: delete (tolerating NotFound), create,
         // and get while waiting for the deletion.
@@ -55,17 +55,9 @@ pub fn api_usage(mode: Mode) -> &'static [ApiUse] {
             verbs: &["get", "list", "watch"],
         },
     ];
-    const JOBSET_GANG: &[ApiUse] = &[
-        ApiUse {
-            group: "jobset.x-k8s.io",
-            resource: "jobsets",
-            verbs: &["get", "list", "watch", "create", "delete"],
-        },
-        ApiUse {
-            group: "",
-            resource: "pods",
-            verbs: &["get", "list", "watch"],
-        },
+    // Gang mode: JobSet mode plus the bring-your-own Workload and PodGroup
+    // (list and watch because kubectl delete waits with a watch).
+    const GANG_EXTRA: &[ApiUse] = &[
         ApiUse {
             group: "scheduling.k8s.io",
             resource: "workloads",
@@ -78,9 +70,9 @@ pub fn api_usage(mode: Mode) -> &'static [ApiUse] {
         },
     ];
     match mode {
-        Mode::Baseline => BASELINE,
-        Mode::Jobset => JOBSET,
-        Mode::JobsetGang => JOBSET_GANG,
+        Mode::Baseline => BASELINE.to_vec(),
+        Mode::Jobset => JOBSET.to_vec(),
+        Mode::JobsetGang => [JOBSET, GANG_EXTRA].concat(),
     }
 }
 
