@@ -302,7 +302,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Up(args) => up(args).await,
         Command::Down(args) => {
             let started = Instant::now();
-            LocalCluster::load(&args.name)?.down(args.keep)?;
+            crate::cluster::AnyCluster::load(&args.name)?.down(args.keep)?;
             eprintln!(
                 "cluster {:?} stopped in {:.1} s{}",
                 args.name,
@@ -588,7 +588,7 @@ async fn status(args: &StatusArgs) -> Result<i32> {
     let mut all_healthy = true;
     let mut report = Vec::new();
     for name in &names {
-        let c = LocalCluster::load(name)?;
+        let c = crate::cluster::AnyCluster::load(name)?;
         let health = c.health().await;
         let healthy = health.iter().all(|h| h.healthy);
         all_healthy &= healthy;
@@ -600,8 +600,8 @@ async fn status(args: &StatusArgs) -> Result<i32> {
                 .iter()
                 .map(|(c, h, ok)| {
                     serde_json::json!({
-                        "name": c.state.name, "provider": c.state.provider,
-                        "k8s_version": c.state.k8s_version, "kubeconfig": c.kubeconfig(),
+                        "name": c.name(), "provider": c.provider(),
+                        "k8s_version": c.k8s_version(), "kubeconfig": c.kubeconfig(),
                         "healthy": ok, "components": h,
                     })
                 })
@@ -618,9 +618,9 @@ async fn status(args: &StatusArgs) -> Result<i32> {
             for (c, health, ok) in &report {
                 println!(
                     "{} ({} provider, Kubernetes v{}): {}\n  KUBECONFIG={}",
-                    c.state.name,
-                    c.state.provider,
-                    c.state.k8s_version,
+                    c.name(),
+                    c.provider(),
+                    c.k8s_version(),
                     if *ok { "healthy" } else { "UNHEALTHY" },
                     c.kubeconfig().display()
                 );
@@ -633,7 +633,7 @@ async fn status(args: &StatusArgs) -> Result<i32> {
                         h.health
                     );
                 }
-                if !ok && let Err(e) = c.check_processes() {
+                if !ok && let Err(e) = c.diagnose() {
                     eprintln!("{e:#}");
                 }
             }

@@ -1,6 +1,7 @@
 //! Clusters the harness runs against. One trait, several providers:
 //! `local` (processes + kwok) today; `kind` and `existing` plug in beside it.
 
+pub mod any;
 pub mod audit;
 pub mod local;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use any::AnyCluster;
 pub use audit::AuditEvent;
 
 /// The fake nodes of a cluster: how many and how big.

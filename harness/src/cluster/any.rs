@@ -1,0 +1,114 @@
+//! A cluster of whichever provider made it, found by name. `down`,
+//! `status` and suites that attach to a running cluster go through here;
+//! each provider keeps its own `state.json` under the cluster's state dir,
+//! whose `provider` field says which loader to use.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::local::{self, LocalCluster};
+use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
+use crate::error::bad_input;
+
+/// One variant per provider.
+pub enum AnyCluster {
+    Local(LocalCluster),
+}
+
+/// The provider recorded in a cluster's state file.
+pub fn provider_of(name: &str) -> Result<String> {
+    local::validate_name(name)?;
+    let path = local::cluster_dir(name).join("state.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(bad_input(format!(
+                "no cluster named {name:?} (no {}); `harness status` lists clusters",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a cluster state file", path.display()))?;
+    v.get("provider")
+        .and_then(|p| p.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("{}: no \"provider\" field", path.display()))
+}
+
+impl AnyCluster {
+    /// Attach to the cluster called `name`, whatever its provider.
+    pub fn load(name: &str) -> Result<AnyCluster> {
+        match provider_of(name)?.as_str() {
+            "local" => Ok(AnyCluster::Local(LocalCluster::load(name)?)),
+            other => Err(bad_input(format!(
+                "cluster {name:?} was made by provider {other:?}, which this harness does not know"
+            ))),
+        }
+    }
+
+    pub fn provider(&self) -> &'static str {
+        match self {
+            AnyCluster::Local(_) => "local",
+        }
+    }
+
+    /// The server version the cluster runs, e.g. "1.37.1".
+    pub fn k8s_version(&self) -> &str {
+        match self {
+            AnyCluster::Local(c) => &c.state.k8s_version,
+        }
+    }
+
+    /// Err describing what is broken (dead processes with their log tails,
+    /// a missing container), Ok when the provider sees nothing wrong.
+    pub fn diagnose(&self) -> Result<()> {
+        match self {
+            AnyCluster::Local(c) => c.check_processes(),
+        }
+    }
+}
+
+/// Delegate a trait method to the variant.
+macro_rules! each {
+    ($self:expr, $c:ident => $e:expr) => {
+        match $self {
+            AnyCluster::Local($c) => $e,
+        }
+    };
+}
+
+impl Cluster for AnyCluster {
+    fn name(&self) -> &str {
+        each!(self, c => c.name())
+    }
+    fn kubeconfig(&self) -> &Path {
+        each!(self, c => c.kubeconfig())
+    }
+    async fn client(&self) -> Result<kube::Client> {
+        each!(self, c => c.client().await)
+    }
+    async fn apiserver_metrics(&self) -> Result<String> {
+        each!(self, c => c.apiserver_metrics().await)
+    }
+    async fn etcd_metrics(&self) -> Result<String> {
+        each!(self, c => c.etcd_metrics().await)
+    }
+    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+        each!(self, c => c.audit_events(offset))
+    }
+    fn audit_end(&self) -> Result<u64> {
+        each!(self, c => c.audit_end())
+    }
+    async fn set_capacity(&self, nodes: &NodeSpec) -> Result<()> {
+        each!(self, c => c.set_capacity(nodes).await)
+    }
+    async fn health(&self) -> Vec<ComponentHealth> {
+        each!(self, c => c.health().await)
+    }
+    fn down(self, keep: bool) -> Result<()> {
+        each!(self, c => c.down(keep))
+    }
+}
