@@ -93,6 +93,15 @@ impl K8sRelease {
         names.iter().map(|n| (n.to_string(), true)).collect()
     }
 
+    /// Gang scheduling plus the Job controller's integration (KEP-5547):
+    /// the Job controller creates a Workload and a PodGroup for eligible
+    /// Jobs. The gang suite's clusters run with these.
+    pub fn job_gang_feature_gates(&self) -> BTreeMap<String, bool> {
+        let mut g = self.gang_feature_gates();
+        g.insert("WorkloadWithJob".to_string(), true);
+        g
+    }
+
     /// The API version serving Workload and PodGroup in this release.
     pub fn gang_api_version(&self) -> &'static str {
         match self.minor_number() {
@@ -132,5 +141,22 @@ mod tests {
         assert_eq!(r.minor_number(), 37);
         assert_eq!(r.staging_version(), "v0.37.1");
         assert_eq!(K8sRelease::default_release().minor, DEFAULT_K8S_MINOR);
+    }
+
+    #[test]
+    fn job_gang_gates_exist_in_each_release() {
+        // Every gate named here is a real gate of that release (the facts
+        // tables are generated from the releases' sources).
+        for r in K8S_RELEASES {
+            let facts = crate::validate::facts::for_minor(r.minor).unwrap();
+            for g in r.job_gang_feature_gates().keys() {
+                assert!(facts.gate(g).is_some(), "{} has no gate {g}", r.minor);
+            }
+            assert!(
+                facts.has_runtime_config_key(r.gang_api_version()),
+                "{}",
+                r.minor
+            );
+        }
     }
 }

@@ -1,4 +1,5 @@
 //! Workloads the harness drives. Today: the shapes of a Thor instance
 //! (templates, rendering, the API each driver may use).
 
+pub mod gang;
 pub mod thor;

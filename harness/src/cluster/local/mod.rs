@@ -608,6 +608,45 @@ impl LocalCluster {
         })
     }
 
+    /// kube-scheduler's Prometheus metrics, read from its secure port with
+    /// the admin client certificate (the scheduler authenticates it through
+    /// the API server's client CA and authorizes it by RBAC).
+    pub async fn scheduler_metrics(&self) -> Result<String> {
+        self.check_processes()?;
+        crate::init_crypto();
+        let read = |f: &str| {
+            let path = self.layout.pki(f);
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+        };
+        let mut pem = read("client-admin.crt")?;
+        pem.extend(read("client-admin.key")?);
+        let identity =
+            reqwest::Identity::from_pem(&pem).context("loading the admin client certificate")?;
+        let ca =
+            reqwest::Certificate::from_pem(&read("ca.crt")?).context("loading the cluster CA")?;
+        let url = format!("https://127.0.0.1:{}/metrics", self.state.ports.scheduler);
+        let resp = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(10))
+            .tls_certs_only([ca])
+            .identity(identity)
+            .build()
+            .context("building an HTTP client")?
+            .get(&url)
+            .send()
+            .await
+            .with_context(|| format!("GET {url} (kube-scheduler)"))?;
+        let status = resp.status();
+        let body = resp
+            .text()
+            .await
+            .with_context(|| format!("reading GET {url}"))?;
+        if !status.is_success() {
+            bail!("GET {url} (kube-scheduler): {status}: {}", body.trim());
+        }
+        Ok(body)
+    }
+
     /// The kubeconfig of an identity of this cluster (its name in
     /// IDENTITIES).
     pub fn kubeconfig_of(&self, identity: &str) -> PathBuf {

@@ -1,0 +1,253 @@
+//! Gang placement latency: for gangs of N pods (an eligible Indexed Job
+//! with gang policy), the time from the last pod of the gang created to
+//! the last pod bound — how long the scheduler holds a complete gang
+//! before placing it — p50/p99 over repeats, with the scheduler's own
+//! podgroup metrics where the version exposes them.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::case::Benchmark;
+use super::run::{FIELD_MANAGER, Trial, inject};
+use crate::cluster::local::LocalCluster;
+use crate::metrics::pods::{PodTracker, percentiles};
+use crate::metrics::prom::{self, Sample};
+use crate::metrics::{Percentiles, counter_delta, histogram_delta};
+use crate::tools::versions::K8sRelease;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub sizes: Vec<SizeFigures>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SizeFigures {
+    /// Pods per gang.
+    pub size: u32,
+    pub repeats: u32,
+    /// Last pod created → last pod bound, per repeat (ms).
+    pub samples_ms: Vec<f64>,
+    /// Over the repeats (hdrhistogram, 1 ms resolution).
+    pub last_created_to_last_bound_ms: Percentiles,
+    /// First pod created → last pod bound (the gang's whole start).
+    pub first_created_to_last_bound_ms: Percentiles,
+    /// The scheduler's podgroup metrics over this size's repeats; empty
+    /// when the version has none.
+    pub scheduler: SchedulerFigures,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedulerFigures {
+    /// scheduler_podgroup_schedule_attempts_total by result.
+    pub podgroup_attempts: BTreeMap<String, f64>,
+    /// scheduler_podgroup_scheduling_attempt_duration_seconds, in ms.
+    pub podgroup_attempt_ms: Option<Percentiles>,
+    /// scheduler_podgroup_scheduling_algorithm_duration_seconds, in ms.
+    pub podgroup_algorithm_ms: Option<Percentiles>,
+}
+
+const ATTEMPTS: &str = "scheduler_podgroup_schedule_attempts_total";
+const ATTEMPT_DURATION: &str = "scheduler_podgroup_scheduling_attempt_duration_seconds";
+const ALGORITHM_DURATION: &str = "scheduler_podgroup_scheduling_algorithm_duration_seconds";
+
+/// What the scheduler's metrics say happened between two scrapes.
+pub fn scheduler_figures(before: &[Sample], after: &[Sample]) -> SchedulerFigures {
+    let mut results: Vec<String> = after
+        .iter()
+        .filter(|s| s.name == ATTEMPTS)
+        .filter_map(|s| s.labels.get("result").cloned())
+        .collect();
+    results.sort();
+    results.dedup();
+    let ms = |p: Percentiles| Percentiles {
+        p50: p.p50 * 1000.0,
+        p90: p.p90 * 1000.0,
+        p99: p.p99 * 1000.0,
+        max: p.max * 1000.0,
+    };
+    SchedulerFigures {
+        podgroup_attempts: results
+            .into_iter()
+            .map(|r| {
+                let d = counter_delta(before, after, ATTEMPTS, |s| {
+                    s.labels.get("result") == Some(&r)
+                });
+                (r, d)
+            })
+            .collect(),
+        podgroup_attempt_ms: histogram_delta(before, after, ATTEMPT_DURATION, |_| true).map(ms),
+        podgroup_algorithm_ms: histogram_delta(before, after, ALGORITHM_DURATION, |_| true).map(ms),
+    }
+}
+
+/// An eligible gang Job of `size` pods for this minor: Indexed,
+/// parallelism = completions = size; on 1.37 with spec.scheduling's gang
+/// policy (omitted, 1.37 defaults to basic), on 1.36 gang by default.
+pub fn gang_job(release: K8sRelease, name: &str, size: u32) -> Value {
+    let mut job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "completionMode": "Indexed",
+            "parallelism": size,
+            "completions": size,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "work", "image": "registry.k8s.io/pause:3.10"}],
+            }},
+        },
+    });
+    if release.minor_number() >= 37 {
+        job["spec"]["scheduling"] = json!({"schedulingPolicy": {"gang": {}}});
+    }
+    job
+}
+
+async fn scrape(sched: Option<&LocalCluster>) -> Result<Vec<Sample>> {
+    match sched {
+        Some(c) => Ok(prom::parse(&c.scheduler_metrics().await?)),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Run the benchmark in the trial's namespace and pool.
+pub async fn run(
+    trial: &mut Trial,
+    b: &Benchmark,
+    sched: Option<&LocalCluster>,
+) -> Result<BenchReport> {
+    let tracker = PodTracker::start(trial.client.clone(), &trial.ns);
+    let jobs: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        trial.client.clone(),
+        &trial.ns,
+        &kube::core::ApiResource::erase::<k8s_openapi::api::batch::v1::Job>(&()),
+    );
+    let pods: Api<Pod> = Api::namespaced(trial.client.clone(), &trial.ns);
+    let timeout = Duration::from_secs_f64(b.timeout);
+    let mut report = BenchReport::default();
+    for &size in &b.sizes {
+        let before = scrape(sched).await?;
+        let mut samples = Vec::new();
+        let mut whole = Vec::new();
+        for r in 0..b.repeats {
+            let name = format!("gang-{size}-{r}");
+            let mut job = gang_job(trial.release, &name, size);
+            inject(&mut job, &trial.ns);
+            jobs.patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).validation_strict(),
+                &Patch::Apply(&job),
+            )
+            .await
+            .with_context(|| format!("creating Job {name}"))?;
+            let deadline = Instant::now() + timeout;
+            let (last_created, first_created, last_bound) = loop {
+                let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
+                let bound: Vec<Instant> = mine.iter().filter_map(|p| p.scheduled).collect();
+                if mine.len() >= size as usize && bound.len() >= size as usize {
+                    let created: Vec<Instant> = mine.iter().map(|p| p.created).collect();
+                    break (
+                        created.iter().max().copied(),
+                        created.iter().min().copied(),
+                        bound.iter().max().copied(),
+                    );
+                }
+                if Instant::now() > deadline {
+                    bail!(
+                        "gang of {size} (Job {name}): {} pods created, {} bound after {} s",
+                        mine.len(),
+                        bound.len(),
+                        timeout.as_secs()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            let (Some(lc), Some(fc), Some(lb)) = (last_created, first_created, last_bound) else {
+                bail!("gang of {size}: no timestamps");
+            };
+            samples.push(lb.saturating_duration_since(lc).as_secs_f64() * 1000.0);
+            whole.push(lb.saturating_duration_since(fc).as_secs_f64() * 1000.0);
+            jobs.delete(&name, &DeleteParams::background())
+                .await
+                .with_context(|| format!("deleting Job {name}"))?;
+            // The next gang starts on an empty pool.
+            let sel = format!("batch.kubernetes.io/job-name={name}");
+            let deadline = Instant::now() + timeout;
+            while !pods
+                .list(&ListParams::default().labels(&sel).limit(1))
+                .await?
+                .items
+                .is_empty()
+            {
+                if Instant::now() > deadline {
+                    bail!("pods of Job {name} not gone after {} s", timeout.as_secs());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        let after = scrape(sched).await?;
+        let fig = SizeFigures {
+            size,
+            repeats: b.repeats,
+            last_created_to_last_bound_ms: percentiles(&samples),
+            first_created_to_last_bound_ms: percentiles(&whole),
+            samples_ms: samples,
+            scheduler: scheduler_figures(&before, &after),
+        };
+        trial.observations.push(format!(
+            "gang of {size} × {}: last created → last bound p50 {:.0} ms, p99 {:.0} ms; first created → last bound p50 {:.0} ms",
+            b.repeats,
+            fig.last_created_to_last_bound_ms.p50,
+            fig.last_created_to_last_bound_ms.p99,
+            fig.first_created_to_last_bound_ms.p50
+        ));
+        report.sizes.push(fig);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gang_job_per_minor() {
+        let r37 = K8sRelease::parse("1.37").unwrap();
+        let r36 = K8sRelease::parse("1.36").unwrap();
+        let j = gang_job(r37, "g", 8);
+        assert_eq!(j["spec"]["parallelism"], 8);
+        assert_eq!(j["spec"]["completions"], 8);
+        assert_eq!(
+            j["spec"]["scheduling"]["schedulingPolicy"],
+            json!({"gang": {}})
+        );
+        assert!(gang_job(r36, "g", 8)["spec"].get("scheduling").is_none());
+    }
+
+    #[test]
+    fn scheduler_figures_from_two_scrapes() {
+        let before = prom::parse(
+            "scheduler_podgroup_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 2\n",
+        );
+        let after = prom::parse(concat!(
+            "scheduler_podgroup_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 5\n",
+            "scheduler_podgroup_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"} 1\n",
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds_bucket{le=\"0.001\"} 3\n",
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds_bucket{le=\"0.002\"} 3\n",
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds_bucket{le=\"+Inf\"} 3\n",
+        ));
+        let f = scheduler_figures(&before, &after);
+        assert_eq!(f.podgroup_attempts["scheduled"], 3.0);
+        assert_eq!(f.podgroup_attempts["unschedulable"], 1.0);
+        assert!(f.podgroup_algorithm_ms.is_some());
+        assert!(f.podgroup_attempt_ms.is_none());
+        assert_eq!(scheduler_figures(&[], &[]), SchedulerFigures::default());
+    }
+}

@@ -1,0 +1,846 @@
+//! Gang cases as data: `suites/gang/<case>.yaml`. A case applies objects,
+//! acts on them (patch, suspend, resume, delete, add nodes, complete pods)
+//! and checks what the server did, with expectations keyed by Kubernetes
+//! minor ("1.36", "1.37"). A version with no expectation is an error here,
+//! never a skip. See suites/gang/README.md for the format.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::matcher::{check_matcher, parse_path, var_refs};
+use crate::tools::versions::K8S_RELEASES;
+use crate::yaml::Seg;
+
+/// The minors every case must answer for.
+pub fn minors() -> Vec<&'static str> {
+    let mut m: Vec<_> = K8S_RELEASES.iter().map(|r| r.minor).collect();
+    m.sort();
+    m
+}
+
+/// Which cluster a case needs.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// The version's gang feature gates and runtime-config on.
+    #[default]
+    Gang,
+    /// No gang gates, no scheduling.k8s.io runtime-config.
+    GatesOff,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Gang => "gang",
+            Profile::GatesOff => "gates-off",
+        }
+    }
+}
+
+/// Fake nodes reserved for one case (labelled and tainted for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    pub nodes: u32,
+    /// Pods each node has room for (its `pods` capacity).
+    pub pods: u32,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool {
+            nodes: 2,
+            pods: 110,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// One line: what the case shows.
+    pub description: String,
+    #[serde(default)]
+    pub profile: Profile,
+    #[serde(default)]
+    pub pool: Pool,
+    /// Per minor: the behaviour this case pins down, in words (the
+    /// matrix shows it beside what was observed).
+    pub behaviour: BTreeMap<String, String>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// A benchmark instead of steps.
+    #[serde(default)]
+    pub benchmark: Option<Benchmark>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Benchmark {
+    /// Gang sizes (pods per gang).
+    pub sizes: Vec<u32>,
+    /// Repeats per size.
+    pub repeats: u32,
+    /// Per-gang timeout in seconds.
+    #[serde(default = "default_bench_timeout")]
+    pub timeout: f64,
+}
+
+fn default_bench_timeout() -> f64 {
+    300.0
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Step {
+    /// Shown in failures and in the report.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Run only on these minors.
+    #[serde(default)]
+    pub only: Option<Vec<String>>,
+    /// Objects to create or update (server-side apply, strict field
+    /// validation): one object or a list.
+    #[serde(default)]
+    pub apply: Option<Value>,
+    #[serde(default)]
+    pub patch: Option<PatchStep>,
+    /// A Job to suspend / resume.
+    #[serde(default)]
+    pub suspend: Option<String>,
+    #[serde(default)]
+    pub resume: Option<String>,
+    #[serde(default)]
+    pub delete: Option<ObjRef>,
+    /// More fake nodes for the case's pool.
+    #[serde(default)]
+    pub add_nodes: Option<Pool>,
+    /// A Job whose bound pods finish (reported Succeeded, as a kubelet would).
+    #[serde(default)]
+    pub complete: Option<String>,
+    /// Checks per minor, polled until they hold.
+    #[serde(default)]
+    pub expect: Option<BTreeMap<String, Vec<Check>>>,
+    /// For an action: accepted (the default) or rejected, per minor.
+    #[serde(default)]
+    pub result: Option<BTreeMap<String, Outcome>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchStep {
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// A JSON merge patch.
+    pub merge: Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjRef {
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub api_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Accepted,
+    Rejected(Rejection),
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rejection {
+    /// HTTP code, e.g. 403 or 422.
+    #[serde(default)]
+    pub code: Option<u16>,
+    /// Status reason, e.g. Forbidden, Invalid.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A matcher on the message.
+    #[serde(default)]
+    pub message: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Check {
+    pub kind: String,
+    /// Defaults per kind and minor (Workload and PodGroup: the version's
+    /// scheduling.k8s.io version).
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Only the object of this name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Which objects of the kind count (path → matcher).
+    #[serde(default, rename = "where")]
+    pub filter: BTreeMap<String, Value>,
+    /// How many objects must match `where`: a number or {$min, $max}.
+    /// Default: at least one.
+    #[serde(default)]
+    pub count: Option<Value>,
+    /// What every matched object must look like (path → matcher).
+    #[serde(default)]
+    pub fields: BTreeMap<String, Value>,
+    /// Variables from the first matched object (by name): var → path.
+    #[serde(default)]
+    pub capture: BTreeMap<String, String>,
+    /// false: the server must not serve this kind at all.
+    #[serde(default)]
+    pub served: Option<bool>,
+    /// Seconds to wait for the check to hold (default 30).
+    #[serde(default)]
+    pub within: Option<f64>,
+    /// Seconds the check must keep holding once it holds (default 0).
+    #[serde(default)]
+    pub hold: Option<f64>,
+}
+
+/// A problem in a case file: where (a path into the document) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub at: Vec<Seg>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            crate::yaml::path_string(&self.at),
+            self.message
+        )
+    }
+}
+
+fn k(s: &str) -> Seg {
+    Seg::Key(s.to_string())
+}
+
+fn at(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
+    base.iter().chain(more).cloned().collect()
+}
+
+impl Step {
+    /// The step's action keyword, or None for a pure `expect` step.
+    pub fn action(&self) -> Vec<&'static str> {
+        let mut a = Vec::new();
+        if self.apply.is_some() {
+            a.push("apply");
+        }
+        if self.patch.is_some() {
+            a.push("patch");
+        }
+        if self.suspend.is_some() {
+            a.push("suspend");
+        }
+        if self.resume.is_some() {
+            a.push("resume");
+        }
+        if self.delete.is_some() {
+            a.push("delete");
+        }
+        if self.add_nodes.is_some() {
+            a.push("addNodes");
+        }
+        if self.complete.is_some() {
+            a.push("complete");
+        }
+        a
+    }
+
+    pub fn runs_on(&self, minor: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|m| m == minor))
+    }
+
+    /// A label for reports: its name or its action.
+    pub fn label(&self, index: usize) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            let a = self.action();
+            if a.is_empty() {
+                format!("step {} (expect)", index + 1)
+            } else {
+                format!("step {} ({})", index + 1, a.join("+"))
+            }
+        })
+    }
+}
+
+/// Check every rule a runner relies on.
+pub fn validate(case: &Case) -> Vec<Problem> {
+    let all = minors();
+    let mut out = Vec::new();
+    let mut p = |at: Vec<Seg>, message: String| out.push(Problem { at, message });
+    if case.description.trim().is_empty() {
+        p(
+            vec![k("description")],
+            "must say what the case shows".into(),
+        );
+    }
+    per_version(
+        &[k("behaviour")],
+        case.behaviour.keys().collect(),
+        &all,
+        &all,
+        &mut p,
+    );
+    match (&case.benchmark, case.steps.is_empty()) {
+        (Some(_), false) => p(
+            vec![k("benchmark")],
+            "a case has either steps or a benchmark, not both".into(),
+        ),
+        (None, true) => p(vec![k("steps")], "a case needs at least one step".into()),
+        _ => {}
+    }
+    if let Some(b) = &case.benchmark {
+        if b.sizes.is_empty() || b.sizes.iter().any(|s| *s < 2) {
+            p(
+                vec![k("benchmark"), k("sizes")],
+                "gang sizes must be ≥ 2 (a gang of one is not a gang)".into(),
+            );
+        }
+        if b.repeats == 0 {
+            p(vec![k("benchmark"), k("repeats")], "must be ≥ 1".into());
+        }
+    }
+    if case.pool.pods == 0 || case.pool.nodes == 0 {
+        p(
+            vec![k("pool")],
+            "a pool needs at least one node with room for a pod".into(),
+        );
+    }
+    // Variables defined so far: the runner's, then captures in order.
+    let mut defined: Vec<String> = RUNNER_VARS.iter().map(|s| s.to_string()).collect();
+    for (i, s) in case.steps.iter().enumerate() {
+        let base = vec![k("steps"), Seg::Index(i)];
+        let acts = s.action();
+        if acts.len() > 1 {
+            p(
+                base.clone(),
+                format!("one action per step, found {}", acts.join(", ")),
+            );
+        }
+        if acts.is_empty() && s.expect.is_none() {
+            p(base.clone(), "a step needs an action or an expect".into());
+        }
+        let need: Vec<&str> = match &s.only {
+            Some(o) => {
+                for (j, m) in o.iter().enumerate() {
+                    if !all.contains(&m.as_str()) {
+                        p(
+                            at(&base, &[k("only"), Seg::Index(j)]),
+                            format!(
+                                "unknown Kubernetes minor {m:?}; the suite runs {}",
+                                all.join(", ")
+                            ),
+                        );
+                    }
+                }
+                all.iter()
+                    .copied()
+                    .filter(|m| o.iter().any(|x| x == m))
+                    .collect()
+            }
+            None => all.clone(),
+        };
+        if let Some(r) = &s.result {
+            if acts.is_empty() || acts == ["addNodes"] || acts == ["complete"] {
+                p(
+                    at(&base, &[k("result")]),
+                    "only apply, patch, suspend, resume and delete have a result".into(),
+                );
+            }
+            per_version(
+                &at(&base, &[k("result")]),
+                r.keys().collect(),
+                &need,
+                &all,
+                &mut p,
+            );
+            for (m, o) in r {
+                if let Outcome::Rejected(rej) = o
+                    && let Some(msg) = &rej.message
+                    && let Err(e) = check_matcher(msg)
+                {
+                    p(
+                        at(&base, &[k("result"), k(m), k("rejected"), k("message")]),
+                        e.to_string(),
+                    );
+                }
+            }
+        }
+        if let Some(v) = &s.apply {
+            let objs: Vec<&Value> = match v {
+                Value::Array(a) => a.iter().collect(),
+                o => vec![o],
+            };
+            let many = v.is_array();
+            for (j, o) in objs.iter().enumerate() {
+                let oat = if many {
+                    at(&base, &[k("apply"), Seg::Index(j)])
+                } else {
+                    at(&base, &[k("apply")])
+                };
+                for f in ["apiVersion", "kind"] {
+                    if !o.get(f).is_some_and(Value::is_string) {
+                        p(oat.clone(), format!("object without {f}"));
+                    }
+                }
+                if !o.pointer("/metadata/name").is_some_and(Value::is_string) {
+                    p(oat.clone(), "object without metadata.name".into());
+                }
+                if o.pointer("/metadata/namespace").is_some() {
+                    p(
+                        at(&oat, &[k("metadata"), k("namespace")]),
+                        "the runner sets the namespace (each trial has its own)".into(),
+                    );
+                }
+            }
+            check_vars(&at(&base, &[k("apply")]), v, &defined, &mut p);
+        }
+        if let Some(pt) = &s.patch {
+            if !pt.merge.is_object() {
+                p(
+                    at(&base, &[k("patch"), k("merge")]),
+                    "a merge patch is an object".into(),
+                );
+            }
+            let v = serde_json::to_value(pt).unwrap_or_default();
+            check_vars(&at(&base, &[k("patch")]), &v, &defined, &mut p);
+        }
+        for (what, name) in [
+            ("suspend", &s.suspend),
+            ("resume", &s.resume),
+            ("complete", &s.complete),
+        ] {
+            if let Some(n) = name {
+                check_vars(
+                    &at(&base, &[k(what)]),
+                    &Value::String(n.clone()),
+                    &defined,
+                    &mut p,
+                );
+            }
+        }
+        if let Some(n) = &s.add_nodes
+            && (n.nodes == 0 || n.pods == 0)
+        {
+            p(
+                at(&base, &[k("addNodes")]),
+                "adds at least one node with room for a pod".into(),
+            );
+        }
+        if let Some(e) = &s.expect {
+            let eat = at(&base, &[k("expect")]);
+            per_version(&eat, e.keys().collect(), &need, &all, &mut p);
+            let mut captured: Vec<String> = Vec::new();
+            for (m, checks) in e {
+                if checks.is_empty() {
+                    p(
+                        at(&eat, &[k(m)]),
+                        "no checks: say what the server does on this version".into(),
+                    );
+                }
+                let mut local = defined.clone();
+                for (j, c) in checks.iter().enumerate() {
+                    check_check(&at(&eat, &[k(m), Seg::Index(j)]), c, &local, &mut p);
+                    for var in c.capture.keys() {
+                        local.push(var.clone());
+                        if !captured.contains(var) {
+                            captured.push(var.clone());
+                        }
+                    }
+                }
+            }
+            // A capture is visible to later steps only when every version
+            // the step runs on defines it.
+            for var in captured {
+                if need.iter().all(|m| {
+                    e.get(*m)
+                        .is_some_and(|cs| cs.iter().any(|c| c.capture.contains_key(&var)))
+                }) {
+                    defined.push(var);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Variables every trial has: its namespace, its pool label value and the
+/// minor it runs on.
+pub const RUNNER_VARS: &[&str] = &["ns", "pool", "minor"];
+
+/// A per-version map must have exactly the versions in `need`.
+fn per_version(
+    base: &[Seg],
+    keys: Vec<&String>,
+    need: &[&str],
+    all: &[&str],
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) {
+    for m in need {
+        if !keys.iter().any(|k| k.as_str() == *m) {
+            p(
+                base.to_vec(),
+                format!(
+                    "no entry for Kubernetes {m}: every version the step runs on ({}) needs one — a missing expectation is an error, not a skip",
+                    need.join(", ")
+                ),
+            );
+        }
+    }
+    for key in keys {
+        if !all.contains(&key.as_str()) {
+            p(
+                at(base, &[k(key)]),
+                format!(
+                    "unknown Kubernetes minor {key:?}; the suite runs {} (quote it: \"1.37\")",
+                    all.join(", ")
+                ),
+            );
+        } else if !need.contains(&key.as_str()) {
+            p(
+                at(base, &[k(key)]),
+                format!("this step does not run on {key} (see `only`)"),
+            );
+        }
+    }
+}
+
+fn check_check(base: &[Seg], c: &Check, defined: &[String], p: &mut dyn FnMut(Vec<Seg>, String)) {
+    if c.kind.is_empty() {
+        p(at(base, &[k("kind")]), "empty kind".into());
+    }
+    for (section, map) in [("where", &c.filter), ("fields", &c.fields)] {
+        for (path, matcher) in map {
+            let fat = at(base, &[k(section), k(path)]);
+            if let Err(e) = parse_path(path) {
+                p(fat.clone(), e.to_string());
+            }
+            if let Err(e) = check_matcher(matcher) {
+                p(fat.clone(), e.to_string());
+            }
+            check_vars(&fat, matcher, defined, p);
+        }
+    }
+    for (var, path) in &c.capture {
+        if let Err(e) = parse_path(path) {
+            p(at(base, &[k("capture"), k(var)]), e.to_string());
+        }
+    }
+    if let Some(n) = &c.name {
+        check_vars(
+            &at(base, &[k("name")]),
+            &Value::String(n.clone()),
+            defined,
+            p,
+        );
+    }
+    if let Some(count) = &c.count {
+        let ok = count.as_u64().is_some()
+            || count.as_object().is_some_and(|o| {
+                !o.is_empty()
+                    && o.iter()
+                        .all(|(k, v)| (k == "$min" || k == "$max") && v.as_u64().is_some())
+            });
+        if !ok {
+            p(
+                at(base, &[k("count")]),
+                format!("a count is a whole number or {{$min: N, $max: M}}, got {count}"),
+            );
+        }
+    }
+    if c.served == Some(false)
+        && (!c.fields.is_empty()
+            || c.count.is_some()
+            || !c.capture.is_empty()
+            || !c.filter.is_empty())
+    {
+        p(
+            base.to_vec(),
+            "served: false checks only that the kind is not served; drop the other keys".into(),
+        );
+    }
+    if !c.capture.is_empty() && c.count.as_ref().is_some_and(|n| n.as_u64() == Some(0)) {
+        p(
+            at(base, &[k("capture")]),
+            "nothing to capture from when count is 0".into(),
+        );
+    }
+    for (key, v) in [("within", c.within), ("hold", c.hold)] {
+        if let Some(s) = v
+            && !(0.0..=900.0).contains(&s)
+        {
+            p(at(base, &[k(key)]), format!("{s} s is outside 0…900 s"));
+        }
+    }
+}
+
+/// Every `${var}` in `v` must be defined by now.
+fn check_vars(base: &[Seg], v: &Value, defined: &[String], p: &mut dyn FnMut(Vec<Seg>, String)) {
+    match v {
+        Value::String(s) => {
+            for r in var_refs(s) {
+                if !defined.contains(&r) {
+                    p(
+                        base.to_vec(),
+                        format!(
+                            "${{{r}}} is not defined before this step (defined: {})",
+                            defined.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|e| check_vars(base, e, defined, p)),
+        Value::Object(m) => m.iter().for_each(|(key, e)| {
+            check_vars(base, &Value::String(key.clone()), defined, p);
+            check_vars(base, e, defined, p)
+        }),
+        _ => {}
+    }
+}
+
+/// Parse a case file's text (one YAML document). Shape errors carry the
+/// field path.
+pub fn parse(text: &str, origin: &str) -> Result<Case> {
+    let docs = crate::yaml::parse(text).map_err(|e| {
+        anyhow::anyhow!(
+            "{origin}:{}:{}: YAML: {}",
+            e.pos.line,
+            e.pos.column,
+            e.message
+        )
+    })?;
+    let [doc] = docs.as_slice() else {
+        anyhow::bail!(
+            "{origin}: a case file holds exactly one YAML document, found {}",
+            docs.len()
+        );
+    };
+    if let Some(p) = doc.problems.first() {
+        anyhow::bail!(
+            "{origin}:{}:{}: YAML: {}",
+            p.pos.line,
+            p.pos.column,
+            p.message
+        );
+    }
+    serde_path_to_error::deserialize(doc.root.to_json())
+        .map_err(|e| anyhow::anyhow!("{origin}: {}: {}", e.path(), e.inner()))
+}
+
+/// Load and validate `suites/gang/<name>.yaml`; the error lists every
+/// problem.
+pub fn load(path: &Path) -> Result<Case> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let origin = path.display().to_string();
+    let case = parse(&text, &origin)?;
+    let problems = validate(&case);
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "{origin}: {} problem(s):\n{}",
+            problems.len(),
+            problems
+                .iter()
+                .map(|p| format!("  {p}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    Ok(case)
+}
+
+/// The case name of a file: its stem.
+pub fn case_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Every `*.yaml` in `dir`, sorted, as (name, path).
+pub fn discover(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let path = e?.path();
+        if path.extension().is_some_and(|x| x == "yaml") {
+            out.push((case_name(&path), path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+description: eligible Job
+behaviour: {"1.36": gang, "1.37": basic}
+steps:
+  - apply: {apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {}}
+  - expect:
+      "1.36": [{kind: Workload, capture: {wl: metadata.name}}]
+      "1.37": [{kind: Workload, capture: {wl: metadata.name}}]
+  - patch: {kind: Job, name: j, merge: {spec: {parallelism: 2}}}
+    result:
+      "1.36": {rejected: {code: 403, reason: Forbidden, message: {$contains: parallelism}}}
+      "1.37": accepted
+  - only: ["1.37"]
+    expect:
+      "1.37": [{kind: PodGroup, fields: {spec.workloadRef.workloadName: "${wl}"}}]
+"#;
+
+    fn problems(text: &str) -> Vec<String> {
+        validate(&parse(text, "t.yaml").unwrap())
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_good_case_parses_and_validates() {
+        let c = parse(GOOD, "t.yaml").unwrap();
+        assert_eq!(c.steps.len(), 4);
+        assert_eq!(c.profile, Profile::Gang);
+        assert_eq!(c.pool, Pool::default());
+        assert_eq!(c.steps[2].action(), vec!["patch"]);
+        assert!(matches!(
+            c.steps[2].result.as_ref().unwrap()["1.36"],
+            Outcome::Rejected(_)
+        ));
+        assert_eq!(
+            c.steps[2].result.as_ref().unwrap()["1.37"],
+            Outcome::Accepted
+        );
+        assert!(c.steps[3].runs_on("1.37") && !c.steps[3].runs_on("1.36"));
+        assert_eq!(problems(GOOD), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_missing_version_is_an_error_not_a_skip() {
+        let text = GOOD.replace(
+            r#"      "1.37": [{kind: Workload, capture: {wl: metadata.name}}]"#,
+            "",
+        );
+        let p = problems(&text);
+        assert!(
+            p.iter()
+                .any(|p| p.starts_with("steps[1].expect: no entry for Kubernetes 1.37")),
+            "{p:?}"
+        );
+        // And ${wl} is then not defined for later steps.
+        assert!(
+            p.iter().any(|p| p.contains("${wl} is not defined")),
+            "{p:?}"
+        );
+        let text = GOOD.replace(
+            r#"behaviour: {"1.36": gang, "1.37": basic}"#,
+            r#"behaviour: {"1.36": gang}"#,
+        );
+        assert!(
+            problems(&text)
+                .iter()
+                .any(|p| p.starts_with("behaviour: no entry for Kubernetes 1.37"))
+        );
+    }
+
+    #[test]
+    fn wrong_keys_and_shapes_are_reported_with_their_path() {
+        let p = problems(&GOOD.replace(
+            r#""1.37": accepted"#,
+            r#""1.37": accepted
+      "1.38": accepted"#,
+        ));
+        assert!(
+            p.iter()
+                .any(|p| p.starts_with("steps[2].result.1.38: unknown Kubernetes minor")),
+            "{p:?}"
+        );
+        let p = problems(&GOOD.replace(
+            r#"  - only: ["1.37"]
+    expect:
+      "1.37""#,
+            r#"  - only: ["1.37"]
+    expect:
+      "1.36": [{kind: Pod}]
+      "1.37""#,
+        ));
+        assert!(
+            p.iter()
+                .any(|p| p.contains("steps[3].expect.1.36: this step does not run on 1.36")),
+            "{p:?}"
+        );
+        let p = problems(&GOOD.replace("{$contains: parallelism}", "{$contain: parallelism}"));
+        assert!(
+            p.iter().any(|p| p.contains("unknown matcher \"$contain\"")),
+            "{p:?}"
+        );
+        let p = problems(&GOOD.replace("- apply: {apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {}}",
+            "- apply: {apiVersion: batch/v1, kind: Job, metadata: {name: j, namespace: x}, spec: {}}\n    suspend: j"));
+        assert!(
+            p.iter()
+                .any(|p| p.contains("one action per step, found apply, suspend")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|p| p.contains("apply.metadata.namespace: the runner sets the namespace")),
+            "{p:?}"
+        );
+        let p = problems(&GOOD.replace(
+            "[{kind: Workload, capture: {wl: metadata.name}}]\n      \"1.37\"",
+            "[{kind: Workload, count: -1}]\n      \"1.37\"",
+        ));
+        assert!(
+            p.iter().any(|p| p.contains("a count is a whole number")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_yaml_fail_to_parse() {
+        let e = parse(&GOOD.replace("description:", "descripton:"), "t.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.yaml") && e.contains("descripton"), "{e}");
+        let e = parse("description: [", "t.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("t.yaml:1:"), "{e}");
+        let e = parse(
+            &GOOD.replace("kind: PodGroup,", "kind: PodGroup, wher: {},"),
+            "t.yaml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("wher"), "{e}");
+    }
+
+    #[test]
+    fn the_repository_cases_validate() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/gang");
+        let cases = discover(&dir).unwrap();
+        assert!(!cases.is_empty(), "no cases in {}", dir.display());
+        for (_, path) in cases {
+            load(&path).unwrap();
+        }
+    }
+}

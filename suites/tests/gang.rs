@@ -1,0 +1,277 @@
+//! The gang-scheduling suite: every case in `suites/gang/` run against a
+//! live local cluster of each Kubernetes minor the harness supports, with
+//! the case's profile (that version's gang gates, or none). Trials are
+//! `gang::<case>::k8s-<minor>`. A case file that does not validate fails
+//! its trials with the problems; nothing is skipped.
+//!
+//! Clusters start when their first trial runs and stop when their last
+//! one is done; Ctrl-C tears down whatever runs. Reports (results.json,
+//! matrix.md, junit.xml) go to `$HARNESS_GANG_OUT` or
+//! `target/gang-report/`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use harness::cluster::local::LocalCluster;
+use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::lifecycle::{self, UpOptions};
+use harness::tools::versions::{K8S_RELEASES, K8sRelease};
+use harness::workload::gang::case::{self, Case, Profile};
+use harness::workload::gang::report::{self, SuiteReport, trial_name};
+use harness::workload::gang::run::{TrialReport, run_case};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("suites/ has a parent")
+        .to_path_buf()
+}
+
+struct Fixture {
+    rt: tokio::runtime::Runtime,
+    cluster: LocalCluster,
+}
+
+/// One cluster per (minor, profile), shared by that group's trials.
+struct Group {
+    release: K8sRelease,
+    profile: Profile,
+    name: String,
+    fixture: OnceLock<Result<Fixture, String>>,
+    /// Trials of this group still to run; at 0 the cluster stops.
+    remaining: AtomicUsize,
+    /// Benchmarks run alone on their cluster.
+    exclusive: RwLock<()>,
+}
+
+impl Group {
+    fn spec(&self) -> ClusterSpec {
+        let (feature_gates, runtime_config) = match self.profile {
+            Profile::Gang => (
+                self.release.job_gang_feature_gates(),
+                self.release.gang_runtime_config(),
+            ),
+            Profile::GatesOff => Default::default(),
+        };
+        ClusterSpec {
+            name: self.name.clone(),
+            k8s_minor: self.release.minor.to_string(),
+            feature_gates,
+            runtime_config,
+            // Trials bring their own pool nodes.
+            nodes: NodeSpec {
+                count: 0,
+                ..NodeSpec::default()
+            },
+        }
+    }
+
+    fn fixture(&self) -> Result<&Fixture, String> {
+        self.fixture
+            .get_or_init(|| {
+                let start = || -> anyhow::Result<Fixture> {
+                    let rt = suites::runtime()?;
+                    let opts = UpOptions {
+                        spec: self.spec(),
+                        bins: Default::default(),
+                        timeout: Duration::from_secs(180),
+                    };
+                    let cluster = rt.block_on(lifecycle::up(&opts))?;
+                    Ok(Fixture { rt, cluster })
+                };
+                start().map_err(|e| format!("starting cluster {}: {e:#}", self.name))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// A trial of this group is over: stop the cluster after the last.
+    fn finished(&self) {
+        if self.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.stop();
+        }
+    }
+
+    fn stop(&self) {
+        if let Some(Ok(_)) = self.fixture.get()
+            && let Ok(c) = LocalCluster::load(&self.name)
+            && let Err(e) = c.down(false)
+        {
+            eprintln!("stopping cluster {}: {e:#}", self.name);
+        }
+    }
+}
+
+static RESULTS: Mutex<Vec<TrialReport>> = Mutex::new(Vec::new());
+
+/// A namespace name for a trial: DNS-1123, ≤ 63 characters.
+fn namespace(case: &str, release: K8sRelease) -> String {
+    let mut ns: String = format!("{case}-{}", release.minor.replace('.', ""))
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    ns.truncate(63);
+    ns.trim_end_matches('-').to_string()
+}
+
+fn run_trial(group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
+    let result = (|| {
+        let fx = group.fixture()?;
+        let _guard = if case.benchmark.is_some() {
+            Guard::Write(group.exclusive.write().map_err(|e| e.to_string())?)
+        } else {
+            Guard::Read(group.exclusive.read().map_err(|e| e.to_string())?)
+        };
+        let ns = namespace(name, group.release);
+        let report = fx.rt.block_on(async {
+            match fx.cluster.client().await {
+                Ok(client) => {
+                    Ok(run_case(client, group.release, name, case, &ns, Some(&fx.cluster)).await)
+                }
+                Err(e) => Err(format!("{e:#}")),
+            }
+        })?;
+        let outcome = match (&report.passed, &report.failure) {
+            (true, _) => Ok(()),
+            (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
+        };
+        RESULTS.lock().map_err(|e| e.to_string())?.push(report);
+        outcome
+    })();
+    group.finished();
+    result.map_err(Failed::from)
+}
+
+enum Guard<'a> {
+    Read(#[allow(dead_code)] std::sync::RwLockReadGuard<'a, ()>),
+    Write(#[allow(dead_code)] std::sync::RwLockWriteGuard<'a, ()>),
+}
+
+/// Would libtest-mimic run a trial of this name with these arguments?
+fn selected(args: &Arguments, name: &str) -> bool {
+    let hit = |f: &str| {
+        if args.exact {
+            name == f
+        } else {
+            name.contains(f)
+        }
+    };
+    if args.skip.iter().any(|s| hit(s)) {
+        return false;
+    }
+    args.filter.as_deref().is_none_or(hit)
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let dir = repo().join("suites/gang");
+    let files = match case::discover(&dir) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    };
+    let cases: Vec<(String, Result<Case, String>)> = files
+        .iter()
+        .map(|(name, path)| (name.clone(), case::load(path).map_err(|e| format!("{e:#}"))))
+        .collect();
+    let pid = std::process::id();
+    let mut releases: Vec<K8sRelease> = K8S_RELEASES.to_vec();
+    releases.sort();
+    // Groups in run order: per minor, the gang profile then gates-off.
+    let mut groups: Vec<Arc<Group>> = Vec::new();
+    for r in &releases {
+        for profile in [Profile::Gang, Profile::GatesOff] {
+            groups.push(Arc::new(Group {
+                release: *r,
+                profile,
+                name: format!("gang-{}-{}-{pid}", r.minor.replace('.', ""), profile.name()),
+                fixture: OnceLock::new(),
+                remaining: AtomicUsize::new(0),
+                exclusive: RwLock::new(()),
+            }));
+        }
+    }
+    let mut trials = Vec::new();
+    for g in &groups {
+        // Benchmarks last in their group, after the behaviour cases.
+        let mut ordered: Vec<&(String, Result<Case, String>)> = cases.iter().collect();
+        ordered.sort_by_key(|(_, c)| c.as_ref().is_ok_and(|c| c.benchmark.is_some()));
+        for (name, c) in ordered {
+            let profile = c.as_ref().map(|c| c.profile).unwrap_or(Profile::Gang);
+            if profile != g.profile {
+                continue;
+            }
+            let tname = trial_name(name, g.release.minor);
+            match c {
+                Err(e) => {
+                    let e = e.clone();
+                    trials.push(Trial::test(tname, move || Err(Failed::from(e))));
+                }
+                Ok(c) => {
+                    if selected(&args, &tname) && !args.ignored {
+                        g.remaining.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let (g, c, n) = (g.clone(), c.clone(), name.clone());
+                    trials.push(Trial::test(tname, move || run_trial(&g, &n, &c)));
+                }
+            }
+        }
+    }
+    // Ctrl-C: stop every cluster this run started, then leave.
+    let for_signal = groups.clone();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
+            eprintln!("interrupted: tearing down the gang suite's clusters");
+            for g in &for_signal {
+                if let Ok(c) = LocalCluster::load(&g.name) {
+                    let _ = c.down(false);
+                }
+            }
+            std::process::exit(130);
+        }
+    });
+    let listing = args.list;
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Clusters whose trials were filtered out after all.
+    for g in &groups {
+        g.stop();
+    }
+    if !listing {
+        let results = RESULTS.lock().map(|r| r.clone()).unwrap_or_default();
+        if !results.is_empty() {
+            let out = std::env::var_os("HARNESS_GANG_OUT")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo().join("target/gang-report"));
+            let suite = SuiteReport::new(results);
+            match report::write(&suite, &out) {
+                Ok(files) => {
+                    for f in files {
+                        eprintln!("gang report: {}", f.display());
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: writing the gang report: {e:#}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    conclusion.exit();
+}
