@@ -43,8 +43,6 @@ struct Group {
     fixture: OnceLock<Result<Fixture, String>>,
     /// Trials of this group still to run; at 0 the cluster stops.
     remaining: AtomicUsize,
-    /// Benchmarks run alone on their cluster.
-    exclusive: RwLock<()>,
 }
 
 impl Group {
@@ -107,6 +105,10 @@ impl Group {
 
 static RESULTS: Mutex<Vec<TrialReport>> = Mutex::new(Vec::new());
 
+/// Benchmarks run alone: no other trial on any cluster of this run (two
+/// cores shared by every control plane would skew their figures).
+static EXCLUSIVE: RwLock<()> = RwLock::new(());
+
 /// A namespace name for a trial: DNS-1123, ≤ 63 characters.
 fn namespace(case: &str, release: K8sRelease) -> String {
     let mut ns: String = format!("{case}-{}", release.minor.replace('.', ""))
@@ -127,9 +129,9 @@ fn run_trial(group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
     let result = (|| {
         let fx = group.fixture()?;
         let _guard = if case.benchmark.is_some() {
-            Guard::Write(group.exclusive.write().map_err(|e| e.to_string())?)
+            Guard::Write(EXCLUSIVE.write().map_err(|e| e.to_string())?)
         } else {
-            Guard::Read(group.exclusive.read().map_err(|e| e.to_string())?)
+            Guard::Read(EXCLUSIVE.read().map_err(|e| e.to_string())?)
         };
         let ns = namespace(name, group.release);
         let report = fx.rt.block_on(async {
@@ -198,7 +200,6 @@ fn main() {
                 name: format!("gang-{}-{}-{pid}", r.minor.replace('.', ""), profile.name()),
                 fixture: OnceLock::new(),
                 remaining: AtomicUsize::new(0),
-                exclusive: RwLock::new(()),
             }));
         }
     }
