@@ -542,8 +542,8 @@ pub fn chart_ref(mode: HpccMode, chart: Option<&str>) -> Result<ChartRef> {
     match (mode, chart) {
         (HpccMode::Jobset, None) => Err(bad_input(
             "--hpcc jobset needs --hpcc-chart: the JobSet proof-of-concept chart (a chart \
-             directory or .tgz, oci://REGISTRY/CHART, or REPO/CHART of a repository added with \
-             `helm repo add`); the released hpcc chart has no JobSet mode",
+             directory or .tgz, its https:// URL, oci://REGISTRY/CHART, or REPO/CHART of a \
+             repository added with `helm repo add`); the released hpcc chart has no JobSet mode",
         )),
         (HpccMode::Baseline, None) => Ok(ChartRef {
             chart: HPCC_CHART_NAME.into(),
@@ -554,6 +554,14 @@ pub fn chart_ref(mode: HpccMode, chart: Option<&str>) -> Result<ChartRef> {
             let c = c.trim();
             if c.is_empty() {
                 return Err(bad_input("--hpcc-chart is empty"));
+            }
+            if c.starts_with("https://") || c.starts_with("http://") {
+                // A packaged chart's URL: helm fetches it.
+                return Ok(ChartRef {
+                    chart: c.into(),
+                    repo: None,
+                    version: None,
+                });
             }
             let p = Path::new(c);
             let looks_local =
@@ -1419,6 +1427,8 @@ mod tests {
         let c = chart_ref(HpccMode::Jobset, Some("poc/hpcc")).unwrap();
         assert_eq!(c.chart, "poc/hpcc");
         assert!(chart_ref(HpccMode::Jobset, Some("a/b/c")).is_err());
+        let url = "https://example.org/charts/hpcc-poc-10.8.0.tgz";
+        assert_eq!(chart_ref(HpccMode::Jobset, Some(url)).unwrap().chart, url);
     }
 
     #[test]
