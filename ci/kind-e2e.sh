@@ -20,14 +20,18 @@ name=e2e
 target=${CARGO_TARGET_DIR:-target}
 harness="$target/release/harness"
 
-down() {
-  if [ -x "$harness" ] && "$harness" status --name "$name" >/dev/null 2>&1; then
-    "$harness" down --name "$name"
-  elif [ -x "$harness" ]; then
-    echo "kind-e2e: no cluster $name to remove"
+down() { # exit 2 from harness down: no such cluster (already removed)
+  local rc=0
+  if [ -x "$harness" ]; then
+    "$harness" down --name "$name" || rc=$?
   else
-    cargo run --locked --release -q -p harness -- down --name "$name" || true
+    cargo run --locked --release -q -p harness -- down --name "$name" || rc=$?
   fi
+  if [ "$rc" = 2 ]; then
+    echo "kind-e2e: no cluster $name to remove"
+    rc=0
+  fi
+  return "$rc"
 }
 
 if [ "${1:-}" = down ]; then
