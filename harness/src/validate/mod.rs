@@ -4,6 +4,7 @@
 
 pub mod facts;
 pub mod finding;
+pub mod hpcc;
 pub mod k8s;
 pub mod kind;
 pub mod models;
@@ -34,6 +35,8 @@ pub const REPO_DIRS: &[&str] = &["kind-configs", "manifests", "suites", "baselin
 pub enum FileKind {
     KindConfig,
     ThorTemplate,
+    /// Values for the HPCC chart (manifests/hpcc/values/).
+    HpccValues,
     Manifest,
     ThorScenario,
     Baseline,
@@ -87,6 +90,8 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
     }
     if rel.starts_with("kind-configs/") || text.contains("kind.x-k8s.io/") {
         Some(FileKind::KindConfig)
+    } else if rel.starts_with("manifests/hpcc/values/") {
+        Some(FileKind::HpccValues)
     } else if rel.starts_with("manifests/hpcc/") {
         Some(FileKind::ThorTemplate)
     } else if rel.starts_with("suites/thor/") {
@@ -169,6 +174,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::KindConfig => kind::check(&ctx, &v),
             // Templates are checked rendered, over the whole matrix.
             FileKind::ThorTemplate => Vec::new(),
+            FileKind::HpccValues => hpcc::check(&ctx, &v),
             FileKind::Manifest => k8s::check_document(&ctx, &v),
             FileKind::ThorScenario => {
                 let (s, mut f) = decode::<ThorScenario>(&ctx, &v, "Thor scenario");
