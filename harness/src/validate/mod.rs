@@ -37,6 +37,7 @@ pub enum FileKind {
     ThorTemplate,
     /// Values for the HPCC chart (manifests/hpcc/values/).
     HpccValues,
+    GangCase,
     Manifest,
     ThorScenario,
     Baseline,
@@ -96,6 +97,8 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
         Some(FileKind::ThorTemplate)
     } else if rel.starts_with("suites/thor/") {
         Some(FileKind::ThorScenario)
+    } else if rel.starts_with("suites/gang/") {
+        Some(FileKind::GangCase)
     } else {
         Some(FileKind::Manifest)
     }
@@ -175,6 +178,17 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             // Templates are checked rendered, over the whole matrix.
             FileKind::ThorTemplate => Vec::new(),
             FileKind::HpccValues => hpcc::check(&ctx, &v),
+            FileKind::GangCase => {
+                let (c, mut f) = decode::<crate::workload::gang::case::Case>(&ctx, &v, "gang case");
+                if let Some(c) = c {
+                    let problems = crate::workload::gang::case::validate(&c)
+                        .into_iter()
+                        .map(|p| (p.at, p.message))
+                        .collect();
+                    f.extend(semantic(&ctx, problems));
+                }
+                f
+            }
             FileKind::Manifest => k8s::check_document(&ctx, &v),
             FileKind::ThorScenario => {
                 let (s, mut f) = decode::<ThorScenario>(&ctx, &v, "Thor scenario");
