@@ -2,4 +2,7 @@
 //! layer; `lifecycle::up` calls the provider, then this.
 
 pub mod apply;
+pub mod certmanager;
 pub mod jobset;
+pub mod kueue;
+pub mod release;

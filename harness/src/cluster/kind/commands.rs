@@ -57,7 +57,7 @@ pub fn install_hint(program: &str) -> String {
         ),
         "kubectl" => "kubectl (https://kubernetes.io/docs/tasks/tools/)".into(),
         "helm" => "Helm (https://helm.sh/docs/intro/install/)".into(),
-        other => format!("{other}"),
+        other => other.to_string(),
     }
 }
 

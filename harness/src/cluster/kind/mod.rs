@@ -123,7 +123,7 @@ impl KindCluster {
         }
         let kind_name = kind_cluster_name(&spec.name);
         let existing = commands::run(&plan::get_clusters(&tools)).await?;
-        if commands::lines(&existing).iter().any(|l| *l == kind_name) {
+        if commands::lines(&existing).contains(&kind_name) {
             return Err(bad_input(format!(
                 "cluster name {:?} is taken: `kind get clusters` lists {kind_name}; `kind delete cluster --name {kind_name}` removes it, or use another --name",
                 spec.name
