@@ -103,14 +103,24 @@ pub enum ToolsCommand {
 
 #[derive(Args, Debug, Clone)]
 pub struct ToolsArgs {
-    /// Kubernetes minor (1.37, 1.36) or its pinned patch version.
-    #[arg(long, default_value = crate::tools::versions::DEFAULT_K8S_MINOR)]
-    pub k8s_version: String,
+    /// Kubernetes minor (1.37, 1.36) or its pinned patch version
+    /// [default: 1.37; with --provider kind and --config: the config's].
+    #[arg(long)]
+    pub k8s_version: Option<String>,
     /// Use this binary: NAME=PATH (NAME: etcd, kube-apiserver,
     /// kube-controller-manager, kube-scheduler, kubectl, kwok,
     /// jobset-controller). Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
+}
+
+impl ToolsArgs {
+    /// `--k8s-version`, or the default minor.
+    pub fn k8s_version(&self) -> &str {
+        self.k8s_version
+            .as_deref()
+            .unwrap_or(crate::tools::versions::DEFAULT_K8S_MINOR)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -140,6 +150,8 @@ pub enum Format {
 pub enum Provider {
     /// Control-plane processes on this machine, kwok fake nodes.
     Local,
+    /// kind: node containers in Docker, from a kind config (kind-configs/).
+    Kind,
 }
 
 #[derive(Args, Debug)]
@@ -173,6 +185,22 @@ pub struct UpArgs {
     pub timeout: u64,
     #[command(flatten)]
     pub hpcc: HpccArgs,
+    #[command(flatten)]
+    pub kind: KindUpArgs,
+}
+
+/// `up` flags of the kind provider.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KindUpArgs {
+    /// kind: the cluster config [default: kind-configs/<kind-profile>-<minor>.yaml].
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// kind: the profile the default config is chosen by (baseline, jobset, gang).
+    #[arg(long, default_value = "baseline")]
+    pub kind_profile: String,
+    /// kind: also install Kueue (its pinned release manifest).
+    #[arg(long)]
+    pub kueue: bool,
 }
 
 /// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
@@ -353,7 +381,7 @@ pub fn parse_bins(items: &[String]) -> Result<BTreeMap<Component, PathBuf>> {
 }
 
 fn resolver(args: &ToolsArgs) -> Result<Resolver> {
-    let k8s = K8sRelease::parse(&args.k8s_version)?;
+    let k8s = K8sRelease::parse(args.k8s_version())?;
     Ok(Resolver::from_env(k8s, parse_bins(&args.bins)?))
 }
 
@@ -512,16 +540,98 @@ fn tools_list(args: &ToolsListArgs) -> Result<i32> {
 }
 
 async fn up(args: UpArgs) -> Result<i32> {
-    if args.hpcc.hpcc.is_some() && args.provider == Provider::Local {
+    match args.provider {
+        Provider::Local => {
+            if args.kind.config.is_some() || args.kind.kueue {
+                return Err(bad_input(
+                    "--config and --kueue are for --provider kind (the local provider installs JobSet itself)",
+                ));
+            }
+            if args.hpcc.hpcc.is_some() {
+                return Err(bad_input(
+                    "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
+                     so HPCC's pods could never start",
+                ));
+            }
+            up_local(args).await
+        }
+        Provider::Kind => up_kind(args).await,
+    }
+}
+
+async fn up_kind(args: UpArgs) -> Result<i32> {
+    use crate::cluster::kind::{self, KindSpec};
+    local::validate_name(&args.name)?;
+    if !args.feature_gates.trim().is_empty() || !args.runtime_config.trim().is_empty() {
         return Err(bad_input(
-            "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
-             so HPCC's pods could never start",
+            "--feature-gates/--runtime-config: with --provider kind they come from the kind config (--config; the gang profiles set them)",
         ));
     }
-    let Provider::Local = args.provider;
-    local::validate_name(&args.name)?;
+    if !args.tools.bins.is_empty() {
+        return Err(bad_input(
+            "--bin: the kind provider runs the binaries of its node image; --bin is for --provider local",
+        ));
+    }
+    let config = match &args.kind.config {
+        Some(c) => c.clone(),
+        None => {
+            let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
+            let cwd = std::env::current_dir()?;
+            let root = crate::validate::find_root(&cwd).ok_or_else(|| {
+                bad_input(format!(
+                    "no --config, and {} is not inside the repository (kind-configs/): pass --config FILE",
+                    cwd.display()
+                ))
+            })?;
+            kind::config::default_config(&root, &args.kind.kind_profile, minor)?
+        }
+    };
+    // A missing jobset chart, a bad values file or no helm fail before
+    // any cluster exists.
     let hpcc = args.hpcc.options()?;
-    let k8s = K8sRelease::parse(&args.tools.k8s_version)?;
+    let opts = lifecycle::KindUpOptions {
+        spec: KindSpec {
+            name: args.name.clone(),
+            config,
+            k8s_version: args.tools.k8s_version.clone(),
+            wait: Duration::from_secs(args.timeout),
+        },
+        kueue: args.kind.kueue,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let started = Instant::now();
+    let result = tokio::select! {
+        r = lifecycle::up_kind(&opts) => r,
+        sig = interrupted() => {
+            eprintln!("\nharness: {sig}: deleting kind cluster {:?}", kind::kind_cluster_name(&args.name));
+            // Dropping the up future killed a running `kind create`.
+            kind::abandon(&args.name)?;
+            return Ok(130);
+        }
+    };
+    let cluster = result?;
+    let cluster = match &hpcc {
+        None => cluster,
+        Some(h) => match install_hpcc(cluster, h, args.hpcc.keep).await? {
+            Some(c) => c,
+            None => return Ok(130),
+        },
+    };
+    eprintln!(
+        "kind cluster {:?} ({}, Kubernetes v{}) ready in {:.1} s; state in {}",
+        args.name,
+        cluster.state.kind_cluster,
+        cluster.state.k8s_version,
+        started.elapsed().as_secs_f64(),
+        cluster.root.display()
+    );
+    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
+    Ok(0)
+}
+
+async fn up_local(args: UpArgs) -> Result<i32> {
+    local::validate_name(&args.name)?;
+    let k8s = K8sRelease::parse(args.tools.k8s_version())?;
     let spec = ClusterSpec {
         name: args.name.clone(),
         k8s_minor: k8s.minor.to_string(),
@@ -552,13 +662,6 @@ async fn up(args: UpArgs) -> Result<i32> {
         }
     };
     let cluster = result?;
-    let cluster = match &hpcc {
-        None => cluster,
-        Some(h) => match install_hpcc(cluster, h, args.hpcc.keep).await? {
-            Some(c) => c,
-            None => return Ok(130),
-        },
-    };
     eprintln!(
         "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
         args.name,
@@ -808,7 +911,43 @@ mod tests {
             Command::Up(a) => {
                 assert_eq!(a.name, "g");
                 assert_eq!(a.nodes, 2);
-                assert_eq!(a.tools.k8s_version, "1.36");
+                assert_eq!(a.tools.k8s_version(), "1.36");
+                assert_eq!(a.provider, Provider::Local);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod kind_cli_tests {
+    use super::*;
+
+    #[test]
+    fn kind_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "harness",
+            "up",
+            "--provider",
+            "kind",
+            "--name",
+            "e2e",
+            "--config",
+            "kind-configs/gang-1.37.yaml",
+            "--kueue",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Up(a) => {
+                assert_eq!(a.provider, Provider::Kind);
+                assert_eq!(
+                    a.kind.config.as_deref(),
+                    Some(Path::new("kind-configs/gang-1.37.yaml"))
+                );
+                assert!(a.kind.kueue);
+                assert_eq!(a.kind.kind_profile, "baseline");
+                assert_eq!(a.tools.k8s_version, None);
+                assert_eq!(a.tools.k8s_version(), "1.37");
             }
             other => panic!("parsed as {other:?}"),
         }

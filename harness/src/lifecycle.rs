@@ -1,4 +1,6 @@
-//! `up`: provider start, then installs, then capacity, then readiness. The
+//! `up`: provider start, then installs, then capacity, then readiness (for
+//! the local provider; `up_kind` for kind clusters, whose capacity is their
+//! config's nodes). The
 //! one place that composes the layers, so providers and installers stay
 //! independent of each other.
 
@@ -10,6 +12,8 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
+use crate::cluster::kind::commands::KindEnv;
+use crate::cluster::kind::{KindCluster, KindSpec};
 use crate::cluster::local::LocalCluster;
 use crate::cluster::{Cluster, ClusterSpec};
 use crate::install;
@@ -89,6 +93,17 @@ pub async fn wait_nodes_ready(
     client: &kube::Client,
     count: usize,
     timeout: Duration,
+    alive: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    wait_nodes_ready_matching(client, "type=kwok", count, timeout, alive).await
+}
+
+/// Wait until `count` nodes matching `labels` ("" for all) are Ready.
+pub async fn wait_nodes_ready_matching(
+    client: &kube::Client,
+    labels: &str,
+    count: usize,
+    timeout: Duration,
     mut alive: impl FnMut() -> Result<()>,
 ) -> Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
@@ -96,7 +111,7 @@ pub async fn wait_nodes_ready(
     loop {
         alive()?;
         let list = nodes
-            .list(&ListParams::default().labels("type=kwok"))
+            .list(&ListParams::default().labels(labels))
             .await
             .context("listing nodes")?;
         let ready = list
@@ -120,4 +135,117 @@ pub async fn wait_nodes_ready(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// `up --provider kind`.
+#[derive(Debug, Clone)]
+pub struct KindUpOptions {
+    pub spec: KindSpec,
+    /// Also install Kueue.
+    pub kueue: bool,
+    /// For each readiness wait after `kind create`.
+    pub timeout: Duration,
+}
+
+/// The config must pass `harness validate`'s kind checks (typed fields,
+/// gates and APIs of its minor) before anything is created.
+pub fn validate_kind_config(path: &std::path::Path) -> Result<()> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::error::bad_input(format!("kind config {}: {e}", path.display())))?;
+    let root = path.parent().unwrap_or(std::path::Path::new("."));
+    let r = crate::validate::check_text(
+        root,
+        &path.display().to_string(),
+        crate::validate::FileKind::KindConfig,
+        &text,
+    );
+    if r.findings.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::bad_input(format!(
+        "kind config {} has problems:\n{}",
+        path.display(),
+        r.findings
+            .iter()
+            .map(|f| format!(
+                "  {}:{}:{}: {}: {}",
+                f.file, f.line, f.column, f.path, f.message
+            ))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )))
+}
+
+/// Bring a kind cluster up: provider start (preflight, `kind create`), then
+/// cert-manager and JobSet (and Kueue) from their release manifests, then
+/// readiness. On a failure after `kind create`, the cluster is deleted.
+pub async fn up_kind(opts: &KindUpOptions) -> Result<KindCluster> {
+    validate_kind_config(&opts.spec.config)?;
+    let started = Instant::now();
+    let cluster = KindCluster::start(&opts.spec, &KindEnv::from_process()).await?;
+    match finish_kind(&cluster, opts).await {
+        Ok(()) => {
+            tracing::info!(
+                "kind cluster {} ready in {:.1} s",
+                opts.spec.name,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(cluster)
+        }
+        Err(e) => {
+            let name = cluster.state.name.clone();
+            let kind_name = cluster.state.kind_cluster.clone();
+            if let Err(down_err) = cluster.down(false) {
+                tracing::error!("deleting the half-installed kind cluster: {down_err:#}");
+            }
+            Err(e.context(format!(
+                "installing on kind cluster {name:?} ({kind_name} deleted, state dir removed)"
+            )))
+        }
+    }
+}
+
+async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> {
+    let kubectl = cluster.tools()?.kubectl;
+    let kc = cluster.kubeconfig().to_path_buf();
+    let step = Step::start(format!(
+        "applying cert-manager v{}",
+        crate::tools::versions::CERT_MANAGER_VERSION
+    ));
+    install::certmanager::install(&kubectl, &kc).await?;
+    step.done("applied");
+    let step = Step::start(format!(
+        "applying JobSet v{}",
+        crate::tools::versions::JOBSET_VERSION
+    ));
+    install::jobset::release::install(&kubectl, &kc).await?;
+    step.done("applied");
+    if opts.kueue {
+        let step = Step::start(format!(
+            "applying Kueue v{}",
+            crate::tools::versions::KUEUE_VERSION
+        ));
+        install::kueue::install(&kubectl, &kc).await?;
+        step.done("applied");
+    }
+    let client = cluster.client().await?;
+    let alive = || cluster.check_containers();
+    let step = Step::start("waiting for cert-manager and its webhook");
+    install::certmanager::wait_ready(&client, opts.timeout, alive).await?;
+    step.done("ready");
+    let step = Step::start("waiting for the JobSet controller and webhooks");
+    install::jobset::release::wait_ready(&client, opts.timeout, alive).await?;
+    step.done("ready");
+    if opts.kueue {
+        let step = Step::start("waiting for Kueue and its webhooks");
+        install::kueue::wait_ready(&client, opts.timeout, alive).await?;
+        step.done("ready");
+    }
+    let step = Step::start(format!(
+        "waiting for {} node(s) to be Ready",
+        cluster.state.nodes.len()
+    ));
+    wait_nodes_ready_matching(&client, "", cluster.state.nodes.len(), opts.timeout, alive).await?;
+    step.done("ready");
+    Ok(())
 }

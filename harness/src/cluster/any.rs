@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::kind::KindCluster;
 use super::local::{self, LocalCluster};
 use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
 use crate::error::bad_input;
@@ -14,6 +15,7 @@ use crate::error::bad_input;
 /// One variant per provider.
 pub enum AnyCluster {
     Local(LocalCluster),
+    Kind(KindCluster),
 }
 
 /// The provider recorded in a cluster's state file.
@@ -43,6 +45,7 @@ impl AnyCluster {
     pub fn load(name: &str) -> Result<AnyCluster> {
         match provider_of(name)?.as_str() {
             "local" => Ok(AnyCluster::Local(LocalCluster::load(name)?)),
+            super::kind::PROVIDER => Ok(AnyCluster::Kind(KindCluster::load(name)?)),
             other => Err(bad_input(format!(
                 "cluster {name:?} was made by provider {other:?}, which this harness does not know"
             ))),
@@ -52,6 +55,7 @@ impl AnyCluster {
     pub fn provider(&self) -> &'static str {
         match self {
             AnyCluster::Local(_) => "local",
+            AnyCluster::Kind(_) => super::kind::PROVIDER,
         }
     }
 
@@ -59,6 +63,7 @@ impl AnyCluster {
     pub fn k8s_version(&self) -> &str {
         match self {
             AnyCluster::Local(c) => &c.state.k8s_version,
+            AnyCluster::Kind(c) => &c.state.k8s_version,
         }
     }
 
@@ -67,6 +72,7 @@ impl AnyCluster {
     pub fn diagnose(&self) -> Result<()> {
         match self {
             AnyCluster::Local(c) => c.check_processes(),
+            AnyCluster::Kind(c) => c.check_containers(),
         }
     }
 }
@@ -76,6 +82,7 @@ macro_rules! each {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
             AnyCluster::Local($c) => $e,
+            AnyCluster::Kind($c) => $e,
         }
     };
 }

@@ -1,8 +1,10 @@
 //! Clusters the harness runs against. One trait, several providers:
-//! `local` (processes + kwok) today; `kind` and `existing` plug in beside it.
+//! `local` (processes + kwok) and `kind` (node containers); `existing`
+//! plugs in beside them.
 
 pub mod any;
 pub mod audit;
+pub mod kind;
 pub mod local;
 
 use std::collections::BTreeMap;

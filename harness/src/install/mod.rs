@@ -2,5 +2,8 @@
 //! layer; `lifecycle::up` calls the provider, then this.
 
 pub mod apply;
+pub mod certmanager;
 pub mod hpcc;
 pub mod jobset;
+pub mod kueue;
+pub mod release;

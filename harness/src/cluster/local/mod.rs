@@ -168,7 +168,7 @@ pub fn kubeconfig_text(
     s
 }
 
-async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
+pub(crate) async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
     crate::init_crypto();
     let kc = kube::config::Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -208,7 +208,7 @@ async fn http_get(url: &str) -> Result<String> {
     Ok(body)
 }
 
-async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
+pub(crate) async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
     let req = http::Request::get(path).body(Vec::new())?;
     client
         .request_text(req)

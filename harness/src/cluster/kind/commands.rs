@@ -1,0 +1,426 @@
+//! The kind provider's external commands: finding docker, kind, kubectl
+//! and helm, the preflight checks, the command lines the provider runs (as
+//! data, so tests can check them) and one way of running them.
+//!
+//! Tests replace these programs with *recording fake commands* (see
+//! `fakes`): the search path is a parameter here, never read from the
+//! process environment below `KindEnv::from_process`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::error::env_missing;
+use crate::tools::versions::KIND_VERSION;
+
+/// Where the kind provider looks for programs and keeps cluster state.
+#[derive(Debug, Clone)]
+pub struct KindEnv {
+    /// A PATH-style list of directories.
+    pub search_path: OsString,
+    /// The parent of the per-cluster state directories.
+    pub state_root: PathBuf,
+}
+
+impl KindEnv {
+    /// `$PATH` and the harness's state dir (`$HARNESS_STATE_DIR`, …).
+    pub fn from_process() -> KindEnv {
+        KindEnv {
+            search_path: std::env::var_os("PATH").unwrap_or_default(),
+            state_root: crate::paths::clusters_dir(),
+        }
+    }
+
+    pub fn cluster_dir(&self, name: &str) -> PathBuf {
+        self.state_root.join(name)
+    }
+}
+
+/// The programs the kind provider uses, by absolute path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindTools {
+    pub docker: PathBuf,
+    pub kind: PathBuf,
+    pub kubectl: PathBuf,
+    pub helm: PathBuf,
+}
+
+/// What to install when a program is missing.
+pub fn install_hint(program: &str) -> String {
+    match program {
+        "docker" => "Docker Engine (https://docs.docker.com/engine/install/) or Docker Desktop, with `docker` on PATH".into(),
+        "kind" => format!(
+            "kind v{KIND_VERSION}: `go install sigs.k8s.io/kind@v{KIND_VERSION}`, or the binary from https://github.com/kubernetes-sigs/kind/releases/tag/v{KIND_VERSION}"
+        ),
+        "kubectl" => "kubectl (https://kubernetes.io/docs/tasks/tools/)".into(),
+        "helm" => "Helm (https://helm.sh/docs/intro/install/)".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Find every program on `search_path`; one error naming all that are
+/// missing (exit 3).
+pub fn find_tools(search_path: &OsString) -> Result<KindTools> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for name in ["docker", "kind", "kubectl", "helm"] {
+        match which::which_in(name, Some(search_path), &cwd) {
+            Ok(p) => found.push(p),
+            Err(_) => missing.push(name),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(env_missing(
+            format!(
+                "the kind provider needs {} on PATH; not found: {}",
+                "docker, kind, kubectl and helm",
+                missing.join(", ")
+            ),
+            missing
+                .iter()
+                .map(|m| format!("install {}", install_hint(m)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    let mut it = found.into_iter();
+    let mut next = || it.next().expect("four programs found");
+    Ok(KindTools {
+        docker: next(),
+        kind: next(),
+        kubectl: next(),
+        helm: next(),
+    })
+}
+
+/// One command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cmd {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Cmd {
+    pub fn new(program: &Path, args: &[&str]) -> Cmd {
+        Cmd {
+            program: program.to_path_buf(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// "kind create cluster --name …", for messages.
+    pub fn display(&self) -> String {
+        let prog = self
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.program.display().to_string());
+        std::iter::once(prog)
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The last `n` lines of a command's stderr (or stdout when stderr is
+/// empty), indented, for error messages.
+pub fn tail(out: &Output, n: usize) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = if err.trim().is_empty() {
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        err.into_owned()
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check(cmd: &Cmd, out: Output) -> Result<Output> {
+    if out.status.success() {
+        return Ok(out);
+    }
+    bail!(
+        "`{}` failed ({}):\n{}",
+        cmd.display(),
+        out.status,
+        tail(&out, 20)
+    )
+}
+
+/// Run to completion (async). The child is killed if the future is
+/// dropped, e.g. when Ctrl-C interrupts `up`.
+pub async fn run(cmd: &Cmd) -> Result<Output> {
+    let out = output(cmd).await?;
+    check(cmd, out)
+}
+
+/// Run and return the output whatever the exit status.
+pub async fn output(cmd: &Cmd) -> Result<Output> {
+    tokio::process::Command::new(&cmd.program)
+        .args(&cmd.args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("running {}", cmd.program.display()))
+}
+
+/// Run to completion, blocking (for `down`, which is synchronous).
+pub fn run_blocking(cmd: &Cmd) -> Result<Output> {
+    let out = std::process::Command::new(&cmd.program)
+        .args(&cmd.args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", cmd.program.display()))?;
+    check(cmd, out)
+}
+
+/// Output of a command as trimmed text lines.
+pub fn lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// "kind v0.33.0 go1.25.1 linux/amd64" → (0, 33, 0).
+pub fn parse_kind_version(text: &str) -> Option<(u32, u32, u32)> {
+    let v = text.split_whitespace().find_map(|w| w.strip_prefix('v'))?;
+    let core = v.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
+/// The Docker daemon answers, and kind is the pinned version (or newer,
+/// with a warning). Returns kind's version line.
+pub async fn preflight(tools: &KindTools) -> Result<String> {
+    let info = Cmd::new(&tools.docker, &["info", "--format", "{{.ServerVersion}}"]);
+    let out = output(&info).await?;
+    if !out.status.success() {
+        return Err(env_missing(
+            format!(
+                "the Docker daemon is not reachable: `{}` failed ({}):\n{}",
+                info.display(),
+                out.status,
+                tail(&out, 8)
+            ),
+            "start Docker (`sudo systemctl start docker`, or Docker Desktop) and make sure your user may use it: `docker info` must succeed",
+        ));
+    }
+    let ver = Cmd::new(&tools.kind, &["version"]);
+    let out = run(&ver).await?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let want = parse_kind_version(&format!("v{KIND_VERSION}")).expect("KIND_VERSION is x.y.z");
+    match parse_kind_version(&text) {
+        None => Err(env_missing(
+            format!("cannot read kind's version from `kind version`: {text:?}"),
+            format!("install {}", install_hint("kind")),
+        )),
+        Some(v) if v < want => Err(env_missing(
+            format!(
+                "kind {text:?} is older than v{KIND_VERSION}, the release the pinned node images were built for"
+            ),
+            format!("install {}", install_hint("kind")),
+        )),
+        Some(v) => {
+            if v != want {
+                tracing::warn!(
+                    "{text}: the node images are pinned for kind v{KIND_VERSION}; a newer kind supports them best effort"
+                );
+            }
+            Ok(text)
+        }
+    }
+}
+
+/// The command lines of the provider, as data.
+pub mod plan {
+    use super::*;
+
+    pub fn get_clusters(t: &KindTools) -> Cmd {
+        Cmd::new(&t.kind, &["get", "clusters"])
+    }
+
+    pub fn create(
+        t: &KindTools,
+        kind_name: &str,
+        config: &Path,
+        kubeconfig: &Path,
+        wait: Duration,
+    ) -> Cmd {
+        Cmd::new(
+            &t.kind,
+            &[
+                "create",
+                "cluster",
+                "--name",
+                kind_name,
+                "--config",
+                &config.to_string_lossy(),
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+                "--wait",
+                &format!("{}s", wait.as_secs()),
+            ],
+        )
+    }
+
+    pub fn get_kubeconfig(t: &KindTools, kind_name: &str) -> Cmd {
+        Cmd::new(&t.kind, &["get", "kubeconfig", "--name", kind_name])
+    }
+
+    pub fn get_nodes(t: &KindTools, kind_name: &str) -> Cmd {
+        Cmd::new(&t.kind, &["get", "nodes", "--name", kind_name])
+    }
+
+    /// `--kubeconfig` keeps kind away from the user's ~/.kube/config.
+    pub fn delete(kind: &Path, kind_name: &str, kubeconfig: &Path) -> Cmd {
+        Cmd::new(
+            kind,
+            &[
+                "delete",
+                "cluster",
+                "--name",
+                kind_name,
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+            ],
+        )
+    }
+
+    /// Prints "<status> <pid>", e.g. "running 4242".
+    pub fn inspect(docker: &Path, container: &str) -> Cmd {
+        Cmd::new(
+            docker,
+            &[
+                "inspect",
+                "--format",
+                "{{.State.Status}} {{.State.Pid}}",
+                container,
+            ],
+        )
+    }
+
+    /// etcd's metrics, from inside the control-plane node: kubeadm's etcd
+    /// serves them on http://127.0.0.1:2381 there, and kind's node image
+    /// has curl.
+    pub fn etcd_metrics(docker: &Path, control_plane: &str) -> Cmd {
+        Cmd::new(
+            docker,
+            &[
+                "exec",
+                control_plane,
+                "curl",
+                "-sS",
+                "--fail",
+                "--max-time",
+                "10",
+                "http://127.0.0.1:2381/metrics",
+            ],
+        )
+    }
+
+    /// Server-side apply of a release manifest fetched by kubectl.
+    pub fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Cmd {
+        Cmd::new(
+            kubectl,
+            &[
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                url,
+            ],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> KindTools {
+        KindTools {
+            docker: "/x/docker".into(),
+            kind: "/x/kind".into(),
+            kubectl: "/x/kubectl".into(),
+            helm: "/x/helm".into(),
+        }
+    }
+
+    #[test]
+    fn kind_versions_parse() {
+        assert_eq!(
+            parse_kind_version("kind v0.33.0 go1.25.1 linux/amd64"),
+            Some((0, 33, 0))
+        );
+        assert_eq!(
+            parse_kind_version("kind v0.34.0-alpha+abc go1.25"),
+            Some((0, 34, 0))
+        );
+        assert_eq!(parse_kind_version("kind version unknown"), None);
+    }
+
+    #[test]
+    fn command_lines() {
+        let t = tools();
+        let c = plan::create(
+            &t,
+            "harness-e2e",
+            Path::new("/s/e2e/kind-config.yaml"),
+            Path::new("/s/e2e/kubeconfig"),
+            Duration::from_secs(120),
+        );
+        assert_eq!(
+            c.display(),
+            "kind create cluster --name harness-e2e --config /s/e2e/kind-config.yaml --kubeconfig /s/e2e/kubeconfig --wait 120s"
+        );
+        assert_eq!(
+            plan::delete(&t.kind, "harness-e2e", Path::new("/s/e2e/kubeconfig")).display(),
+            "kind delete cluster --name harness-e2e --kubeconfig /s/e2e/kubeconfig"
+        );
+        assert_eq!(
+            plan::etcd_metrics(&t.docker, "harness-e2e-control-plane").args,
+            [
+                "exec",
+                "harness-e2e-control-plane",
+                "curl",
+                "-sS",
+                "--fail",
+                "--max-time",
+                "10",
+                "http://127.0.0.1:2381/metrics"
+            ]
+        );
+        let a = plan::apply_url(&t.kubectl, Path::new("/k"), "https://x/m.yaml");
+        assert_eq!(
+            a.display(),
+            "kubectl --kubeconfig /k apply --server-side --force-conflicts -f https://x/m.yaml"
+        );
+    }
+
+    #[test]
+    fn missing_programs_are_named_with_what_to_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = find_tools(&dir.path().as_os_str().to_os_string()).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 3);
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("not found: docker, kind, kubectl, helm"),
+            "{msg}"
+        );
+        assert!(msg.contains("go install sigs.k8s.io/kind@v0.33.0"), "{msg}");
+    }
+}

@@ -1,0 +1,477 @@
+//! The kind provider: a cluster of kind node containers (Kubernetes in
+//! Docker) made with the `kind` CLI from a profile in kind-configs/.
+//!
+//! `start` = preflight (docker, kind, kubectl, helm on PATH; the Docker
+//! daemon answers; kind is the pinned version) → the name is free (no state
+//! dir, not in `kind get clusters`) → state dir with the effective config,
+//! the audit policy and an audit log file the API server appends to through
+//! a host mount → `kind create cluster` → kubeconfig (in the state dir, never
+//! ~/.kube/config) and node container names recorded in `state.json`.
+//! Installs (cert-manager, JobSet, Kueue) are `lifecycle::up_kind`'s next
+//! step, in `install/`.
+//!
+//! In tests the external programs are recording fake commands (`fakes`).
+
+pub mod commands;
+pub mod config;
+pub mod fakes;
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use self::commands::{KindEnv, KindTools, plan};
+use super::local::{AUDIT_POLICY, client_from_kubeconfig, client_get, validate_name};
+use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
+use crate::error::bad_input;
+use crate::progress::Step;
+
+pub const PROVIDER: &str = "kind";
+
+/// The kind cluster behind harness cluster `name`.
+pub fn kind_cluster_name(name: &str) -> String {
+    format!("harness-{name}")
+}
+
+/// What `up --provider kind` asks for.
+#[derive(Debug, Clone)]
+pub struct KindSpec {
+    pub name: String,
+    /// A kind config (a profile from kind-configs/).
+    pub config: PathBuf,
+    /// `--k8s-version`, when given: must match the config's node image.
+    pub k8s_version: Option<String>,
+    /// `kind create cluster --wait`.
+    pub wait: Duration,
+}
+
+/// `state.json` of a kind cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KindState {
+    pub name: String,
+    /// Always "kind".
+    pub provider: String,
+    pub kind_cluster: String,
+    /// "1.37.0", from the node image.
+    pub k8s_version: String,
+    pub node_image: String,
+    /// The profile the cluster was made from.
+    pub profile: PathBuf,
+    /// The effective config given to kind.
+    pub config: PathBuf,
+    pub kubeconfig: PathBuf,
+    /// Node container names; empty until `kind create` succeeded.
+    pub nodes: Vec<String>,
+    pub control_plane: String,
+    pub audit_log: PathBuf,
+    pub audit_policy: PathBuf,
+    pub kind_version: String,
+    pub created_unix: u64,
+}
+
+pub struct KindCluster {
+    pub state: KindState,
+    pub root: PathBuf,
+    env: KindEnv,
+    client: tokio::sync::OnceCell<kube::Client>,
+}
+
+impl std::fmt::Debug for KindCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindCluster")
+            .field("state", &self.state)
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn mkdir(path: &Path, mode: u32) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+fn write_mode(path: &Path, contents: &str, mode: u32) -> Result<()> {
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+impl KindCluster {
+    /// Preflight, claim the name, write the state dir and create the kind
+    /// cluster. Nothing is touched before the checks pass; after that, any
+    /// failure deletes what was made (cluster and state dir).
+    pub async fn start(spec: &KindSpec, env: &KindEnv) -> Result<KindCluster> {
+        validate_name(&spec.name)?;
+        let profile = config::load_profile(&spec.config)?;
+        config::check_minor(&profile, spec.k8s_version.as_deref())?;
+        let tools = commands::find_tools(&env.search_path)?;
+        let kind_version = commands::preflight(&tools).await?;
+        let root = env.cluster_dir(&spec.name);
+        if root.exists() {
+            return Err(bad_input(format!(
+                "cluster name {:?} is taken: {} exists; `harness down --name {}` removes it, or use another --name",
+                spec.name,
+                root.display(),
+                spec.name
+            )));
+        }
+        let kind_name = kind_cluster_name(&spec.name);
+        let existing = commands::run(&plan::get_clusters(&tools)).await?;
+        if commands::lines(&existing).contains(&kind_name) {
+            return Err(bad_input(format!(
+                "cluster name {:?} is taken: `kind get clusters` lists {kind_name}; `kind delete cluster --name {kind_name}` removes it, or use another --name",
+                spec.name
+            )));
+        }
+
+        mkdir(&root, 0o700)?;
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))?;
+        let audit_dir = root.join("audit");
+        let state = KindState {
+            name: spec.name.clone(),
+            provider: PROVIDER.into(),
+            kind_cluster: kind_name,
+            k8s_version: profile.k8s_version.clone(),
+            node_image: profile.node_image.clone(),
+            profile: std::path::absolute(&spec.config).unwrap_or(spec.config.clone()),
+            config: root.join("kind-config.yaml"),
+            kubeconfig: root.join("kubeconfig"),
+            nodes: Vec::new(),
+            control_plane: String::new(),
+            audit_log: audit_dir.join(config::AUDIT_LOG_NAME),
+            audit_policy: root.join("audit-policy.yaml"),
+            kind_version,
+            created_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        let mut cluster = KindCluster {
+            state,
+            root,
+            env: env.clone(),
+            client: tokio::sync::OnceCell::new(),
+        };
+        let made = async {
+            cluster.save()?;
+            cluster.write_files(&profile, &audit_dir)?;
+            cluster.create(&tools, spec.wait).await
+        }
+        .await;
+        if let Err(e) = made {
+            let cleanup = cluster.delete_and_remove(&tools.kind);
+            if let Err(c) = cleanup {
+                tracing::error!("cleaning up after a failed kind create: {c:#}");
+            }
+            return Err(e.context(format!(
+                "creating kind cluster {:?} (state dir removed)",
+                spec.name
+            )));
+        }
+        Ok(cluster)
+    }
+
+    fn write_files(&self, profile: &config::Profile, audit_dir: &Path) -> Result<()> {
+        // The directory and the log file are the user's and world-readable:
+        // kube-apiserver (root in the node) opens an existing log file for
+        // appending without changing its owner or mode, so the harness can
+        // read it without privileges.
+        mkdir(audit_dir, 0o755)?;
+        std::fs::set_permissions(audit_dir, std::fs::Permissions::from_mode(0o755))?;
+        write_mode(&self.state.audit_log, "", 0o644)?;
+        write_mode(&self.state.audit_policy, AUDIT_POLICY, 0o644)?;
+        let eff = config::effective(profile, &self.state.audit_policy, audit_dir);
+        write_mode(
+            &self.state.config,
+            &config::to_yaml(&eff, &profile.path)?,
+            0o644,
+        )
+    }
+
+    async fn create(&mut self, tools: &KindTools, wait: Duration) -> Result<()> {
+        let s = &self.state;
+        let step = Step::start(format!(
+            "creating kind cluster {} (Kubernetes v{}, {})",
+            s.kind_cluster, s.k8s_version, s.node_image
+        ));
+        let create = plan::create(tools, &s.kind_cluster, &s.config, &s.kubeconfig, wait);
+        commands::run(&create)
+            .await
+            .context("kind could not create the cluster")?;
+        step.done("created");
+        let kc = commands::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
+        let text = String::from_utf8(kc.stdout).context("kind's kubeconfig is not UTF-8")?;
+        kube::config::Kubeconfig::from_yaml(&text)
+            .context("`kind get kubeconfig` printed no kubeconfig")?;
+        write_mode(&s.kubeconfig, &text, 0o600)?;
+        let nodes =
+            commands::lines(&commands::run(&plan::get_nodes(tools, &s.kind_cluster)).await?);
+        let control_plane = format!("{}-control-plane", s.kind_cluster);
+        if !nodes.contains(&control_plane) {
+            bail!(
+                "`kind get nodes --name {}` does not list {control_plane} (it lists: {})",
+                s.kind_cluster,
+                nodes.join(", ")
+            );
+        }
+        self.state.nodes = nodes;
+        self.state.control_plane = control_plane;
+        self.save()
+    }
+
+    fn save(&self) -> Result<()> {
+        let path = self.root.join("state.json");
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.state)?)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Attach to a kind cluster made earlier.
+    pub fn load(name: &str) -> Result<KindCluster> {
+        Self::load_in(name, &KindEnv::from_process())
+    }
+
+    pub fn load_in(name: &str, env: &KindEnv) -> Result<KindCluster> {
+        validate_name(name)?;
+        let root = env.cluster_dir(name);
+        let path = root.join("state.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(bad_input(format!(
+                    "no kind cluster named {name:?} (no {})",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let state: KindState = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a kind cluster state file", path.display()))?;
+        if state.provider != PROVIDER {
+            bail!(
+                "{}: provider is {:?}, not kind",
+                path.display(),
+                state.provider
+            );
+        }
+        Ok(KindCluster {
+            state,
+            root,
+            env: env.clone(),
+            client: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The programs, found now on this cluster's search path.
+    pub fn tools(&self) -> Result<KindTools> {
+        commands::find_tools(&self.env.search_path)
+    }
+
+    /// Node containers that are not running, with what docker says.
+    fn stopped_containers(&self, docker: &Path) -> Vec<(String, String)> {
+        self.state
+            .nodes
+            .iter()
+            .filter_map(
+                |n| match commands::run_blocking(&plan::inspect(docker, n)) {
+                    Ok(out) => {
+                        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                        (!text.starts_with("running")).then(|| (n.clone(), text))
+                    }
+                    Err(e) => Some((n.clone(), format!("{e:#}"))),
+                },
+            )
+            .collect()
+    }
+
+    /// Err naming every node container that is not running.
+    pub fn check_containers(&self) -> Result<()> {
+        let tools = self.tools()?;
+        if self.state.nodes.is_empty() {
+            bail!(
+                "kind cluster {} has no recorded nodes (its creation did not finish)",
+                self.state.kind_cluster
+            );
+        }
+        let stopped = self.stopped_containers(&tools.docker);
+        if stopped.is_empty() {
+            return Ok(());
+        }
+        Err(anyhow::anyhow!(
+            "kind cluster {:?} is broken: node container(s) not running:\n{}",
+            self.state.name,
+            stopped
+                .iter()
+                .map(|(n, s)| format!("  {n}: {s}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))
+    }
+
+    /// `kind delete cluster` (kind deletes nothing when the cluster does
+    /// not exist), then remove the state dir.
+    fn delete_and_remove(&self, kind: &Path) -> Result<()> {
+        commands::run_blocking(&plan::delete(
+            kind,
+            &self.state.kind_cluster,
+            &self.state.kubeconfig,
+        ))?;
+        std::fs::remove_dir_all(&self.root)
+            .with_context(|| format!("removing {}", self.root.display()))
+    }
+}
+
+/// After Ctrl-C during `up`: delete the kind cluster and state of `name`
+/// if `up` got as far as claiming the name (its state dir exists).
+pub fn abandon(name: &str) -> Result<()> {
+    let env = KindEnv::from_process();
+    match KindCluster::load_in(name, &env) {
+        Ok(c) => c.down(false),
+        Err(_) => {
+            let dir = env.cluster_dir(name);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("removing {}", dir.display()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Cluster for KindCluster {
+    fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    fn kubeconfig(&self) -> &Path {
+        &self.state.kubeconfig
+    }
+
+    async fn client(&self) -> Result<kube::Client> {
+        let path = self.state.kubeconfig.clone();
+        self.client
+            .get_or_try_init(|| client_from_kubeconfig(&path))
+            .await
+            .cloned()
+    }
+
+    async fn apiserver_metrics(&self) -> Result<String> {
+        let client = self.client().await?;
+        client_get(&client, "/metrics").await
+    }
+
+    async fn etcd_metrics(&self) -> Result<String> {
+        let tools = self.tools()?;
+        let cmd = plan::etcd_metrics(&tools.docker, &self.state.control_plane);
+        let out = commands::output(&cmd).await?;
+        if out.status.success() {
+            return String::from_utf8(out.stdout).context("etcd metrics are not UTF-8");
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(127) || err.contains("executable file not found") {
+            bail!(
+                "etcd metrics: the node image {} has no curl to reach etcd's metrics at http://127.0.0.1:2381 inside {} (`{}`: {})",
+                self.state.node_image,
+                self.state.control_plane,
+                cmd.display(),
+                err.trim()
+            );
+        }
+        bail!(
+            "etcd metrics: `{}` failed ({}):\n{}",
+            cmd.display(),
+            out.status,
+            commands::tail(&out, 10)
+        )
+    }
+
+    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+        super::audit::read_from(&self.state.audit_log, offset)
+    }
+
+    fn audit_end(&self) -> Result<u64> {
+        super::audit::end_offset(&self.state.audit_log)
+    }
+
+    async fn set_capacity(&self, _nodes: &NodeSpec) -> Result<()> {
+        Err(bad_input(format!(
+            "kind cluster {:?}: its nodes are real containers ({}); their number and size come from the kind config at `up` (nodes: in {}), not from --nodes/--node-cpu/--node-memory",
+            self.state.name,
+            self.state.nodes.join(", "),
+            self.state.profile.display()
+        )))
+    }
+
+    async fn health(&self) -> Vec<ComponentHealth> {
+        let mut out = Vec::new();
+        let docker = self.tools().map(|t| t.docker);
+        let mut cp_running = false;
+        for n in &self.state.nodes {
+            let (running, pid, health) = match &docker {
+                Err(e) => (false, None, format!("{e:#}")),
+                Ok(d) => match commands::output(&plan::inspect(d, n)).await {
+                    Ok(o) if o.status.success() => {
+                        let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                        let mut parts = text.split_whitespace();
+                        let status = parts.next().unwrap_or_default().to_string();
+                        let pid = parts.next().and_then(|p| p.parse().ok()).filter(|p| *p > 0);
+                        (status == "running", pid, format!("container {status}"))
+                    }
+                    Ok(o) => (false, None, commands::tail(&o, 2).trim().to_string()),
+                    Err(e) => (false, None, format!("{e:#}")),
+                },
+            };
+            if *n == self.state.control_plane {
+                cp_running = running;
+            }
+            out.push(ComponentHealth {
+                component: n.clone(),
+                pid,
+                running,
+                health,
+                healthy: running,
+            });
+        }
+        let check = match client_from_kubeconfig(&self.state.kubeconfig).await {
+            Ok(c) => client_get(&c, "/readyz").await,
+            Err(e) => Err(e),
+        };
+        let (healthy, health) = match check {
+            Ok(body) => (body.trim() == "ok", body.trim().chars().take(60).collect()),
+            Err(e) => (false, format!("{e:#}").chars().take(200).collect()),
+        };
+        out.push(ComponentHealth {
+            component: "kube-apiserver".into(),
+            pid: None,
+            running: cp_running,
+            health,
+            healthy,
+        });
+        out
+    }
+
+    fn down(self, keep: bool) -> Result<()> {
+        let tools = self.tools()?;
+        commands::run_blocking(&plan::delete(
+            &tools.kind,
+            &self.state.kind_cluster,
+            &self.state.kubeconfig,
+        ))
+        .with_context(|| format!("deleting kind cluster {}", self.state.kind_cluster))?;
+        if !keep {
+            std::fs::remove_dir_all(&self.root)
+                .with_context(|| format!("removing {}", self.root.display()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

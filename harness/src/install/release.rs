@@ -1,0 +1,113 @@
+//! Components installed from their published release manifests (kind
+//! clusters, where controllers run as pods): `kubectl apply --server-side`
+//! of the pinned release URL, fetched at run time, then readiness — the
+//! controller Deployments Available and the webhooks answering a server-side
+//! dry-run of a probe object.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::Value;
+
+use crate::cluster::kind::commands::{self, plan};
+
+/// Apply a release manifest from `url` with kubectl (which fetches it).
+pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
+    commands::run(&plan::apply_url(kubectl, kubeconfig, url))
+        .await
+        .with_context(|| format!("applying {url}"))?;
+    Ok(())
+}
+
+fn available(d: &Deployment) -> bool {
+    let want = d.spec.replicas.unwrap_or(1);
+    let status = d.status.as_ref();
+    let ready = status.and_then(|s| s.ready_replicas).unwrap_or(0);
+    let cond = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True")
+            })
+        });
+    cond && ready >= want
+}
+
+/// Server-side dry-run create of `obj`: passes when every admission
+/// webhook on its path answers and accepts it.
+pub async fn dry_run_create(client: &kube::Client, obj: &Value) -> Result<()> {
+    let api_version = obj["apiVersion"]
+        .as_str()
+        .context("probe without apiVersion")?;
+    let kind = obj["kind"].as_str().context("probe without kind")?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("the API server does not serve {api_version} {kind} yet"))?;
+    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        }
+        _ => Api::all_with(client.clone(), &ar),
+    };
+    let probe: DynamicObject = serde_json::from_value(obj.clone())?;
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    api.create(&pp, &probe)
+        .await
+        .with_context(|| format!("dry-run create of {kind} {}", obj["metadata"]["name"]))?;
+    Ok(())
+}
+
+/// Wait until the Deployments `names` in `namespace` are Available and
+/// `probe` (if any) is accepted; `alive` fails early when the cluster
+/// itself broke.
+pub async fn wait_ready(
+    client: &kube::Client,
+    component: &str,
+    namespace: &str,
+    names: &[&str],
+    probe: Option<&Value>,
+    timeout: Duration,
+    mut alive: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let mut last;
+    loop {
+        alive()?;
+        let mut waiting = Vec::new();
+        for n in names {
+            match deployments.get_opt(n).await {
+                Ok(Some(d)) if available(&d) => {}
+                Ok(Some(_)) => waiting.push(format!("{namespace}/{n} not Available")),
+                Ok(None) => waiting.push(format!("{namespace}/{n} does not exist")),
+                Err(e) => waiting.push(format!("{namespace}/{n}: {e}")),
+            }
+        }
+        last = waiting.join(", ");
+        if waiting.is_empty() {
+            match probe {
+                None => return Ok(()),
+                Some(p) => match dry_run_create(client, p).await {
+                    Ok(()) => return Ok(()),
+                    Err(e) => last = format!("{e:#}"),
+                },
+            }
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{component} was not ready within {} s: {last}",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

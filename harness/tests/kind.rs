@@ -1,0 +1,293 @@
+//! `harness up --provider kind`, `status` and `down` through the binary,
+//! with docker, kind, kubectl and helm replaced by recording fake commands
+//! (harness::cluster::kind::fakes): no Docker is needed, and the Kubernetes
+//! API is not faked — the fake kubeconfig points at a closed port, so the
+//! steps that need an API server fail, and these tests check that they fail
+//! cleanly (cluster deleted, state removed, a message that says why).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use harness::cluster::Cluster;
+use harness::cluster::kind::commands::KindEnv;
+use harness::cluster::kind::fakes::{FakeCommands, KIND, kind_script};
+use harness::cluster::kind::{KindCluster, KindSpec};
+
+struct Bed {
+    tmp: tempfile::TempDir,
+    fakes: FakeCommands,
+}
+
+fn bed() -> Bed {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fakes = FakeCommands::healthy(&bin);
+    Bed { tmp, fakes }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+impl Bed {
+    fn state(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
+        c.env("HARNESS_NO_PROGRESS", "1")
+            .env("HARNESS_STATE_DIR", self.state())
+            .env("PATH", self.fakes.path())
+            .current_dir(repo())
+            .args(args);
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("running harness")
+    }
+    fn state_entries(&self) -> usize {
+        std::fs::read_dir(self.state())
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn up(b: &Bed, extra: &[&str]) -> Output {
+    let mut args = vec!["up", "--provider", "kind", "--name", "e2e"];
+    args.extend_from_slice(extra);
+    b.run(&args)
+}
+
+#[test]
+fn docker_missing_exits_3_with_what_to_install() {
+    let b = bed();
+    b.fakes.remove("docker");
+    let o = up(&b, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("docs.docker.com"), "{}", text(&o));
+    assert_eq!(b.state_entries(), 0);
+}
+
+#[test]
+fn docker_daemon_down_exits_3() {
+    let b = bed();
+    b.fakes.script(
+        "docker",
+        "printf 'Cannot connect to the Docker daemon\\n' >&2\nexit 1\n",
+    );
+    let o = up(&b, &["--config", "kind-configs/jobset-1.36.yaml"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("Cannot connect to the Docker daemon"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(b.state_entries(), 0);
+}
+
+#[test]
+fn a_taken_name_exits_2() {
+    let b = bed();
+    b.fakes.script(
+        "kind",
+        &kind_script(&KIND.replace(
+            r#""get clusters") printf 'No kind clusters found.\n' >&2 ;;"#,
+            r#""get clusters") printf 'harness-e2e\n' ;;"#,
+        )),
+    );
+    let o = up(&b, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is taken"), "{}", text(&o));
+    assert!(!b.fakes.calls().iter().any(|c| c.contains("create")));
+    assert_eq!(b.state_entries(), 0);
+}
+
+#[test]
+fn version_and_config_must_agree_and_flags_of_the_other_provider_are_refused() {
+    let b = bed();
+    let o = up(
+        &b,
+        &[
+            "--config",
+            "kind-configs/gang-1.36.yaml",
+            "--k8s-version",
+            "1.37",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("gang-1.36.yaml"), "{}", text(&o));
+    let o = up(&b, &["--feature-gates", "GenericWorkload=true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = b.run(&["up", "--name", "l", "--kueue"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = up(&b, &["--kind-profile", "nope"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(b.fakes.calls().is_empty(), "{:?}", b.fakes.calls());
+}
+
+#[test]
+fn kind_create_failing_is_quoted_and_nothing_is_left() {
+    let b = bed();
+    b.fakes.script(
+        "kind",
+        &kind_script(&KIND.replace(
+            r#""create cluster") printf 'Creating cluster "%s" ...\n' "$4" >&2 ;;"#,
+            r#""create cluster") printf 'ERROR: failed to create cluster: node(s) already exist for a cluster with the name "%s"\n' "$4" >&2; exit 1 ;;"#,
+        )),
+    );
+    let o = up(&b, &["--k8s-version", "1.37"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("node(s) already exist for a cluster with the name \"harness-e2e\""),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        b.fakes
+            .calls()
+            .last()
+            .unwrap()
+            .starts_with("kind delete cluster --name harness-e2e")
+    );
+    assert_eq!(b.state_entries(), 0);
+}
+
+/// The whole `up` through the binary: the default config of the profile,
+/// the release manifests applied with kubectl, then readiness, which needs
+/// a real API server: it fails, and the cluster is deleted.
+#[test]
+fn up_applies_the_release_manifests_then_fails_cleanly_without_an_api_server() {
+    let b = bed();
+    let o = up(&b, &["--kind-profile", "gang", "--kueue", "--timeout", "2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("cert-manager was not ready within 2 s"), "{t}");
+    assert!(t.contains("harness-e2e deleted"), "{t}");
+    let calls = b.fakes.calls();
+    let create = calls.iter().find(|c| c.starts_with("kind create")).unwrap();
+    assert!(create.contains("--name harness-e2e --config "), "{create}");
+    let kc = b.state().join("e2e/kubeconfig");
+    let applies: Vec<&String> = calls.iter().filter(|c| c.starts_with("kubectl")).collect();
+    let url = |u: &str| {
+        format!(
+            "kubectl --kubeconfig {} apply --server-side --force-conflicts -f {u}",
+            kc.display()
+        )
+    };
+    assert_eq!(
+        applies,
+        [
+            &url(
+                "https://github.com/cert-manager/cert-manager/releases/download/v1.21.2/cert-manager.yaml"
+            ),
+            &url(
+                "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"
+            ),
+            &url(
+                "https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.3/manifests.yaml"
+            ),
+        ]
+    );
+    assert!(
+        calls
+            .last()
+            .unwrap()
+            .starts_with("kind delete cluster --name harness-e2e"),
+        "{calls:?}"
+    );
+    assert_eq!(b.state_entries(), 0);
+}
+
+#[test]
+fn ctrl_c_during_kind_create_deletes_the_cluster() {
+    let b = bed();
+    b.fakes.script(
+        "kind",
+        &kind_script(&KIND.replace(
+            r#""create cluster") printf 'Creating cluster "%s" ...\n' "$4" >&2 ;;"#,
+            r#""create cluster") exec /bin/sleep 30 ;;"#,
+        )),
+    );
+    let mut child = b
+        .cmd(&["up", "--provider", "kind", "--name", "e2e"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !b.fakes.calls().iter().any(|c| c.starts_with("kind create")) {
+        assert!(
+            Instant::now() < deadline,
+            "kind create never ran: {:?}",
+            b.fakes.calls()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        b.fakes
+            .calls()
+            .last()
+            .unwrap()
+            .starts_with("kind delete cluster --name harness-e2e")
+    );
+    assert_eq!(b.state_entries(), 0);
+}
+
+/// A kind cluster made through the library (the part of `up` that needs no
+/// API server), then `status` and `down` through the binary.
+#[tokio::test]
+async fn status_and_down_of_a_kind_cluster() {
+    let b = bed();
+    let env = KindEnv {
+        search_path: b.fakes.path(),
+        state_root: b.state(),
+    };
+    let spec = KindSpec {
+        name: "s".into(),
+        config: repo().join("kind-configs/baseline-1.36.yaml"),
+        k8s_version: None,
+        wait: Duration::from_secs(60),
+    };
+    let c = KindCluster::start(&spec, &env).await.unwrap();
+    let kc = c.kubeconfig().to_path_buf();
+    let o = b.run(&["status", "--name", "s", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the API server is unreachable: {}",
+        text(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["provider"], "kind");
+    assert_eq!(v[0]["k8s_version"], "1.36.4");
+    assert_eq!(v[0]["kubeconfig"], kc.to_str().unwrap());
+    let comps = v[0]["components"].as_array().unwrap();
+    assert_eq!(comps[0]["component"], "harness-s-control-plane");
+    assert_eq!(comps[0]["healthy"], true);
+    assert_eq!(comps[2]["component"], "kube-apiserver");
+    assert_eq!(comps[2]["healthy"], false);
+    let o = b.run(&["down", "--name", "s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        b.fakes.calls().last().unwrap(),
+        &format!(
+            "kind delete cluster --name harness-s --kubeconfig {}",
+            kc.display()
+        )
+    );
+    assert_eq!(b.state_entries(), 0);
+}
