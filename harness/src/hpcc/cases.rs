@@ -221,8 +221,40 @@ pub fn normalize(v: &Value) -> Value {
     }
 }
 
+/// The compared form of a value: normalized, object keys in sorted order
+/// whatever map type serde_json is built with.
 fn canonical(v: &Value) -> String {
-    normalize(v).to_string()
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(o) => {
+                let sorted: BTreeMap<&String, &Value> = o.iter().collect();
+                out.push('{');
+                for (i, (k, v)) in sorted.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(v, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut s = String::new();
+    write(&normalize(v), &mut s);
+    s
 }
 
 /// Compare fetched rows of result `name` with what is expected.

@@ -190,18 +190,29 @@ pub fn mode_markdown(r: &EclReport) -> String {
     );
     s.push_str("| case | result | workunit | state | wall s | API requests | etcd writes | pods | Thor pods (mgr+wrk) |\n|---|---|---|---|---:|---:|---:|---:|---:|\n");
     for c in r.cases.values() {
+        let figures = if c.measured {
+            format!(
+                "{} | {} | {} | {}",
+                c.api_requests_total,
+                c.etcd_writes_total,
+                c.pods_created,
+                thor_pods(c)
+            )
+        } else {
+            "— | — | — | —".into()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {figures} |",
             c.case,
             if c.passed { "pass" } else { "**FAIL**" },
             c.wuid.as_deref().unwrap_or("—"),
             c.state.as_deref().unwrap_or("—"),
-            c.wall_s,
-            c.api_requests_total,
-            c.etcd_writes_total,
-            c.pods_created,
-            thor_pods(c)
+            if c.wuid.is_some() {
+                format!("{:.1}", c.wall_s)
+            } else {
+                "—".into()
+            },
         );
     }
     let failures: Vec<&EclCaseRecord> = r.cases.values().filter(|c| !c.passed).collect();
@@ -233,6 +244,10 @@ pub fn compare_markdown(base: &EclReport, js: &EclReport) -> String {
             only.push(format!("{name} (baseline only)"));
             continue;
         };
+        if !b.measured || !j.measured {
+            only.push(format!("{name} (not measured in both modes)"));
+            continue;
+        }
         let rows: [(&str, f64, f64, String, String); 5] = [
             (
                 "API requests",
@@ -433,6 +448,23 @@ mod tests {
         let j = report("jobset", vec![rec("sort", "jobset", 1, 1, 1, 2, 3.0)]);
         let one = markdown(std::slice::from_ref(&b));
         assert!(one.contains("baseline mode") && !one.contains("Baseline vs JobSet"));
+        assert!(
+            one.contains(
+                "| sort | pass | W-sort-baseline | completed | 4.0 | 2 | 1 | 3 | 3 (1+2) |"
+            ),
+            "{one}"
+        );
+        let mut unmeasured = b.clone();
+        let c = unmeasured.cases.get_mut("sort").unwrap();
+        (c.measured, c.passed, c.wuid, c.state) = (false, false, None, None);
+        c.error = Some("no cluster\nnamed x".into());
+        let md = markdown(std::slice::from_ref(&unmeasured));
+        assert!(
+            md.contains("| sort | **FAIL** | — | — | — | — | — | — | — |"),
+            "{md}"
+        );
+        assert!(md.contains("- sort: no cluster named x"), "{md}");
+        assert!(compare_markdown(&unmeasured, &j).contains("sort (not measured in both modes)"));
         let both = markdown(&[b, j]);
         assert!(both.contains("jobset mode") && both.contains("Baseline vs JobSet"));
     }

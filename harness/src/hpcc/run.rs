@@ -3,6 +3,7 @@
 //! way `bench` does (metric snapshots, audit attribution, a pod watch).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -70,6 +71,8 @@ pub struct RunOptions {
     /// ESP target cluster to submit to.
     pub target: String,
     pub poll: PollPolicy,
+    /// The workunit in flight, if any (for a Ctrl-C handler to abort).
+    pub in_flight: Arc<Mutex<Option<String>>>,
 }
 
 /// Run `case` and record it; a failure anywhere is in the record's
@@ -112,7 +115,18 @@ async fn measure(
         poll.timeout = Duration::from_secs(t);
     }
     let jobname = format!("harness-{}-{}", case.name, rec.mode);
-    let run = esp.run(&case.ecl, &jobname, &opts.target, &poll).await;
+    let slot = opts.in_flight.clone();
+    let remember = move |w: &str| {
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(w.to_string());
+        }
+    };
+    let run = esp
+        .run_tracked(&case.ecl, &jobname, &opts.target, &poll, &remember)
+        .await;
+    if let Ok(mut s) = opts.in_flight.lock() {
+        *s = None;
+    }
     // Results are checked after the window closes, so their fetching is
     // not in the figures.
     let after = metrics::snapshot(cluster).await?;

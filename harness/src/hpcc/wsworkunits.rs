@@ -734,8 +734,23 @@ impl EspClient {
         cluster: &str,
         policy: &PollPolicy,
     ) -> Result<Execution> {
+        self.run_tracked(ecl, jobname, cluster, policy, &|_| {})
+            .await
+    }
+
+    /// `run`, telling `on_created` the Wuid as soon as it exists (so that
+    /// an interrupted caller can abort it).
+    pub async fn run_tracked(
+        &self,
+        ecl: &str,
+        jobname: &str,
+        cluster: &str,
+        policy: &PollPolicy,
+        on_created: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Execution> {
         let started = Instant::now();
         let wuid = self.create(ecl, jobname).await?;
+        on_created(&wuid);
         if let Err(e) = self.submit(&wuid, cluster).await {
             let abort = self.abort_note(&wuid).await;
             return Err(e.context(format!("submitting workunit {wuid} ({abort})")));
