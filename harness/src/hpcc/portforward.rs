@@ -131,11 +131,11 @@ impl PortForward {
             .context("binding a local port for the ESP port-forward")?;
         let local = listener.local_addr()?;
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (a, p) = (api.clone(), pod.clone());
         let task = tokio::spawn(accept_loop(
             listener,
-            api,
-            pod.clone(),
-            port,
+            format!("pod {namespace}/{pod}:{port}"),
+            move || open_portforward(a.clone(), p.clone(), port),
             errors.clone(),
         ));
         tracing::info!("forwarding {local} to pod {namespace}/{pod}:{port}");
@@ -160,13 +160,29 @@ impl PortForward {
     }
 }
 
-async fn accept_loop(
+/// An upstream byte stream for one local connection, and what to await
+/// once the copy is over (the port-forward's own completion).
+pub struct Upstream {
+    pub stream: Box<dyn Duplex>,
+    pub finish: futures::future::BoxFuture<'static, Result<()>>,
+}
+
+pub trait Duplex: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Duplex for T {}
+
+/// Accept local connections forever; each gets its own upstream from
+/// `open`, and bytes are copied both ways until either side closes.
+/// Failures are recorded in `errors`, naming the peer and `target`.
+pub async fn accept_loop<F, Fut>(
     listener: TcpListener,
-    api: Api<Pod>,
-    pod: String,
-    port: u16,
+    target: String,
+    open: F,
     errors: Arc<Mutex<Vec<String>>>,
-) {
+) where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Upstream>> + Send + 'static,
+{
+    let open = Arc::new(open);
     loop {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -175,13 +191,10 @@ async fn accept_loop(
                 continue;
             }
         };
-        let (api, pod, errors) = (api.clone(), pod.clone(), errors.clone());
+        let (open, errors, target) = (open.clone(), errors.clone(), target.clone());
         tokio::spawn(async move {
-            if let Err(e) = pump(sock, &api, &pod, port).await {
-                record(
-                    &errors,
-                    format!("forwarding {peer} to pod {pod}:{port}: {e:#}"),
-                );
+            if let Err(e) = pump(sock, open().await).await {
+                record(&errors, format!("forwarding {peer} to {target}: {e:#}"));
             }
         });
     }
@@ -194,26 +207,38 @@ fn record(errors: &Mutex<Vec<String>>, msg: String) {
     }
 }
 
-/// One local connection ↔ one port-forward stream.
-async fn pump(mut sock: TcpStream, api: &Api<Pod>, pod: &str, port: u16) -> Result<()> {
+async fn pump(mut sock: TcpStream, upstream: Result<Upstream>) -> Result<()> {
+    let Upstream { mut stream, finish } = upstream?;
+    let copied = tokio::io::copy_bidirectional(&mut sock, &mut stream).await;
+    drop(stream);
+    finish.await?;
+    copied.context("copying between the local connection and the pod")?;
+    Ok(())
+}
+
+/// A new port-forward to `pod`:`port` as an upstream.
+async fn open_portforward(api: Api<Pod>, pod: String, port: u16) -> Result<Upstream> {
     let mut pf = api
-        .portforward(pod, &[port])
+        .portforward(&pod, &[port])
         .await
         .context("opening the port-forward")?;
-    let mut upstream = pf
+    let stream = pf
         .take_stream(port)
         .context("the port-forward has no stream for the port")?;
     let pf_error = pf.take_error(port);
-    let copied = tokio::io::copy_bidirectional(&mut sock, &mut upstream).await;
-    drop(upstream);
-    if let Some(err) = pf_error
-        && let Some(msg) = err.await
-    {
-        bail!("the pod side reported: {msg}");
-    }
-    pf.join().await.context("closing the port-forward")?;
-    copied.context("copying between the local connection and the pod")?;
-    Ok(())
+    let finish = Box::pin(async move {
+        if let Some(err) = pf_error
+            && let Some(msg) = err.await
+        {
+            bail!("the pod side reported: {msg}");
+        }
+        pf.join().await.context("closing the port-forward")?;
+        Ok(())
+    });
+    Ok(Upstream {
+        stream: Box::new(stream),
+        finish,
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +277,82 @@ mod tests {
         assert_eq!(pick_pod(&pods).as_deref(), Some("new"));
         assert_eq!(pick_pod(&pods[2..]), None);
         assert_eq!(pick_pod(&[]), None);
+    }
+
+    /// The pumping, with local TCP echo servers standing in for the
+    /// port-forward streams: each local connection gets its own upstream,
+    /// bytes go both ways, a failed open is recorded and the listener
+    /// keeps serving.
+    #[tokio::test]
+    async fn each_connection_gets_its_own_upstream() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let echo_addr = echo.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = echo.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        let opened = Arc::new(AtomicUsize::new(0));
+        let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let local = listener.local_addr().unwrap();
+        let o = opened.clone();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            "echo".into(),
+            move || {
+                let n = o.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n == 1 {
+                        bail!("pod is gone");
+                    }
+                    let s = TcpStream::connect(echo_addr).await?;
+                    Ok(Upstream {
+                        stream: Box::new(s),
+                        finish: Box::pin(async { Ok(()) }),
+                    })
+                }
+            },
+            errors.clone(),
+        ));
+        for (i, msg) in ["first", "second", "third"].iter().enumerate() {
+            let mut c = TcpStream::connect(local).await.unwrap();
+            let mut back = String::new();
+            let io = async {
+                c.write_all(msg.as_bytes()).await?;
+                c.shutdown().await?;
+                c.read_to_string(&mut back).await
+            }
+            .await;
+            if i == 1 {
+                // The failed upstream closes the connection (or resets it,
+                // as the bytes sent were never read).
+                assert!(io.is_err() || back.is_empty(), "{io:?} {back:?}");
+            } else {
+                io.unwrap();
+                assert_eq!(&back, msg);
+            }
+        }
+        assert_eq!(opened.load(Ordering::SeqCst), 3);
+        // The failure is recorded by the connection's task: give it a moment.
+        let mut errs = Vec::new();
+        for _ in 0..100 {
+            errs = errors.lock().unwrap().clone();
+            if !errs.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("to echo: pod is gone"), "{errs:?}");
+        task.abort();
     }
 
     #[test]
