@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod error;
+pub mod hpcc;
 pub mod install;
 pub mod lifecycle;
 pub mod logs;
