@@ -30,7 +30,7 @@ pub enum Command {
     #[command(subcommand)]
     Tools(ToolsCommand),
     /// Bring a cluster up and print how to use it.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Stop a cluster and remove its state.
     Down(DownArgs),
     /// List clusters and the health of each component.
@@ -426,7 +426,7 @@ async fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Tools(ToolsCommand::Install(args)) => tools_install(&args).await,
         Command::Tools(ToolsCommand::List(args)) => tools_list(&args),
-        Command::Up(args) => up(args).await,
+        Command::Up(args) => up(*args).await,
         Command::Down(args) => {
             let started = Instant::now();
             crate::cluster::AnyCluster::load(&args.name)?.down(args.keep)?;
@@ -998,7 +998,7 @@ mod kind_cli_tests {
             panic!("not up")
         };
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let e = rt.block_on(up(a)).unwrap_err();
+        let e = rt.block_on(up(*a)).unwrap_err();
         assert_eq!(error::exit_code(&e), 2);
         assert!(e.to_string().contains("--provider kind"), "{e}");
         assert!(!local::cluster_dir("never").join("state.json").exists());
