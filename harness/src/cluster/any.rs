@@ -22,16 +22,7 @@ pub enum AnyCluster {
 pub fn provider_of(name: &str) -> Result<String> {
     local::validate_name(name)?;
     let path = local::cluster_dir(name).join("state.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(bad_input(format!(
-                "no cluster named {name:?} (no {}); `harness status` lists clusters",
-                path.display()
-            )));
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
+    let text = super::read_state_file(&path, "cluster", name)?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a cluster state file", path.display()))?;
     v.get("provider")

@@ -84,3 +84,18 @@ pub trait Cluster {
     /// Stop everything; keep the state directory when `keep`.
     fn down(self, keep: bool) -> Result<()>;
 }
+
+/// The text of a cluster's `state.json`. A missing file is bad input
+/// ("no {what} named {name}"), other read errors name the file.
+pub(crate) fn read_state_file(path: &Path, what: &str, name: &str) -> Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(crate::error::bad_input(format!(
+                "no {what} named {name:?} (no {}); `harness status` lists clusters",
+                path.display()
+            )))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+    }
+}

@@ -242,16 +242,7 @@ impl KindCluster {
         validate_name(name)?;
         let root = env.cluster_dir(name);
         let path = root.join("state.json");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(bad_input(format!(
-                    "no kind cluster named {name:?} (no {})",
-                    path.display()
-                )));
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let text = crate::cluster::read_state_file(&path, "kind cluster", name)?;
         let state: KindState = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a kind cluster state file", path.display()))?;
         if state.provider != PROVIDER {

@@ -197,13 +197,18 @@ async fn http_get(url: &str) -> Result<String> {
         .send()
         .await
         .with_context(|| format!("GET {url}"))?;
+    ok_body(resp, url).await
+}
+
+/// The body of a 2xx response; the status and body otherwise.
+async fn ok_body(resp: reqwest::Response, what: &str) -> Result<String> {
     let status = resp.status();
     let body = resp
         .text()
         .await
-        .with_context(|| format!("reading GET {url}"))?;
+        .with_context(|| format!("reading GET {what}"))?;
     if !status.is_success() {
-        bail!("GET {url}: {status}: {}", body.trim());
+        bail!("GET {what}: {status}: {}", body.trim());
     }
     Ok(body)
 }
@@ -541,16 +546,7 @@ impl LocalCluster {
         validate_name(name)?;
         let layout = Layout::new(cluster_dir(name));
         let path = layout.state_file();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(bad_input(format!(
-                    "no local cluster named {name:?} (no {}); `harness status` lists clusters",
-                    path.display()
-                )));
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let text = crate::cluster::read_state_file(&path, "local cluster", name)?;
         let state: State = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a cluster state file", path.display()))?;
         Ok(LocalCluster {
@@ -636,15 +632,7 @@ impl LocalCluster {
             .send()
             .await
             .with_context(|| format!("GET {url} (kube-scheduler)"))?;
-        let status = resp.status();
-        let body = resp
-            .text()
-            .await
-            .with_context(|| format!("reading GET {url}"))?;
-        if !status.is_success() {
-            bail!("GET {url} (kube-scheduler): {status}: {}", body.trim());
-        }
-        Ok(body)
+        ok_body(resp, &format!("{url} (kube-scheduler)")).await
     }
 
     /// The kubeconfig of an identity of this cluster (its name in
