@@ -54,7 +54,7 @@ fn cell_text(s: &str) -> String {
 fn notable(t: &TrialReport) -> Vec<String> {
     t.observations
         .iter()
-        .filter(|o| o.contains(": rejected, ") || o.contains("gang of "))
+        .filter(|o| o.contains(": rejected, ") || o.starts_with("gang of "))
         .cloned()
         .collect()
 }
@@ -241,6 +241,7 @@ mod tests {
             observations: vec![
                 "patch: patch Job x: rejected, 403 Forbidden: cannot change parallelism".into(),
                 "Workload objects: 1 (w)".into(),
+                "gang of 8 (1.36): apply Job eight: accepted".into(),
             ],
             wall_s: 1.5,
             bench: None,
