@@ -168,7 +168,7 @@ impl Baseline {
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::bench::{ModeResult, ThorResult};
 use crate::error::bad_input;
@@ -358,13 +358,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
 /// Write a baseline atomically (temp file + rename).
 pub fn record(path: &Path, r: &ThorResult, scenario_file: &str) -> Result<()> {
     let b = from_result(r, scenario_file);
-    let dir = path.parent().context("baseline path has no parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::fs::write(tmp.path(), serde_json::to_string_pretty(&b)? + "\n")?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::output::write_atomic(path, serde_json::to_string_pretty(&b)? + "\n")
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

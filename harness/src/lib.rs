@@ -11,6 +11,7 @@ pub mod install;
 pub mod lifecycle;
 pub mod logs;
 pub mod metrics;
+pub mod output;
 pub mod paths;
 pub mod progress;
 pub mod report;

@@ -9,13 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::baseline::Verdict;
 use crate::bench::{ModeResult, ThorResult};
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::output::xml_escape;
 
 /// Write result.json, report.md, junit.xml and report.html into `out`.
 pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
@@ -271,14 +265,14 @@ pub fn junit(r: &ThorResult) -> String {
     let _ = writeln!(
         s,
         "<testsuite name=\"harness bench thor {}\" tests=\"{}\" failures=\"0\" time=\"{total:.1}\">",
-        esc(&r.scenario),
+        xml_escape(&r.scenario),
         r.modes.len()
     );
     for (m, sum) in &r.modes {
         let _ = writeln!(
             s,
             "  <testcase classname=\"bench.thor.{}\" name=\"{m}\" time=\"{:.1}\">",
-            esc(&r.scenario),
+            xml_escape(&r.scenario),
             sum.result.wall_s
         );
         s.push_str("    <properties>\n");
@@ -329,8 +323,8 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
         let _ = write!(
             s,
             "  <testcase classname=\"compare.{}\" name=\"{}\"",
-            esc(&v.mode),
-            esc(&v.metric)
+            xml_escape(&v.mode),
+            xml_escape(&v.metric)
         );
         if v.pass {
             s.push_str("/>\n");
@@ -338,7 +332,7 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
             let _ = writeln!(
                 s,
                 ">\n    <failure message=\"{}\"/>\n  </testcase>",
-                esc(&v.note)
+                xml_escape(&v.note)
             );
         }
     }
@@ -382,9 +376,9 @@ pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]
     let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">\n<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-        esc(title),
+        xml_escape(title),
         left,
-        esc(title)
+        xml_escape(title)
     );
     for i in 0..=4 {
         let v = max * f64::from(i) / 4.0;
@@ -403,7 +397,7 @@ pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]
         "<text x=\"12\" y=\"{:.1}\" font-size=\"10\" transform=\"rotate(-90 12 {:.1})\">{}</text>",
         top + plot_h / 2.0,
         top + plot_h / 2.0,
-        esc(unit)
+        xml_escape(unit)
     );
     for (gi, (label, vals)) in groups.iter().enumerate() {
         let gx = left + group_w * gi as f64 + group_w * 0.1;
@@ -417,7 +411,7 @@ pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{}: {}</title></rect>",
                 bar_w * 0.95,
                 COLORS[si % COLORS.len()],
-                esc(name),
+                xml_escape(name),
                 fmt_num(*v)
             );
         }
@@ -426,7 +420,7 @@ pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]
             "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
             gx + group_w * 0.4,
             h - bottom + 16.0,
-            esc(label)
+            xml_escape(label)
         );
     }
     for (si, name) in series.iter().enumerate() {
@@ -438,7 +432,7 @@ pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]
             COLORS[si % COLORS.len()],
             x + 14.0,
             h - 9.0,
-            esc(name)
+            xml_escape(name)
         );
     }
     s.push_str("</svg>\n");
@@ -547,7 +541,7 @@ fn md_tables_to_html(md: &str) -> String {
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
             out.push_str("<tr>");
             for c in cells {
-                let _ = write!(out, "<td>{}</td>", esc(c));
+                let _ = write!(out, "<td>{}</td>", xml_escape(c));
             }
             out.push_str("</tr>\n");
             continue;
@@ -557,13 +551,13 @@ fn md_tables_to_html(md: &str) -> String {
             in_table = false;
         }
         if let Some(h) = line.strip_prefix("### ") {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(h));
+            let _ = writeln!(out, "<h3>{}</h3>", xml_escape(h));
         } else if let Some(h) = line.strip_prefix("## ") {
-            let _ = writeln!(out, "<h2>{}</h2>", esc(h));
+            let _ = writeln!(out, "<h2>{}</h2>", xml_escape(h));
         } else if let Some(li) = line.strip_prefix("- ") {
-            let _ = writeln!(out, "<p>• {}</p>", esc(li));
+            let _ = writeln!(out, "<p>• {}</p>", xml_escape(li));
         } else if !line.trim().is_empty() {
-            let _ = writeln!(out, "<p>{}</p>", esc(line));
+            let _ = writeln!(out, "<p>{}</p>", xml_escape(line));
         }
     }
     if in_table {

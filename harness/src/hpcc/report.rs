@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::output::{write_atomic, xml_escape};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
@@ -102,24 +103,6 @@ pub fn load(path: &Path) -> Result<EclReport> {
     Ok(r)
 }
 
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("temporary file in {}", dir.display()))?;
-    std::fs::write(tmp.path(), text).with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// JUnit XML of one trial.
 pub fn junit(r: &EclCaseRecord) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -127,14 +110,14 @@ pub fn junit(r: &EclCaseRecord) -> String {
     let _ = writeln!(
         s,
         "<testsuite name=\"ecl {}\" tests=\"1\" failures=\"{failed}\" time=\"{:.1}\">",
-        esc(&r.mode),
+        xml_escape(&r.mode),
         r.wall_s
     );
     let _ = writeln!(
         s,
         "  <testcase classname=\"ecl.{}\" name=\"{}\" time=\"{:.1}\">",
-        esc(&r.case),
-        esc(&r.mode),
+        xml_escape(&r.case),
+        xml_escape(&r.mode),
         r.wall_s
     );
     s.push_str("    <properties>\n");
@@ -149,7 +132,11 @@ pub fn junit(r: &EclCaseRecord) -> String {
         ("wall_s", format!("{:.2}", r.wall_s)),
     ];
     for (k, v) in props {
-        let _ = writeln!(s, "      <property name=\"{k}\" value=\"{}\"/>", esc(&v));
+        let _ = writeln!(
+            s,
+            "      <property name=\"{k}\" value=\"{}\"/>",
+            xml_escape(&v)
+        );
     }
     s.push_str("    </properties>\n");
     if let Some(e) = &r.error {
@@ -157,8 +144,8 @@ pub fn junit(r: &EclCaseRecord) -> String {
         let _ = writeln!(
             s,
             "    <failure message=\"{}\">{}</failure>",
-            esc(first),
-            esc(e)
+            xml_escape(first),
+            xml_escape(e)
         );
     }
     s.push_str("  </testcase>\n</testsuite>\n");
@@ -339,7 +326,7 @@ pub fn write_all(dir: &Path, report: &EclReport) -> Result<Vec<PathBuf>> {
         let p = dir
             .join("junit")
             .join(format!("ecl-{}-{}.xml", c.mode, c.case));
-        write_atomic(&p, &junit(c))?;
+        write_atomic(&p, junit(c))?;
         files.push(p);
     }
     let mut all = Vec::new();
@@ -355,7 +342,7 @@ pub fn write_all(dir: &Path, report: &EclReport) -> Result<Vec<PathBuf>> {
         all.push(merged.clone());
     }
     let md = dir.join("ecl-report.md");
-    write_atomic(&md, &markdown(&all))?;
+    write_atomic(&md, markdown(&all))?;
     files.push(md);
     Ok(files)
 }

@@ -3,14 +3,7 @@
 use std::fmt::Write;
 
 use super::Report;
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
-}
+use crate::output::xml_escape;
 
 fn summary(r: &Report) -> String {
     let n = r.findings().count();

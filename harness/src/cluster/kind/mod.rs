@@ -226,11 +226,10 @@ impl KindCluster {
     }
 
     fn save(&self) -> Result<()> {
-        let path = self.root.join("state.json");
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.state)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+        crate::output::write_atomic(
+            &self.root.join("state.json"),
+            serde_json::to_vec_pretty(&self.state)?,
+        )
     }
 
     /// Attach to a kind cluster made earlier.

@@ -533,12 +533,10 @@ impl LocalCluster {
     }
 
     fn save(&self) -> Result<()> {
-        let path = self.layout.state_file();
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.state)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
-        Ok(())
+        crate::output::write_atomic(
+            &self.layout.state_file(),
+            serde_json::to_vec_pretty(&self.state)?,
+        )
     }
 
     /// Attach to a cluster started earlier (by this or another process).

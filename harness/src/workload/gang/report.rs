@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::run::TrialReport;
+use crate::output::{write_atomic, xml_escape};
 
 /// Everything one run of the suite produced.
 #[derive(Debug, Clone, Serialize)]
@@ -164,13 +165,6 @@ pub fn markdown(r: &SuiteReport) -> String {
     out
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// JUnit XML: one testcase per trial.
 pub fn junit(r: &SuiteReport) -> String {
     let failures = r.trials.iter().filter(|t| !t.passed).count();
@@ -182,21 +176,21 @@ pub fn junit(r: &SuiteReport) -> String {
     for t in &r.trials {
         out.push_str(&format!(
             "  <testcase classname=\"gang.{}\" name=\"{}\" time=\"{:.3}\">\n",
-            xml(&t.case),
-            xml(&trial_name(&t.case, &t.minor)),
+            xml_escape(&t.case),
+            xml_escape(&trial_name(&t.case, &t.minor)),
             t.wall_s
         ));
         if let Some(f) = &t.failure {
             let first = f.lines().next().unwrap_or_default();
             out.push_str(&format!(
                 "    <failure message=\"{}\">{}</failure>\n",
-                xml(first),
-                xml(f)
+                xml_escape(first),
+                xml_escape(f)
             ));
         }
         out.push_str(&format!(
             "    <system-out>{}</system-out>\n  </testcase>\n",
-            xml(&t.observations.join("\n"))
+            xml_escape(&t.observations.join("\n"))
         ));
     }
     out.push_str("</testsuite>\n</testsuites>\n");
@@ -214,9 +208,7 @@ pub fn write(r: &SuiteReport, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        write_atomic(&path, text)?;
         out.push(path);
     }
     Ok(out)
