@@ -22,17 +22,13 @@ use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};
 use libtest_mimic::{Arguments, Failed, Trial};
+use suites::Fixture;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("suites/ has a parent")
         .to_path_buf()
-}
-
-struct Fixture {
-    rt: tokio::runtime::Runtime,
-    cluster: LocalCluster,
 }
 
 /// One cluster per (minor, profile), shared by that group's trials.

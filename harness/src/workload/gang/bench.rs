@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::case::Benchmark;
-use super::run::{FIELD_MANAGER, Trial, inject};
+use super::run::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
 use crate::cluster::local::LocalCluster;
 use crate::metrics::pods::{PodTracker, percentiles};
 use crate::metrics::prom::{self, Sample};
@@ -179,18 +179,8 @@ pub async fn run(
                 .with_context(|| format!("deleting Job {name}"))?;
             // The next gang starts on an empty pool.
             let sel = format!("batch.kubernetes.io/job-name={name}");
-            let deadline = Instant::now() + timeout;
-            while !pods
-                .list(&ListParams::default().labels(&sel).limit(1))
-                .await?
-                .items
-                .is_empty()
-            {
-                if Instant::now() > deadline {
-                    bail!("pods of Job {name} not gone after {} s", timeout.as_secs());
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            let what = format!("pods of Job {name}");
+            wait_pods_gone(&pods, &ListParams::default().labels(&sel), timeout, &what).await?;
         }
         let after = scrape(sched).await?;
         let fig = SizeFigures {

@@ -151,18 +151,14 @@ impl Trial {
             .await
             .with_context(|| format!("deleting namespace {}", self.ns))?;
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !pods
-            .list(&ListParams::default().limit(1))
-            .await?
-            .items
-            .is_empty()
-        {
-            if Instant::now() > deadline {
-                bail!("pods of namespace {} still there after 120 s", self.ns);
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        let what = format!("pods of namespace {}", self.ns);
+        wait_pods_gone(
+            &pods,
+            &ListParams::default(),
+            Duration::from_secs(120),
+            &what,
+        )
+        .await?;
         let nodes: Api<Node> = Api::all(self.client.clone());
         for n in &self.pool_nodes {
             nodes
@@ -697,6 +693,24 @@ pub fn inject(obj: &mut Value, ns: &str) {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert("namespace".into(), json!(ns));
     }
+}
+
+/// Wait until no pod matches `lp` (deleted pods linger until kwok and the
+/// garbage collector are done with them).
+pub async fn wait_pods_gone(
+    pods: &Api<Pod>,
+    lp: &ListParams,
+    timeout: Duration,
+    what: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !pods.list(&lp.clone().limit(1)).await?.items.is_empty() {
+        if Instant::now() > deadline {
+            bail!("{what} still there after {} s", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
 }
 
 /// Report a Job's bound, unfinished pods Succeeded (what the kubelet does
