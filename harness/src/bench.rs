@@ -38,8 +38,14 @@ pub struct ModeResult {
     pub api_requests_by_client: BTreeMap<String, u64>,
     /// client identity → "verb resource" → count.
     pub api_requests_by_client_request: BTreeMap<String, BTreeMap<String, u64>>,
-    /// The Thor identity's own requests (thoragent + manager).
+    /// The Thor identity's own requests (thoragent + manager). Includes
+    /// status polls with HPCC's backoff and kubectl's discovery, so it
+    /// moves with timing by a few percent.
     pub thor_agent_requests: u64,
+    /// Of those, the writes (create, update, patch, delete): what the
+    /// driver decides to do, independent of timing.
+    #[serde(default)]
+    pub thor_agent_writes: u64,
     /// client → "verb resource code" → count of failed requests (≥ 400,
     /// not 404/409).
     pub failed_requests: BTreeMap<String, BTreeMap<String, u64>>,
@@ -245,6 +251,15 @@ pub async fn run_mode(
             .get(THOR_AGENT_USER)
             .copied()
             .unwrap_or(0),
+        thor_agent_writes: attribution
+            .by_client_request
+            .get(THOR_AGENT_USER)
+            .map_or(0, |reqs| {
+                reqs.iter()
+                    .filter(|(req, _)| metrics::is_write_request(req))
+                    .map(|(_, n)| n)
+                    .sum()
+            }),
         failed_requests: attribution.failed,
         api_requests: attribution.by_request,
         api_requests_by_client: attribution.by_client,
@@ -272,6 +287,7 @@ pub fn headline(r: &ModeResult) -> Vec<(&'static str, f64)> {
     vec![
         ("api_requests_total", r.api_requests_total as f64),
         ("thor_agent_requests", r.thor_agent_requests as f64),
+        ("thor_agent_writes", r.thor_agent_writes as f64),
         ("etcd_writes_total", r.etcd_writes_total as f64),
         ("pods_created", r.pods_created as f64),
         ("containers_created", r.containers_created as f64),
@@ -304,6 +320,7 @@ fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
         match *name {
             "api_requests_total" => result.api_requests_total = round(mean),
             "thor_agent_requests" => result.thor_agent_requests = round(mean),
+            "thor_agent_writes" => result.thor_agent_writes = round(mean),
             "etcd_writes_total" => result.etcd_writes_total = round(mean),
             "pods_created" => result.pods_created = round(mean),
             "containers_created" => result.containers_created = round(mean),

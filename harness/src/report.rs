@@ -40,6 +40,7 @@ fn rows() -> Vec<Row> {
             m.api_requests_total as f64
         }),
         ("… by the Thor identity", |m| m.thor_agent_requests as f64),
+        ("… of which writes", |m| m.thor_agent_writes as f64),
         ("etcd writes (puts + deletes)", |m| {
             m.etcd_writes_total as f64
         }),

@@ -227,6 +227,15 @@ pub struct Attribution {
     pub failed: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
+/// Whether an attribution key ("verb resource[/subresource]") is a write:
+/// create, update, patch, delete or deletecollection.
+pub fn is_write_request(key: &str) -> bool {
+    matches!(
+        key.split(' ').next(),
+        Some("create" | "update" | "patch" | "delete" | "deletecollection")
+    )
+}
+
 /// Attribute audit events to clients; `harness_users` are excluded from
 /// the totals and counted apart.
 pub fn attribute(events: &[AuditEvent], harness_users: &[&str]) -> Attribution {
@@ -281,6 +290,28 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             value,
+        }
+    }
+
+    #[test]
+    fn write_requests_are_told_from_reads() {
+        for w in [
+            "create jobsets",
+            "delete jobs",
+            "patch pods/status",
+            "update leases",
+        ] {
+            assert!(is_write_request(w), "{w}");
+        }
+        for r in [
+            "get ",
+            "get jobsets",
+            "list pods",
+            "watch jobs",
+            "",
+            "created x",
+        ] {
+            assert!(!is_write_request(r), "{r}");
         }
     }
 
