@@ -7,7 +7,7 @@
 #    --k8s-version K8S --hpcc MODE [--hpcc-chart $HARNESS_HPCC_CHART];
 # 3. the ECL suite against it (HARNESS_ECL_CLUSTER=e2e HARNESS_ECL_MODE=MODE);
 # 4. the Thor smoke benchmark (local clusters, all its modes) compared with
-#    its stored baseline;
+#    its stored baseline (--counts-only: latencies shown, not judged);
 # 5. reports in $REPORTS (default reports/kind-e2e-MODE-K8S), a Markdown
 #    summary also on the job's summary page; the cluster is removed on exit
 #    (HARNESS_E2E_KEEP=1 keeps it).
@@ -107,7 +107,7 @@ for f in hpcc-values.yaml hpcc.json helm-install.log; do
   [ -f "$state/$f" ] && cp "$state/$f" "$out/"
 done
 step "Thor smoke benchmark vs baseline" \
-  "$harness" bench thor --scenario suites/thor/smoke.yaml --out "$out/bench" --compare || true
+  "$harness" bench thor --scenario suites/thor/smoke.yaml --out "$out/bench" --compare --counts-only || true
 
 {
   echo "## kind e2e: HPCC $mode on Kubernetes $k8s"

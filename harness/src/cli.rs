@@ -65,6 +65,11 @@ pub struct BenchThorArgs {
     /// Compare with the stored baseline; exit 1 on a regression.
     #[arg(long)]
     pub compare: bool,
+    /// With --compare: judge counts and sizes only; latencies and wall
+    /// times are shown but cannot fail. For a machine unlike the one that
+    /// recorded the baseline (a CI runner).
+    #[arg(long, requires = "compare")]
+    pub counts_only: bool,
     /// Store this run as the baseline.
     #[arg(long)]
     pub record: bool,
@@ -725,7 +730,10 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         let path = crate::baseline::path_for(&root, &result);
         if args.compare {
             let base = crate::baseline::load(&path)?;
-            let verdicts = crate::baseline::compare(&base, &result);
+            let mut verdicts = crate::baseline::compare(&base, &result);
+            if args.counts_only {
+                crate::baseline::not_judging_latency(&mut verdicts);
+            }
             print!("{}", crate::report::compare_markdown(&verdicts, &path));
             std::fs::write(
                 args.out.join("compare.md"),

@@ -219,6 +219,13 @@ fn usage_errors_exit_2() {
         &["up", "--runtime-config", "nonsense"],
         &["down", "--name", "never-existed"],
         &["tools", "list", "--bin", "nope=/x"],
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--counts-only",
+        ],
         &["no-such-command"],
     ] {
         let out = env.run(args);
