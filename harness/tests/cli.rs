@@ -3,6 +3,9 @@
 //! Each test uses its own state directory so it cannot touch a user's
 //! clusters.
 
+mod common;
+use common::{assert_code, text};
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -53,19 +56,6 @@ impl Drop for Env {
             }
         }
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn assert_code(o: &Output, code: i32) {
-    assert_eq!(o.status.code(), Some(code), "{}", text(o));
 }
 
 fn none_running(procs: &[Proc]) -> bool {

@@ -372,6 +372,15 @@ fn client(s: &Server, timeout_ms: u64) -> EspClient {
     EspClient::new(&s.base, Duration::from_millis(timeout_ms)).unwrap()
 }
 
+/// Run the ECL and expect it to fail: the error with its causes.
+async fn run_error(s: &Server, timeout_ms: u64, policy: &PollPolicy) -> String {
+    let e = client(s, timeout_ms)
+        .run(ECL, "j", "thor", policy)
+        .await
+        .unwrap_err();
+    format!("{e:#}")
+}
+
 fn completes(results: Vec<(&'static str, Vec<Value>)>) -> Script {
     Script {
         states: vec!["compiling", "compiled", "submitted", "running", "completed"],
@@ -477,11 +486,7 @@ async fn a_workunit_that_never_ends_is_aborted_at_the_timeout() {
         ..fast()
     };
     let t = std::time::Instant::now();
-    let e = client(&s, 2000)
-        .run(ECL, "j", "thor", &policy)
-        .await
-        .unwrap_err();
-    let m = format!("{e:#}");
+    let m = run_error(&s, 2000, &policy).await;
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     assert!(
         m.contains("W20260101-000001") && m.contains("within 0.4 s"),
@@ -507,11 +512,7 @@ async fn a_slow_answer_beyond_the_request_timeout_is_an_error_naming_the_call() 
         .insert("WUCreateAndUpdate", Fault::Slow(Duration::from_secs(3)));
     let s = Server::start(vec![slow_create]).await;
     let t = std::time::Instant::now();
-    let e = client(&s, 300)
-        .run(ECL, "j", "thor", &fast())
-        .await
-        .unwrap_err();
-    let m = format!("{e:#}");
+    let m = run_error(&s, 300, &fast()).await;
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert!(
         m.contains("WsWorkunits/WUCreateAndUpdate") && m.contains("per-request timeout of 0.3 s"),
@@ -529,11 +530,7 @@ async fn a_slow_answer_beyond_the_request_timeout_is_an_error_naming_the_call() 
         max_poll_errors: 1,
         ..fast()
     };
-    let e = client(&s, 300)
-        .run(ECL, "j", "thor", &policy)
-        .await
-        .unwrap_err();
-    let m = format!("{e:#}");
+    let m = run_error(&s, 300, &policy).await;
     assert!(
         m.contains("polling workunit W20260101-000001: 2 failed WUInfo calls"),
         "{m}"
@@ -551,11 +548,7 @@ async fn malformed_json_is_quoted_with_the_method() {
     let mut sc = completes(vec![]);
     sc.faults.insert("WUSubmit", Fault::Malformed);
     let s = Server::start(vec![sc]).await;
-    let e = client(&s, 2000)
-        .run(ECL, "j", "thor", &fast())
-        .await
-        .unwrap_err();
-    let m = format!("{e:#}");
+    let m = run_error(&s, 2000, &fast()).await;
     assert!(
         m.contains("WsWorkunits/WUSubmit for workunit W20260101-000001"),
         "{m}"
@@ -577,11 +570,7 @@ async fn http_500_and_esp_exceptions_are_errors() {
     let mut sc = completes(vec![]);
     sc.faults.insert("WUInfo", Fault::Http500);
     let s = Server::start(vec![sc]).await;
-    let e = client(&s, 2000)
-        .run(ECL, "j", "thor", &fast())
-        .await
-        .unwrap_err();
-    let m = format!("{e:#}");
+    let m = run_error(&s, 2000, &fast()).await;
     assert!(
         m.contains("WUInfo for workunit W20260101-000001: HTTP 500: ESP fell over"),
         "{m}"

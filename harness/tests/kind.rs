@@ -5,6 +5,9 @@
 //! steps that need an API server fail, and these tests check that they fail
 //! cleanly (cluster deleted, state removed, a message that says why).
 
+mod common;
+use common::{assert_code, text};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -54,15 +57,6 @@ impl Bed {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn up(b: &Bed, extra: &[&str]) -> Output {
     let mut args = vec!["up", "--provider", "kind", "--name", "e2e"];
     args.extend_from_slice(extra);
@@ -74,7 +68,7 @@ fn docker_missing_exits_3_with_what_to_install() {
     let b = bed();
     b.fakes.remove("docker");
     let o = up(&b, &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_code(&o, 3);
     assert!(text(&o).contains("docs.docker.com"), "{}", text(&o));
     assert_eq!(b.state_entries(), 0);
 }
@@ -87,7 +81,7 @@ fn docker_daemon_down_exits_3() {
         "printf 'Cannot connect to the Docker daemon\\n' >&2\nexit 1\n",
     );
     let o = up(&b, &["--config", "kind-configs/jobset-1.36.yaml"]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_code(&o, 3);
     assert!(
         text(&o).contains("Cannot connect to the Docker daemon"),
         "{}",
@@ -107,7 +101,7 @@ fn a_taken_name_exits_2() {
         )),
     );
     let o = up(&b, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_code(&o, 2);
     assert!(text(&o).contains("is taken"), "{}", text(&o));
     assert!(!b.fakes.calls().iter().any(|c| c.contains("create")));
     assert_eq!(b.state_entries(), 0);
@@ -125,14 +119,14 @@ fn version_and_config_must_agree_and_flags_of_the_other_provider_are_refused() {
             "1.37",
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_code(&o, 2);
     assert!(text(&o).contains("gang-1.36.yaml"), "{}", text(&o));
     let o = up(&b, &["--feature-gates", "GenericWorkload=true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_code(&o, 2);
     let o = b.run(&["up", "--name", "l", "--kueue"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_code(&o, 2);
     let o = up(&b, &["--kind-profile", "nope"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_code(&o, 2);
     assert!(b.fakes.calls().is_empty(), "{:?}", b.fakes.calls());
 }
 
@@ -147,7 +141,7 @@ fn kind_create_failing_is_quoted_and_nothing_is_left() {
         )),
     );
     let o = up(&b, &["--k8s-version", "1.37"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_code(&o, 1);
     assert!(
         text(&o).contains("node(s) already exist for a cluster with the name \"harness-e2e\""),
         "{}",
@@ -170,7 +164,7 @@ fn kind_create_failing_is_quoted_and_nothing_is_left() {
 fn up_applies_the_release_manifests_then_fails_cleanly_without_an_api_server() {
     let b = bed();
     let o = up(&b, &["--kind-profile", "gang", "--kueue", "--timeout", "2"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_code(&o, 1);
     let t = text(&o);
     assert!(t.contains("cert-manager was not ready within 2 s"), "{t}");
     assert!(t.contains("harness-e2e deleted"), "{t}");
@@ -281,7 +275,7 @@ async fn status_and_down_of_a_kind_cluster() {
     assert_eq!(comps[2]["component"], "kube-apiserver");
     assert_eq!(comps[2]["healthy"], false);
     let o = b.run(&["down", "--name", "s"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_code(&o, 0);
     assert_eq!(
         b.fakes.calls().last().unwrap(),
         &format!(
