@@ -23,10 +23,7 @@ struct Bed {
 }
 
 fn bed() -> Bed {
-    let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let fakes = FakeCommands::healthy(&bin);
+    let (tmp, fakes) = FakeCommands::healthy_in_temp_dir();
     Bed { tmp, fakes }
 }
 

@@ -88,9 +88,6 @@ impl Cluster for AnyCluster {
     async fn client(&self) -> Result<kube::Client> {
         each!(self, c => c.client().await)
     }
-    async fn apiserver_metrics(&self) -> Result<String> {
-        each!(self, c => c.apiserver_metrics().await)
-    }
     async fn etcd_metrics(&self) -> Result<String> {
         each!(self, c => c.etcd_metrics().await)
     }

@@ -62,14 +62,17 @@ pub struct ComponentHealth {
 }
 
 /// A running cluster, whichever provider made it.
-pub trait Cluster {
+pub trait Cluster: Sync {
     fn name(&self) -> &str;
     fn kubeconfig(&self) -> &Path;
     /// A client with the cluster-admin identity. Fails, naming the
     /// component, when part of the control plane is down.
     fn client(&self) -> impl Future<Output = Result<kube::Client>> + Send;
-    /// The API server's Prometheus metrics text.
-    fn apiserver_metrics(&self) -> impl Future<Output = Result<String>> + Send;
+    /// The API server's Prometheus metrics text, read through the admin
+    /// client (so a provider's `client` checks apply).
+    fn apiserver_metrics(&self) -> impl Future<Output = Result<String>> + Send {
+        async move { local::client_get(&self.client().await?, "/metrics").await }
+    }
     /// etcd's Prometheus metrics text.
     fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
     /// Audit events written since byte `offset` of the audit log, and the

@@ -37,6 +37,16 @@ impl FakeCommands {
         f
     }
 
+    /// `healthy` fakes in `bin/` of a new temporary directory, which the
+    /// caller keeps alive (and may use for state next to `bin/`).
+    pub fn healthy_in_temp_dir() -> (tempfile::TempDir, FakeCommands) {
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).expect("creating bin/ for the fakes");
+        let fakes = FakeCommands::healthy(&bin);
+        (tmp, fakes)
+    }
+
     /// Write fake `name`: record the call, then run `body` (sh, built-ins
     /// only).
     pub fn script(&self, name: &str, body: &str) {

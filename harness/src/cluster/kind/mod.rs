@@ -352,11 +352,6 @@ impl Cluster for KindCluster {
             .cloned()
     }
 
-    async fn apiserver_metrics(&self) -> Result<String> {
-        let client = self.client().await?;
-        client_get(&client, "/metrics").await
-    }
-
     async fn etcd_metrics(&self) -> Result<String> {
         let tools = self.tools()?;
         let cmd = plan::etcd_metrics(&tools.docker, &self.state.control_plane);

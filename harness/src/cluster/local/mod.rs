@@ -685,11 +685,6 @@ impl Cluster for LocalCluster {
             .cloned()
     }
 
-    async fn apiserver_metrics(&self) -> Result<String> {
-        let client = self.client().await?;
-        client_get(&client, "/metrics").await
-    }
-
     async fn etcd_metrics(&self) -> Result<String> {
         self.check_processes()?;
         http_get(&format!("{}/metrics", self.state.ports.etcd_url())).await
