@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::k8s::K8sRelease;
 use harness::lifecycle::{self, UpOptions};
-use harness::tools::K8sRelease;
 
 fn stats(label: &str, mut xs: Vec<Duration>) {
     xs.sort();

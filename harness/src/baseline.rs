@@ -97,7 +97,7 @@ impl Baseline {
                 format!("{:?} is not one of {}", self.provider, PROVIDERS.join(", ")),
             ));
         }
-        if crate::validate::facts::for_minor(&self.k8s_minor).is_none() {
+        if crate::k8s::facts::for_minor(&self.k8s_minor).is_none() {
             out.push((
                 vec![k("k8sMinor")],
                 format!("unknown Kubernetes minor {:?}", self.k8s_minor),

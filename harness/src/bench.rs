@@ -166,7 +166,7 @@ pub async fn run_mode(
     mode: Mode,
     kubectl: &Path,
 ) -> Result<ModeResult> {
-    let minor = crate::tools::K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
+    let minor = crate::k8s::K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
     if thor::templates_for(mode, minor).is_empty() {
         bail!(bad_input(format!(
             "{} mode has no templates for Kubernetes {}",
@@ -354,7 +354,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         Some(m) => m.clone(),
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
-    let k8s = crate::tools::K8sRelease::parse(&s.cluster.k8s_minor)?;
+    let k8s = crate::k8s::K8sRelease::parse(&s.cluster.k8s_minor)?;
     let tools = lifecycle::resolve_tools(k8s, opts.bins.clone()).await?;
     let kubectl = tools.path(Component::Kubectl)?.to_path_buf();
     let started = time::OffsetDateTime::now_utc()

@@ -10,8 +10,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::cluster::local::{self, LocalCluster};
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::{self, bad_input};
+use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
-use crate::tools::{Component, K8sRelease, Resolver};
+use crate::tools::{Component, Resolver};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -124,7 +125,7 @@ impl ToolsArgs {
     pub fn k8s_version(&self) -> &str {
         self.k8s_version
             .as_deref()
-            .unwrap_or(crate::tools::versions::DEFAULT_K8S_MINOR)
+            .unwrap_or(crate::k8s::DEFAULT_K8S_MINOR)
     }
 }
 

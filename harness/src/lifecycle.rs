@@ -17,8 +17,9 @@ use crate::cluster::kind::{KindCluster, KindSpec};
 use crate::cluster::local::LocalCluster;
 use crate::cluster::{Cluster, ClusterSpec};
 use crate::install;
+use crate::k8s::K8sRelease;
 use crate::progress::Step;
-use crate::tools::{Component, K8sRelease, Resolver, Tools};
+use crate::tools::{Component, Resolver, Tools};
 
 #[derive(Debug, Clone)]
 pub struct UpOptions {

@@ -1,18 +1,47 @@
-//! Writing what the harness reports: XML escaping for the JUnit files and
-//! atomic file writes (temp file in the same directory, then rename), so a
-//! reader never sees half a report, baseline or state file.
+//! Writing what the harness reports: atomic file writes (temp file in the
+//! same directory, then rename), so a reader never sees half a report,
+//! baseline or state file; XML escaping; and the one JUnit XML writer every
+//! report uses (Thor bench, baseline compare, validate, ECL, gang).
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Escape text for XML content and attribute values.
+/// Escape text for XML content and attribute values. Characters XML 1.0
+/// cannot carry at all (C0 controls other than tab, newline and carriage
+/// return) are written as visible `\xNN` text instead.
 pub fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for a terminal: control characters (ESC among them) shown as
+/// `\xNN`, so a value from a file cannot move the cursor or recolour.
+pub fn terminal_safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Write `bytes` to `path` atomically, creating its directory.
@@ -30,16 +59,158 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     Ok(())
 }
 
+/// One JUnit test case.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JunitCase {
+    pub classname: String,
+    pub name: String,
+    /// Seconds; omitted when None.
+    pub time: Option<f64>,
+    /// (message, body) when the case failed.
+    pub failure: Option<(String, String)>,
+    /// `<properties>`: name → value.
+    pub properties: Vec<(String, String)>,
+    pub system_out: Option<String>,
+}
+
+/// One JUnit test suite.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JunitSuite {
+    pub name: String,
+    /// Seconds; the sum of the cases' times when None.
+    pub time: Option<f64>,
+    pub cases: Vec<JunitCase>,
+}
+
+impl JunitCase {
+    pub fn new(classname: impl Into<String>, name: impl Into<String>) -> JunitCase {
+        JunitCase {
+            classname: classname.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn time(mut self, secs: f64) -> JunitCase {
+        self.time = Some(secs);
+        self
+    }
+
+    /// Mark it failed; the message is the body's first line.
+    pub fn failed(mut self, body: impl Into<String>) -> JunitCase {
+        let body = body.into();
+        let message = body.lines().next().unwrap_or_default().to_string();
+        self.failure = Some((message, body));
+        self
+    }
+}
+
+/// The JUnit XML of `suites` (a `<testsuites>` root).
+pub fn junit_xml(suites: &[JunitSuite]) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
+    for suite in suites {
+        let failures = suite.cases.iter().filter(|c| c.failure.is_some()).count();
+        let time = suite
+            .time
+            .unwrap_or_else(|| suite.cases.iter().filter_map(|c| c.time).sum());
+        let _ = writeln!(
+            s,
+            "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{time:.3}\">",
+            xml_escape(&suite.name),
+            suite.cases.len()
+        );
+        for c in &suite.cases {
+            let _ = write!(
+                s,
+                "  <testcase classname=\"{}\" name=\"{}\"",
+                xml_escape(&c.classname),
+                xml_escape(&c.name)
+            );
+            if let Some(t) = c.time {
+                let _ = write!(s, " time=\"{t:.3}\"");
+            }
+            if c.failure.is_none() && c.properties.is_empty() && c.system_out.is_none() {
+                s.push_str("/>\n");
+                continue;
+            }
+            s.push_str(">\n");
+            if !c.properties.is_empty() {
+                s.push_str("    <properties>\n");
+                for (k, v) in &c.properties {
+                    let _ = writeln!(
+                        s,
+                        "      <property name=\"{}\" value=\"{}\"/>",
+                        xml_escape(k),
+                        xml_escape(v)
+                    );
+                }
+                s.push_str("    </properties>\n");
+            }
+            if let Some((message, body)) = &c.failure {
+                let _ = writeln!(
+                    s,
+                    "    <failure message=\"{}\">{}</failure>",
+                    xml_escape(message),
+                    xml_escape(body)
+                );
+            }
+            if let Some(out) = &c.system_out {
+                let _ = writeln!(s, "    <system-out>{}</system-out>", xml_escape(out));
+            }
+            s.push_str("  </testcase>\n");
+        }
+        s.push_str("</testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn escapes_markup() {
+    fn escapes_markup_and_controls() {
         assert_eq!(
             xml_escape(r#"a<b & "c" 'd'>"#),
             "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
         );
+        assert_eq!(xml_escape("x\u{1b}[31my\u{0}\tz"), "x\\x1b[31my\\x00\tz");
+        assert_eq!(terminal_safe("k\u{1b}[2Jz\n"), "k\\x1b[2Jz\n");
+    }
+
+    #[test]
+    fn junit_is_well_formed_and_counts_failures() {
+        let suite = JunitSuite {
+            name: "s <1>".into(),
+            time: None,
+            cases: vec![
+                JunitCase::new("c", "ok").time(1.5),
+                JunitCase::new("c", "bad\u{7}")
+                    .time(0.5)
+                    .failed("first\nsecond"),
+                JunitCase {
+                    properties: vec![("k".into(), "v&".into())],
+                    system_out: Some("seen".into()),
+                    ..JunitCase::new("c", "props")
+                },
+            ],
+        };
+        let x = junit_xml(&[suite]);
+        assert!(
+            x.contains(
+                "<testsuite name=\"s &lt;1&gt;\" tests=\"3\" failures=\"1\" time=\"2.000\">"
+            ),
+            "{x}"
+        );
+        assert!(
+            x.contains("<failure message=\"first\">first\nsecond</failure>"),
+            "{x}"
+        );
+        assert!(x.contains("name=\"bad\\x07\""), "{x}");
+        assert!(x.contains("<property name=\"k\" value=\"v&amp;\"/>"), "{x}");
+        assert!(x.contains("<system-out>seen</system-out>"), "{x}");
+        assert!(!x.chars().any(|c| (c as u32) < 0x20 && c != '\n'), "{x}");
     }
 
     #[test]

@@ -123,14 +123,14 @@ impl ThorScenario {
         if self.modes.is_empty() {
             out.push((path(&["modes"]), "name at least one mode".into()));
         }
-        let minor = crate::validate::facts::for_minor(&self.cluster.k8s_minor);
+        let minor = crate::k8s::facts::for_minor(&self.cluster.k8s_minor);
         if minor.is_none() {
             out.push((
                 path(&["cluster", "k8sMinor"]),
                 format!(
                     "unknown Kubernetes minor {:?}; known: {}",
                     self.cluster.k8s_minor,
-                    crate::validate::facts::minors().join(", ")
+                    crate::k8s::facts::minors().join(", ")
                 ),
             ));
         }

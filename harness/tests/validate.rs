@@ -581,7 +581,8 @@ fn cli_exit_codes_and_formats() {
 /// with the same stage and default.
 #[test]
 fn feature_gate_table_matches_the_real_apiserver() {
-    use harness::tools::{Component, K8sRelease, Resolver};
+    use harness::k8s::K8sRelease;
+    use harness::tools::{Component, Resolver};
     let k8s = K8sRelease::default_release();
     let found = Resolver::from_env(k8s, Default::default())
         .find(Component::KubeApiserver)
@@ -595,7 +596,7 @@ fn feature_gate_table_matches_the_real_apiserver() {
     let out = Command::new(&found.path).arg("--help").output().unwrap();
     let help =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let facts = harness::validate::facts::for_minor(k8s.minor).unwrap();
+    let facts = harness::k8s::facts::for_minor(k8s.minor).unwrap();
     let mut checked = 0;
     for line in help.lines().map(str::trim) {
         // kube:GenericWorkload=true|false (BETA - default=false)

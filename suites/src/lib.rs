@@ -26,7 +26,7 @@ static NAME: OnceLock<String> = OnceLock::new();
 pub fn test_spec(name: &str) -> ClusterSpec {
     ClusterSpec {
         name: name.to_string(),
-        k8s_minor: harness::tools::versions::DEFAULT_K8S_MINOR.to_string(),
+        k8s_minor: harness::k8s::DEFAULT_K8S_MINOR.to_string(),
         feature_gates: Default::default(),
         runtime_config: Default::default(),
         nodes: NodeSpec {

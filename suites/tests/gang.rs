@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use harness::cluster::local::LocalCluster;
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::lifecycle::{self, UpOptions};
-use harness::tools::versions::{K8S_RELEASES, K8sRelease};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};

@@ -376,8 +376,8 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
 fn served_api_versions_are_in_the_validation_table(fx: &'static suites::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = fx.cluster.client().await?;
-        let facts = harness::validate::facts::for_minor(&fx.cluster.state.spec.k8s_minor)
-            .context("no table")?;
+        let facts =
+            harness::k8s::facts::for_minor(&fx.cluster.state.spec.k8s_minor).context("no table")?;
         let groups = client.list_api_groups().await?;
         let mut missing = Vec::new();
         let mut checked = 0;

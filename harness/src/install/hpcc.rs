@@ -395,7 +395,7 @@ impl HpccValues {
             ));
         }
         for (name, component) in self.deployments() {
-            if let Err(e) = crate::validate::names::dns1123_label(&name) {
+            if let Err(e) = crate::k8s::names::dns1123_label(&name) {
                 out.push((vec![], format!("{component} Deployment name {name:?}: {e}")));
             }
         }

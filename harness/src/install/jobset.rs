@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
 use super::apply::{Kustomization, apply_all, json6902, yaml_documents};
@@ -17,9 +16,7 @@ use crate::cluster::local::{JOBSET_USER, WebhookEndpoint};
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::JOBSET_VERSION;
 
-pub const GROUP: &str = "jobset.x-k8s.io";
-pub const VERSION: &str = "v1alpha2";
-pub const CRD_NAME: &str = "jobsets.jobset.x-k8s.io";
+use crate::k8s::jobset::{CRD_NAME, GROUP, VERSION, api_resource};
 /// kustomize's namePrefix in JobSet's default overlay; kept so object names
 /// match a release install.
 pub const NAME_PREFIX: &str = "jobset-";
@@ -27,16 +24,6 @@ pub const NAME_PREFIX: &str = "jobset-";
 const CRD_DIR: &str = "config/components/crd";
 const RBAC_ROLE: &str = "config/components/rbac/role.yaml";
 const WEBHOOK_DIR: &str = "config/components/webhook";
-
-pub fn api_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: "JobSet".into(),
-        plural: "jobsets".into(),
-    }
-}
 
 fn read_docs(dir: &Path, rel: &str) -> Result<Vec<Value>> {
     let text = read_module_file(dir, rel)?;

@@ -1,7 +1,8 @@
 //! The binaries a local cluster needs, where each comes from in Go module
 //! land, and how to read each one's version back.
 
-use super::versions::{ETCD_VERSION, JOBSET_VERSION, K8sRelease, KWOK_VERSION};
+use super::versions::{ETCD_VERSION, JOBSET_VERSION, KWOK_VERSION};
+use crate::k8s::K8sRelease;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Component {

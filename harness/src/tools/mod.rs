@@ -10,4 +10,3 @@ pub mod versions;
 
 pub use component::Component;
 pub use resolve::{Resolved, Resolver, Source, Tools};
-pub use versions::K8sRelease;

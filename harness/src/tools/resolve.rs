@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::buildinfo::BuildInfo;
 use super::component::Component;
-use super::versions::K8sRelease;
 use crate::error::env_missing;
+use crate::k8s::K8sRelease;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::finding::Finding;
 use super::models;
-use super::names;
 use super::typed::{Ctx, decode};
+use crate::k8s::names;
 use crate::yaml::Seg;
 
 fn key(k: &str) -> Seg {

@@ -2,10 +2,10 @@
 //! gate and runtime-config group exists in the Kubernetes minor the config
 //! targets (read from its node images).
 
-use super::facts;
 use super::finding::Finding;
 use super::models::KindCluster;
 use super::typed::{Ctx, decode};
+use crate::k8s::facts;
 use crate::yaml::Seg;
 
 fn key(k: &str) -> Seg {

@@ -2,13 +2,11 @@
 //! suites/ and baselines/ with the harness's typed models — no cluster, no
 //! binaries, no network.
 
-pub mod facts;
 pub mod finding;
 pub mod hpcc;
 pub mod k8s;
 pub mod kind;
 pub mod models;
-pub mod names;
 pub mod report;
 pub mod thor;
 pub mod typed;

@@ -9,8 +9,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::finding::Finding;
+use super::k8s;
 use super::typed::Ctx;
-use super::{k8s, names};
+use crate::k8s::names;
 use crate::workload::thor::{self, Mode, Template, ThorParams};
 use crate::yaml::{self, Seg};
 

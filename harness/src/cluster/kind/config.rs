@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::error::bad_input;
-use crate::tools::K8sRelease;
+use crate::k8s::K8sRelease;
 
 /// Where, inside the control-plane node, the API server reads the audit
 /// policy and writes the audit log (the profiles' kubeadm patch uses these).

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::layout::{Layout, Ports};
-use crate::tools::K8sRelease;
+use crate::k8s::K8sRelease;
 
 /// "A=true,B=false" from a gate map (sorted, so command lines are stable).
 pub fn join_gates(gates: &BTreeMap<String, bool>) -> String {

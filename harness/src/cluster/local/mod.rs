@@ -30,7 +30,8 @@ use self::layout::{Layout, Ports};
 use self::process::{Proc, log_tail};
 use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodeSpec};
 use crate::error::bad_input;
-use crate::tools::{Component, K8sRelease, Tools};
+use crate::k8s::K8sRelease;
+use crate::tools::{Component, Tools};
 
 /// The audit policy applied to every cluster (our own file in manifests/).
 pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use super::case::Benchmark;
 use super::run::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
 use crate::cluster::local::LocalCluster;
+use crate::k8s::K8sRelease;
 use crate::metrics::pods::{PodTracker, percentiles};
 use crate::metrics::prom::{self, Sample};
 use crate::metrics::{Percentiles, counter_delta, histogram_delta};
-use crate::tools::versions::K8sRelease;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BenchReport {

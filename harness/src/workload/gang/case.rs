@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::matcher::{check_matcher, parse_path, var_refs};
-use crate::tools::versions::K8S_RELEASES;
+use crate::k8s::K8S_RELEASES;
 use crate::yaml::Seg;
 
 /// The minors every case must answer for.

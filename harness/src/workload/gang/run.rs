@@ -17,7 +17,7 @@ use super::case::{Case, Check, Outcome, Pool, Profile, Step};
 use super::matcher::{describe, lookup, matches, parse_path, scalar_text, subst_str, substitute};
 use crate::cluster::NodeSpec;
 use crate::cluster::local::kwok;
-use crate::tools::versions::K8sRelease;
+use crate::k8s::K8sRelease;
 
 /// The label and taint key that reserve pool nodes for one trial.
 pub const POOL_KEY: &str = "harness.gang/pool";
@@ -177,8 +177,8 @@ impl Trial {
             "Pod" | "Event" | "Node" | "Namespace" => "v1".into(),
             "JobSet" => format!(
                 "{}/{}",
-                crate::install::jobset::GROUP,
-                crate::install::jobset::VERSION
+                crate::k8s::jobset::GROUP,
+                crate::k8s::jobset::VERSION
             ),
             _ => return None,
         })

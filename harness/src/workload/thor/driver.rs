@@ -351,11 +351,8 @@ pub async fn wait_all_gone(env: &ThorEnv, timeout: Duration) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(env.admin.clone(), ns);
     let jobs: Api<Job> = Api::namespaced(env.admin.clone(), ns);
     let nps: Api<NetworkPolicy> = Api::namespaced(env.admin.clone(), ns);
-    let jobsets: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        env.admin.clone(),
-        ns,
-        &crate::install::jobset::api_resource(),
-    );
+    let jobsets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.admin.clone(), ns, &crate::k8s::jobset::api_resource());
     let deadline = Instant::now() + timeout;
     loop {
         let lp = ListParams::default();

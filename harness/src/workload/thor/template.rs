@@ -103,7 +103,7 @@ pub fn templates_for(mode: Mode, minor: u32) -> Vec<Template> {
 pub fn templates(mode: Mode) -> Vec<Template> {
     templates_for(
         mode,
-        crate::tools::K8sRelease::default_release().minor_number(),
+        crate::k8s::K8sRelease::default_release().minor_number(),
     )
 }
 
@@ -282,7 +282,7 @@ fn count_job(spec: &Value) -> (u32, u32) {
 pub fn shape(mode: Mode, p: &ThorParams) -> Result<Shape> {
     shape_for(
         mode,
-        crate::tools::K8sRelease::default_release().minor_number(),
+        crate::k8s::K8sRelease::default_release().minor_number(),
         p,
     )
 }

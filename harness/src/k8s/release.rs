@@ -1,0 +1,162 @@
+//! The Kubernetes releases the harness runs — one pinned patch release per
+//! minor — and the facts that differ between them (gang feature gates, the
+//! Workload/PodGroup API version). The pins of every other component are in
+//! tools/versions.rs.
+//!
+//! Why these patch releases: they are the newest whose module zips the Go
+//! module proxy serves (k8s.io/kubernetes v1.37.2's zip is refused by the
+//! proxy, v1.36.5 has no checksum-database entry).
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use crate::error::bad_input;
+
+/// A Kubernetes minor release the harness can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct K8sRelease {
+    /// "1.37"
+    pub minor: &'static str,
+    /// "1.37.1" (no leading v)
+    pub version: &'static str,
+}
+
+pub const K8S_RELEASES: &[K8sRelease] = &[
+    K8sRelease {
+        minor: "1.37",
+        version: "1.37.1",
+    },
+    K8sRelease {
+        minor: "1.36",
+        version: "1.36.4",
+    },
+];
+
+pub const DEFAULT_K8S_MINOR: &str = "1.37";
+impl K8sRelease {
+    /// Accepts "1.37", "v1.37", "1.37.1" or "v1.37.1". A patch version must
+    /// be the pinned one: the harness builds and tests exactly one patch
+    /// release per minor.
+    pub fn parse(s: &str) -> Result<K8sRelease> {
+        let s = s.trim().trim_start_matches('v');
+        let known = || {
+            K8S_RELEASES
+                .iter()
+                .map(|r| format!("{} ({})", r.minor, r.version))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for r in K8S_RELEASES {
+            if s == r.minor || s == r.version {
+                return Ok(*r);
+            }
+        }
+        Err(bad_input(format!(
+            "unsupported Kubernetes version {s:?}: this harness runs {}",
+            known()
+        )))
+    }
+
+    pub fn default_release() -> K8sRelease {
+        // The table holds the default; a missing entry is a programming error.
+        K8S_RELEASES
+            .iter()
+            .copied()
+            .find(|r| r.minor == DEFAULT_K8S_MINOR)
+            .expect("DEFAULT_K8S_MINOR is in K8S_RELEASES")
+    }
+
+    /// (major, minor) as numbers, for version-keyed behaviour.
+    pub fn minor_number(&self) -> u32 {
+        self.minor
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.parse().ok())
+            .expect("K8S_RELEASES minors are of the form 1.N")
+    }
+
+    /// The feature gates that turn on gang scheduling (the Workload and
+    /// PodGroup APIs and the scheduler's all-or-nothing placement) in this
+    /// release, for every component. From shared/notes/gang-scheduling.md,
+    /// checked against the real servers by the Thor gang benchmark.
+    pub fn gang_feature_gates(&self) -> BTreeMap<String, bool> {
+        let names: &[&str] = match self.minor_number() {
+            36 => &["GenericWorkload", "GangScheduling"],
+            _ => &["GenericWorkload"],
+        };
+        names.iter().map(|n| (n.to_string(), true)).collect()
+    }
+
+    /// Gang scheduling plus the Job controller's integration (KEP-5547):
+    /// the Job controller creates a Workload and a PodGroup for eligible
+    /// Jobs. The gang suite's clusters run with these.
+    pub fn job_gang_feature_gates(&self) -> BTreeMap<String, bool> {
+        let mut g = self.gang_feature_gates();
+        g.insert("WorkloadWithJob".to_string(), true);
+        g
+    }
+
+    /// The API version serving Workload and PodGroup in this release.
+    pub fn gang_api_version(&self) -> &'static str {
+        match self.minor_number() {
+            36 => "scheduling.k8s.io/v1alpha2",
+            _ => "scheduling.k8s.io/v1beta1",
+        }
+    }
+
+    pub fn gang_runtime_config(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(self.gang_api_version().to_string(), "true".to_string())])
+    }
+
+    /// The version of the k8s.io staging modules (v0.Y.Z for v1.Y.Z).
+    pub fn staging_version(&self) -> String {
+        format!("v0.{}", self.version.trim_start_matches("1."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_accepts_minor_and_pinned_patch() {
+        assert_eq!(K8sRelease::parse("1.37").unwrap().version, "1.37.1");
+        assert_eq!(K8sRelease::parse("v1.36").unwrap().version, "1.36.4");
+        assert_eq!(K8sRelease::parse("1.36.4").unwrap().minor, "1.36");
+        let e = K8sRelease::parse("1.30").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("1.37 (1.37.1)"), "{e}");
+        assert!(K8sRelease::parse("1.37.2").is_err());
+    }
+
+    #[test]
+    fn derived_versions() {
+        let r = K8sRelease::parse("1.37").unwrap();
+        assert_eq!(r.minor_number(), 37);
+        assert_eq!(r.staging_version(), "v0.37.1");
+        assert_eq!(K8sRelease::default_release().minor, DEFAULT_K8S_MINOR);
+        let g = K8sRelease::parse("1.36").unwrap().job_gang_feature_gates();
+        assert_eq!(
+            g.keys().collect::<Vec<_>>(),
+            ["GangScheduling", "GenericWorkload", "WorkloadWithJob"]
+        );
+    }
+
+    #[test]
+    fn job_gang_gates_exist_in_each_release() {
+        // Every gate named here is a real gate of that release (the facts
+        // tables are generated from the releases' sources).
+        for r in K8S_RELEASES {
+            let facts = super::super::facts::for_minor(r.minor).unwrap();
+            for g in r.job_gang_feature_gates().keys() {
+                assert!(facts.gate(g).is_some(), "{} has no gate {g}", r.minor);
+            }
+            assert!(
+                facts.has_runtime_config_key(r.gang_api_version()),
+                "{}",
+                r.minor
+            );
+        }
+    }
+}

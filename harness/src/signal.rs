@@ -1,0 +1,72 @@
+//! The one way to be interrupted: run something until it finishes or
+//! SIGINT/SIGTERM arrives; the caller then tears down what it started and
+//! exits with `EXIT_INTERRUPTED`.
+
+use std::future::Future;
+
+/// The exit code after Ctrl-C or SIGTERM (128 + SIGINT), as shells report.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// What a raced future came to.
+#[derive(Debug)]
+pub enum Raced<T> {
+    Finished(T),
+    /// A signal arrived first ("interrupted" or "terminated"); the future
+    /// was dropped.
+    Interrupted(&'static str),
+}
+
+/// Resolves on SIGINT or SIGTERM, naming the signal.
+pub async fn interrupted() -> &'static str {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted";
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        _ = term.recv() => "terminated",
+    }
+}
+
+/// Run `fut` until it finishes or a signal arrives (then `fut` is dropped,
+/// which kills any child process it holds with `kill_on_drop`).
+pub async fn race<T>(fut: impl Future<Output = T>) -> Raced<T> {
+    tokio::select! {
+        v = fut => Raced::Finished(v),
+        sig = interrupted() => Raced::Interrupted(sig),
+    }
+}
+
+/// For test binaries, whose trials run on threads of their own: on SIGINT
+/// or SIGTERM, print `what`, run `teardown`, and exit with
+/// EXIT_INTERRUPTED. Installed once per process.
+pub fn exit_on_interrupt(what: String, teardown: impl FnOnce() + Send + 'static) {
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        let sig = rt.block_on(interrupted());
+        eprintln!("{sig}: {what}");
+        teardown();
+        std::process::exit(EXIT_INTERRUPTED);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_finished_future_wins() {
+        match race(async { 5 }).await {
+            Raced::Finished(v) => assert_eq!(v, 5),
+            Raced::Interrupted(s) => panic!("interrupted by {s}"),
+        }
+    }
+}
