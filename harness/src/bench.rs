@@ -131,13 +131,13 @@ pub fn load_scenario(path: &Path) -> Result<ThorScenario> {
     let doc = docs
         .first()
         .ok_or_else(|| bad_input(format!("{}: empty scenario", path.display())))?;
-    let ctx = crate::validate::typed::Ctx {
+    let ctx = crate::schema::typed::Ctx {
         file: &path.display().to_string(),
         root: &doc.root,
         base: vec![],
     };
     let (s, mut findings) =
-        crate::validate::typed::decode::<ThorScenario>(&ctx, &doc.root.to_json(), "Thor scenario");
+        crate::schema::typed::decode::<ThorScenario>(&ctx, &doc.root.to_json(), "Thor scenario");
     if let Some(s) = &s {
         findings.extend(s.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::cluster::local::{self, LocalCluster};
+use crate::cluster::local::LocalCluster;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::{self, bad_input};
 use crate::k8s::K8sRelease;
@@ -291,7 +291,7 @@ pub async fn install_hpcc<C: Cluster>(
             cluster.kubeconfig().display()
         ))),
         Some(Err(e)) => {
-            let dir = crate::cluster::local::cluster_dir(&name);
+            let dir = crate::cluster::state::cluster_dir(&name);
             match cluster.down(true) {
                 Ok(()) => Err(e.context(format!(
                     "installing HPCC on cluster {name:?} failed; the cluster was stopped (state and helm log kept in {}; \
@@ -567,7 +567,7 @@ async fn up(args: UpArgs) -> Result<i32> {
 
 async fn up_kind(args: UpArgs) -> Result<i32> {
     use crate::cluster::kind::{self, KindSpec};
-    local::validate_name(&args.name)?;
+    crate::cluster::state::validate_name(&args.name)?;
     if !args.feature_gates.trim().is_empty() || !args.runtime_config.trim().is_empty() {
         return Err(bad_input(
             "--feature-gates/--runtime-config: with --provider kind they come from the kind config (--config; the gang profiles set them)",
@@ -636,7 +636,7 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
 }
 
 async fn up_local(args: UpArgs) -> Result<i32> {
-    local::validate_name(&args.name)?;
+    crate::cluster::state::validate_name(&args.name)?;
     let k8s = K8sRelease::parse(args.tools.k8s_version())?;
     let spec = ClusterSpec {
         name: args.name.clone(),
@@ -710,7 +710,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         r = crate::bench::bench_thor(&opts) => r?,
         sig = interrupted() => {
             eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-            for name in local::list_clusters()?.into_iter().filter(|n| n.starts_with(&prefix)) {
+            for name in crate::cluster::state::list_clusters()?.into_iter().filter(|n| n.starts_with(&prefix)) {
                 if let Ok(c) = LocalCluster::load(&name) {
                     c.down(false)?;
                 }
@@ -808,7 +808,7 @@ async fn interrupted() -> &'static str {
 async fn status(args: &StatusArgs) -> Result<i32> {
     let names = match &args.name {
         Some(n) => vec![n.clone()],
-        None => local::list_clusters()?,
+        None => crate::cluster::state::list_clusters()?,
     };
     let mut all_healthy = true;
     let mut report = Vec::new();
@@ -1010,6 +1010,10 @@ mod kind_cli_tests {
         let e = rt.block_on(up(*a)).unwrap_err();
         assert_eq!(error::exit_code(&e), 2);
         assert!(e.to_string().contains("--provider kind"), "{e}");
-        assert!(!local::cluster_dir("never").join("state.json").exists());
+        assert!(
+            !crate::cluster::state::cluster_dir("never")
+                .join("state.json")
+                .exists()
+        );
     }
 }

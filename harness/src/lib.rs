@@ -18,6 +18,7 @@ pub mod poll;
 pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod schema;
 pub mod signal;
 pub mod tools;
 pub mod validate;

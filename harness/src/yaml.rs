@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use anyhow::Context;
 use serde_json::{Map, Number, Value};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span};
 
@@ -325,9 +326,29 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
     Ok(docs)
 }
 
+/// Parse every document of a YAML stream (empty documents are dropped).
+pub fn documents(text: &str, origin: &str) -> anyhow::Result<Vec<Value>> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+        .map_err(|e| anyhow::Error::new(e))
+        .with_context(|| format!("parsing YAML {origin}"))?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_documents_skip_empty() {
+        let docs = documents("---\na: 1\n---\n---\nb: 2\n", "test").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert!(
+            documents("a: [", "bad.yaml")
+                .unwrap_err()
+                .to_string()
+                .contains("bad.yaml")
+        );
+    }
 
     #[test]
     fn positions_and_values() {

@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::kind::KindCluster;
-use super::local::{self, LocalCluster};
+use super::local::LocalCluster;
+use super::state::provider_of;
 use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
 use crate::error::bad_input;
 
@@ -16,19 +17,6 @@ use crate::error::bad_input;
 pub enum AnyCluster {
     Local(LocalCluster),
     Kind(KindCluster),
-}
-
-/// The provider recorded in a cluster's state file.
-pub fn provider_of(name: &str) -> Result<String> {
-    local::validate_name(name)?;
-    let path = local::cluster_dir(name).join("state.json");
-    let text = super::read_state_file(&path, "cluster", name)?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a cluster state file", path.display()))?;
-    v.get("provider")
-        .and_then(|p| p.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| anyhow::anyhow!("{}: no \"provider\" field", path.display()))
 }
 
 impl AnyCluster {

@@ -4,8 +4,10 @@
 
 pub mod any;
 pub mod audit;
+pub mod client;
 pub mod kind;
 pub mod local;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -71,7 +73,7 @@ pub trait Cluster: Sync {
     /// The API server's Prometheus metrics text, read through the admin
     /// client (so a provider's `client` checks apply).
     fn apiserver_metrics(&self) -> impl Future<Output = Result<String>> + Send {
-        async move { local::client_get(&self.client().await?, "/metrics").await }
+        async move { client::client_get(&self.client().await?, "/metrics").await }
     }
     /// etcd's Prometheus metrics text.
     fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
@@ -86,19 +88,4 @@ pub trait Cluster: Sync {
     fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
     /// Stop everything; keep the state directory when `keep`.
     fn down(self, keep: bool) -> Result<()>;
-}
-
-/// The text of a cluster's `state.json`. A missing file is bad input
-/// ("no {what} named {name}"), other read errors name the file.
-pub(crate) fn read_state_file(path: &Path, what: &str, name: &str) -> Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(crate::error::bad_input(format!(
-                "no {what} named {name:?} (no {}); `harness status` lists clusters",
-                path.display()
-            )))
-        }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
-    }
 }

@@ -9,13 +9,6 @@ use serde_json::Value;
 
 pub const FIELD_MANAGER: &str = "harness";
 
-/// Parse every document of a YAML stream (empty documents are dropped).
-pub fn yaml_documents(text: &str, origin: &str) -> Result<Vec<Value>> {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).with_context(|| format!("parsing YAML {origin}"))?;
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
-}
-
 /// A kustomization.yaml's resources and patches (with their targets).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -208,17 +201,5 @@ mod tests {
         assert!(!t.matches(
             &json!({"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "m"}})
         ));
-    }
-
-    #[test]
-    fn yaml_documents_skip_empty() {
-        let docs = yaml_documents("---\na: 1\n---\n---\nb: 2\n", "test").unwrap();
-        assert_eq!(docs.len(), 2);
-        assert!(
-            yaml_documents("a: [", "bad.yaml")
-                .unwrap_err()
-                .to_string()
-                .contains("bad.yaml")
-        );
     }
 }

@@ -1175,7 +1175,7 @@ pub async fn install<C: Cluster>(cluster: &C, opts: &HpccOptions) -> Result<Hpcc
         opts.workers,
     )?;
     let helm = find_helm()?;
-    let dir = crate::cluster::local::cluster_dir(cluster.name());
+    let dir = crate::cluster::state::cluster_dir(cluster.name());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let values_file = dir.join("hpcc-values.yaml");
     let header = format!(

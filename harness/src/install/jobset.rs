@@ -11,10 +11,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-use super::apply::{Kustomization, apply_all, json6902, yaml_documents};
+use super::apply::{Kustomization, apply_all, json6902};
 use crate::cluster::local::{JOBSET_USER, WebhookEndpoint};
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::JOBSET_VERSION;
+use crate::yaml::documents as yaml_documents;
 
 use crate::k8s::jobset::{CRD_NAME, GROUP, VERSION, api_resource};
 /// kustomize's namePrefix in JobSet's default overlay; kept so object names

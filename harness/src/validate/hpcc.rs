@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use super::finding::Finding;
-use super::typed::{Ctx, decode};
 use crate::install::hpcc::HpccValues;
+use crate::schema::Finding;
+use crate::schema::typed::{Ctx, decode};
 
 pub fn check(ctx: &Ctx<'_>, v: &Value) -> Vec<Finding> {
     let (values, mut findings) = decode::<HpccValues>(ctx, v, "HPCC chart values");

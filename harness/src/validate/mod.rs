@@ -2,22 +2,18 @@
 //! suites/ and baselines/ with the harness's typed models — no cluster, no
 //! binaries, no network.
 
-pub mod finding;
 pub mod hpcc;
-pub mod k8s;
-pub mod kind;
-pub mod models;
 pub mod report;
 pub mod thor;
-pub mod typed;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-pub use finding::Finding;
-use typed::{Ctx, decode};
+pub use crate::schema::Finding;
+use crate::schema::typed::{Ctx, decode};
+use crate::schema::{k8s, kind};
 
 use crate::baseline::Baseline;
 use crate::error::bad_input;

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::finding::Finding;
-use super::k8s;
-use super::typed::Ctx;
 use crate::k8s::names;
+use crate::schema::Finding;
+use crate::schema::k8s;
+use crate::schema::typed::Ctx;
 use crate::workload::thor::{self, Mode, Template, ThorParams};
 use crate::yaml::{self, Seg};
 
@@ -443,7 +443,9 @@ pub fn longest_thor_name(mode: Mode) -> usize {
                         };
                         let kind = d["kind"].as_str().unwrap_or_default();
                         let mut f = k8s::check_metadata(&ctx, d, kind);
-                        if let Ok(js) = serde_json::from_value::<super::models::JobSet>(d.clone()) {
+                        if let Ok(js) =
+                            serde_json::from_value::<crate::schema::models::JobSet>(d.clone())
+                        {
                             f.extend(k8s::check_jobset(&ctx, &js));
                             let host =
                                 format!("{}-workers-0-1023", js.metadata.name.unwrap_or_default());

@@ -71,7 +71,7 @@ pub fn load_profile(path: &Path) -> Result<Profile> {
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let docs = crate::install::apply::yaml_documents(&text, &path.display().to_string())
+    let docs = crate::yaml::documents(&text, &path.display().to_string())
         .map_err(|e| problem(path, format!("{e:#}")))?;
     let [doc] = docs.as_slice() else {
         return Err(problem(
@@ -156,7 +156,7 @@ fn check_audit_patch(path: &Path, doc: &Value) -> Result<()> {
     }
     let want_log = format!("{NODE_AUDIT_DIR}/{AUDIT_LOG_NAME}");
     for text in patches {
-        let Ok(docs) = crate::install::apply::yaml_documents(text, "kubeadm patch") else {
+        let Ok(docs) = crate::yaml::documents(text, "kubeadm patch") else {
             continue;
         };
         for p in docs {
@@ -297,7 +297,7 @@ mod tests {
         let text = to_yaml(&v, &prof.path).unwrap();
         assert!(text.contains("audit-log-path"), "{text}");
         // What kind reads back is what we built.
-        let back = crate::install::apply::yaml_documents(&text, "effective").unwrap();
+        let back = crate::yaml::documents(&text, "effective").unwrap();
         assert_eq!(back, vec![v.clone()]);
         // …and it still satisfies the harness's own checks.
         let dir = tempfile::tempdir().unwrap();

@@ -24,7 +24,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use self::commands::{KindEnv, KindTools, plan};
-use super::local::{AUDIT_POLICY, client_from_kubeconfig, client_get, validate_name};
+use super::client::{client_from_kubeconfig, client_get};
+use super::local::AUDIT_POLICY;
+use super::state::validate_name;
 use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
 use crate::error::bad_input;
 use crate::progress::Step;
@@ -241,7 +243,7 @@ impl KindCluster {
         validate_name(name)?;
         let root = env.cluster_dir(name);
         let path = root.join("state.json");
-        let text = crate::cluster::read_state_file(&path, "kind cluster", name)?;
+        let text = crate::cluster::state::read_state_file(&path, "kind cluster", name)?;
         let state: KindState = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a kind cluster state file", path.display()))?;
         if state.provider != PROVIDER {

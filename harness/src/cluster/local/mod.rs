@@ -28,6 +28,8 @@ use self::certs::{Ca, CertPair};
 use self::flags::Gates;
 use self::layout::{Layout, Ports};
 use self::process::{Proc, log_tail};
+use super::client::{client_from_kubeconfig, client_get, http_get, kubeconfig_text, ok_body};
+use super::state::{cluster_dir, validate_name};
 use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodeSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -91,47 +93,6 @@ pub struct LocalCluster {
     kubeconfig: PathBuf,
 }
 
-/// A cluster name becomes a directory and part of certificate names.
-pub fn validate_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 40
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(bad_input(format!(
-            "invalid cluster name {name:?}: use 1–40 lower-case letters, digits and '-', not starting or ending with '-'"
-        )))
-    }
-}
-
-pub fn cluster_dir(name: &str) -> PathBuf {
-    crate::paths::clusters_dir().join(name)
-}
-
-/// The names of every cluster with a state directory.
-pub fn list_clusters() -> Result<Vec<String>> {
-    let dir = crate::paths::clusters_dir();
-    let mut names = Vec::new();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
-        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
-    };
-    for e in entries {
-        let e = e?;
-        if e.path().join("state.json").is_file() {
-            names.push(e.file_name().to_string_lossy().into_owned());
-        }
-    }
-    names.sort();
-    Ok(names)
-}
-
 fn write_private(path: &Path, contents: &str) -> Result<()> {
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
@@ -141,85 +102,6 @@ fn write_private(path: &Path, contents: &str) -> Result<()> {
 fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
     write_private(&layout.pki(&format!("{name}.crt")), &pair.cert_pem)?;
     write_private(&layout.pki(&format!("{name}.key")), &pair.key_pem)
-}
-
-/// A kubeconfig that references the certificate files by absolute path.
-pub fn kubeconfig_text(
-    cluster: &str,
-    server: &str,
-    ca: &Path,
-    user: Option<(&str, &Path, &Path)>,
-) -> String {
-    let mut s = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n    certificate-authority: {}\n",
-        ca.display()
-    );
-    let user_name = user.map(|u| u.0).unwrap_or("anonymous");
-    match user {
-        Some((name, crt, key)) => s.push_str(&format!(
-            "users:\n- name: {name}\n  user:\n    client-certificate: {}\n    client-key: {}\n",
-            crt.display(),
-            key.display()
-        )),
-        None => s.push_str("users:\n- name: anonymous\n  user: {}\n"),
-    }
-    s.push_str(&format!(
-        "contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: {user_name}\ncurrent-context: {cluster}\n"
-    ));
-    s
-}
-
-pub(crate) async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
-    crate::init_crypto();
-    let kc = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .with_context(|| format!("loading kubeconfig {}", path.display()))?;
-    config.read_timeout = Some(Duration::from_secs(60));
-    config.connect_timeout = Some(Duration::from_secs(5));
-    kube::Client::try_from(config)
-        .with_context(|| format!("building a client from {}", path.display()))
-}
-
-fn http_client() -> Result<reqwest::Client> {
-    crate::init_crypto();
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .context("building an HTTP client")
-}
-
-async fn http_get(url: &str) -> Result<String> {
-    let resp = http_client()?
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("GET {url}"))?;
-    ok_body(resp, url).await
-}
-
-/// The body of a 2xx response; the status and body otherwise.
-async fn ok_body(resp: reqwest::Response, what: &str) -> Result<String> {
-    let status = resp.status();
-    let body = resp
-        .text()
-        .await
-        .with_context(|| format!("reading GET {what}"))?;
-    if !status.is_success() {
-        bail!("GET {what}: {status}: {}", body.trim());
-    }
-    Ok(body)
-}
-
-pub(crate) async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
-    let req = http::Request::get(path).body(Vec::new())?;
-    client
-        .request_text(req)
-        .await
-        .with_context(|| format!("GET {path}"))
 }
 
 impl LocalCluster {
@@ -545,7 +427,7 @@ impl LocalCluster {
         validate_name(name)?;
         let layout = Layout::new(cluster_dir(name));
         let path = layout.state_file();
-        let text = crate::cluster::read_state_file(&path, "local cluster", name)?;
+        let text = crate::cluster::state::read_state_file(&path, "local cluster", name)?;
         let state: State = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a cluster state file", path.display()))?;
         Ok(LocalCluster {
@@ -822,38 +704,6 @@ impl Cluster for LocalCluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_checked() {
-        validate_name("dev").unwrap();
-        validate_name("gang-1-37").unwrap();
-        for bad in ["", "Dev", "a_b", "-x", "x-", "a/b", &"x".repeat(41)] {
-            let e = validate_name(bad).unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
-        }
-    }
-
-    #[test]
-    fn kubeconfig_parses_with_kube() {
-        let text = kubeconfig_text(
-            "harness-dev",
-            "https://127.0.0.1:6443",
-            Path::new("/s/pki/ca.crt"),
-            Some((
-                "admin",
-                Path::new("/s/pki/a.crt"),
-                Path::new("/s/pki/a.key"),
-            )),
-        );
-        let kc = kube::config::Kubeconfig::from_yaml(&text).unwrap();
-        assert_eq!(kc.current_context.as_deref(), Some("harness-dev"));
-        let cluster = kc.clusters[0].cluster.as_ref().unwrap();
-        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:6443"));
-        let user = kc.auth_infos[0].auth_info.as_ref().unwrap();
-        assert_eq!(user.client_certificate.as_deref(), Some("/s/pki/a.crt"));
-        let anon = kubeconfig_text("c", "https://127.0.0.1:1", Path::new("/ca"), None);
-        kube::config::Kubeconfig::from_yaml(&anon).unwrap();
-    }
 
     #[test]
     fn audit_policy_is_metadata_level() {

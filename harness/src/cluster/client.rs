@@ -1,0 +1,115 @@
+//! Talking to a cluster's servers: kube clients from kubeconfig files,
+//! raw GETs through a client (metrics, health), plain HTTP GETs of
+//! loopback endpoints (etcd, kwok, controllers' health ports), and the
+//! kubeconfig text the providers write.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+/// A kubeconfig that references the certificate files by absolute path.
+pub fn kubeconfig_text(
+    cluster: &str,
+    server: &str,
+    ca: &Path,
+    user: Option<(&str, &Path, &Path)>,
+) -> String {
+    let mut s = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n    certificate-authority: {}\n",
+        ca.display()
+    );
+    let user_name = user.map(|u| u.0).unwrap_or("anonymous");
+    match user {
+        Some((name, crt, key)) => s.push_str(&format!(
+            "users:\n- name: {name}\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+            crt.display(),
+            key.display()
+        )),
+        None => s.push_str("users:\n- name: anonymous\n  user: {}\n"),
+    }
+    s.push_str(&format!(
+        "contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: {user_name}\ncurrent-context: {cluster}\n"
+    ));
+    s
+}
+
+pub async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
+    crate::init_crypto();
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    config.read_timeout = Some(Duration::from_secs(60));
+    config.connect_timeout = Some(Duration::from_secs(5));
+    kube::Client::try_from(config)
+        .with_context(|| format!("building a client from {}", path.display()))
+}
+
+pub fn http_client() -> Result<reqwest::Client> {
+    crate::init_crypto();
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .context("building an HTTP client")
+}
+
+pub async fn http_get(url: &str) -> Result<String> {
+    let resp = http_client()?
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    ok_body(resp, url).await
+}
+
+/// The body of a 2xx response; the status and body otherwise.
+pub async fn ok_body(resp: reqwest::Response, what: &str) -> Result<String> {
+    let status = resp.status();
+    let body = resp
+        .text()
+        .await
+        .with_context(|| format!("reading GET {what}"))?;
+    if !status.is_success() {
+        bail!("GET {what}: {status}: {}", body.trim());
+    }
+    Ok(body)
+}
+
+pub async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
+    let req = http::Request::get(path).body(Vec::new())?;
+    client
+        .request_text(req)
+        .await
+        .with_context(|| format!("GET {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeconfig_parses_with_kube() {
+        let text = kubeconfig_text(
+            "harness-dev",
+            "https://127.0.0.1:6443",
+            Path::new("/s/pki/ca.crt"),
+            Some((
+                "admin",
+                Path::new("/s/pki/a.crt"),
+                Path::new("/s/pki/a.key"),
+            )),
+        );
+        let kc = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        assert_eq!(kc.current_context.as_deref(), Some("harness-dev"));
+        let cluster = kc.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:6443"));
+        let user = kc.auth_infos[0].auth_info.as_ref().unwrap();
+        assert_eq!(user.client_certificate.as_deref(), Some("/s/pki/a.crt"));
+        let anon = kubeconfig_text("c", "https://127.0.0.1:1", Path::new("/ca"), None);
+        kube::config::Kubeconfig::from_yaml(&anon).unwrap();
+    }
+}

@@ -1,0 +1,13 @@
+//! Typed decoding of positioned YAML (type errors and unknown fields at
+//! file:line:column), the findings it reports, the harness's own models of
+//! kinds k8s-openapi does not have (JobSet, the 1.36 Workload/PodGroup,
+//! audit Policy, kind Cluster), and the document checks that runtime and
+//! `harness validate` share.
+
+pub mod finding;
+pub mod k8s;
+pub mod kind;
+pub mod models;
+pub mod typed;
+
+pub use finding::Finding;
