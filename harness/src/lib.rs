@@ -1,12 +1,9 @@
 //! The harness library: clusters, installs, tools — and, in later layers,
 //! workloads, metrics, baselines and reports. See README.md for the layers.
 
-pub mod baseline;
 pub mod bench;
-pub mod cli;
 pub mod cluster;
 pub mod error;
-pub mod hpcc;
 pub mod install;
 pub mod k8s;
 pub mod lifecycle;
@@ -16,8 +13,6 @@ pub mod output;
 pub mod paths;
 pub mod poll;
 pub mod progress;
-pub mod report;
-pub mod scenario;
 pub mod schema;
 pub mod signal;
 pub mod tools;

@@ -19,6 +19,7 @@ use crate::cluster::{Cluster, ClusterSpec};
 use crate::install;
 use crate::k8s::K8sRelease;
 use crate::progress::Step;
+use crate::signal::Raced;
 use crate::tools::{Component, Resolver, Tools};
 
 #[derive(Debug, Clone)]
@@ -248,5 +249,70 @@ async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> 
     ));
     wait_nodes_ready_matching(&client, "", cluster.state.nodes.len(), opts.timeout, alive).await?;
     step.done("ready");
+    Ok(())
+}
+
+/// What `up --hpcc` came to.
+pub enum HpccUp<C> {
+    Ready(C, crate::install::hpcc::HpccInstall),
+    /// Ctrl-C or SIGTERM during the install; the cluster was torn down.
+    Interrupted(&'static str),
+}
+
+/// HPCC on a cluster `up` just brought up. On a signal the cluster is torn
+/// down; on failure it is stopped (its state and helm log kept) unless
+/// `keep`, and the error says where it is and how to remove it.
+pub async fn install_hpcc<C: Cluster>(
+    cluster: C,
+    opts: &crate::install::hpcc::HpccOptions,
+    keep: bool,
+) -> Result<HpccUp<C>> {
+    let outcome = crate::signal::race(crate::install::hpcc::install(&cluster, opts)).await;
+    let name = cluster.name().to_string();
+    match outcome {
+        Raced::Interrupted(sig) => {
+            cluster.down(false)?;
+            Ok(HpccUp::Interrupted(sig))
+        }
+        Raced::Finished(Ok(rec)) => Ok(HpccUp::Ready(cluster, rec)),
+        Raced::Finished(Err(e)) if keep => Err(e.context(format!(
+            "installing HPCC on cluster {name:?} failed; the cluster is left running for inspection (--keep): \
+             export KUBECONFIG={}; `harness down --name {name}` removes it",
+            cluster.kubeconfig().display()
+        ))),
+        Raced::Finished(Err(e)) => {
+            let dir = crate::cluster::state::cluster_dir(&name);
+            match cluster.down(true) {
+                Ok(()) => Err(e.context(format!(
+                    "installing HPCC on cluster {name:?} failed; the cluster was stopped (state and helm log kept in {}; \
+                     rerun with --keep to leave it running for inspection; `harness down --name {name}` removes the state)",
+                    dir.display()
+                ))),
+                Err(down) => Err(e.context(format!(
+                    "installing HPCC on cluster {name:?} failed, and stopping the cluster failed too: {down:#}"
+                ))),
+            }
+        }
+    }
+}
+
+/// After Ctrl-C during a local `up`: stop whatever the dropped `up` had
+/// started and remove its state.
+pub fn abandon_local(name: &str) -> Result<()> {
+    if let Ok(c) = LocalCluster::load(name) {
+        c.down(false)?;
+    }
+    Ok(())
+}
+
+/// Stop every local cluster whose name starts with `prefix` (a benchmark's
+/// clusters, after Ctrl-C).
+pub fn down_all(prefix: &str) -> Result<()> {
+    for name in crate::cluster::state::list_clusters()?
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+    {
+        abandon_local(&name)?;
+    }
     Ok(())
 }

@@ -1,3 +1,7 @@
+//! The `harness` binary: the command line over the library.
+
+mod cli;
+
 fn main() {
-    std::process::exit(harness::cli::main());
+    std::process::exit(cli::main());
 }

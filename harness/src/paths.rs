@@ -33,3 +33,12 @@ pub fn clusters_dir() -> PathBuf {
             .join("harness/clusters")
     })
 }
+
+/// The repository root: the nearest ancestor of `start` with Cargo.toml
+/// and manifests/ (where `validate`, baselines and the kind configs live).
+pub fn repo_root(start: &std::path::Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| d.join("Cargo.toml").is_file() && d.join("manifests").is_dir())
+        .map(std::path::Path::to_path_buf)
+}

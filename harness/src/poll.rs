@@ -21,6 +21,8 @@ pub struct Poll<'a> {
     /// never reset (HPCC's `waitJob`).
     cap: Option<Duration>,
     alive: Option<Alive<'a>>,
+    /// Errors of the polled function are kept and polling goes on.
+    tolerant: bool,
 }
 
 impl<'a> Poll<'a> {
@@ -32,6 +34,7 @@ impl<'a> Poll<'a> {
             delay: Duration::from_millis(100),
             cap: None,
             alive: None,
+            tolerant: false,
         }
     }
 
@@ -56,15 +59,31 @@ impl<'a> Poll<'a> {
         self
     }
 
-    /// Poll until `f` yields a value. An error from `f` ends the wait.
+    /// Errors of the polled function do not end the wait: the last one is
+    /// quoted if it times out (a server that is still starting).
+    pub fn tolerate_errors(mut self) -> Poll<'a> {
+        self.tolerant = true;
+        self
+    }
+
+    /// Poll until `f` yields a value. An error from `f` ends the wait
+    /// (unless errors are tolerated).
     pub async fn until<T, F, Fut>(self, mut f: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Option<T>>>,
     {
+        let tolerant = self.tolerant;
         self.run(|| {
             let fut = f();
-            async move { Ok(fut.await?.ok_or_else(|| "not yet".to_string())) }
+            async move {
+                match fut.await {
+                    Ok(Some(v)) => Ok(Ok(v)),
+                    Ok(None) => Ok(Err("not yet".to_string())),
+                    Err(e) if tolerant => Ok(Err(format!("{e:#}"))),
+                    Err(e) => Err(e),
+                }
+            }
         })
         .await
     }
@@ -76,11 +95,12 @@ impl<'a> Poll<'a> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        self.run(|| {
-            let fut = f();
-            async move { Ok(fut.await.map_err(|e| format!("{e:#}"))) }
-        })
-        .await
+        self.tolerate_errors()
+            .until(|| {
+                let fut = f();
+                async move { fut.await.map(Some) }
+            })
+            .await
     }
 
     /// Poll until `f` yields `Ok(Ok(value))`; `Ok(Err(state))` means not

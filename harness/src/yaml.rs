@@ -329,7 +329,7 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
 /// Parse every document of a YAML stream (empty documents are dropped).
 pub fn documents(text: &str, origin: &str) -> anyhow::Result<Vec<Value>> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| anyhow::Error::new(e))
+        .map_err(anyhow::Error::new)
         .with_context(|| format!("parsing YAML {origin}"))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness::hpcc::cases;
-use harness::hpcc::run::check_results;
-use harness::hpcc::wsworkunits::{EspClient, PollPolicy, ResultRef, WuState};
+use harness::workload::ecl::cases;
+use harness::workload::ecl::run::check_results;
+use harness::workload::ecl::wsworkunits::{EspClient, PollPolicy, ResultRef, WuState};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

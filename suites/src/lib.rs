@@ -1,26 +1,110 @@
-//! Shared pieces of the test suites: one local cluster per test binary,
-//! started on first use and torn down when the binary's trials are done
-//! (or on Ctrl-C), and polling helpers.
+//! Shared pieces of the test suites: the repository root, clusters for a
+//! test binary (`Fixture`: started on first use and torn down when the
+//! binary's trials are done or on Ctrl-C, or attached by name), and small
+//! helpers. Waiting goes through `harness::poll`, interrupts through
+//! `harness::signal`.
 //!
 //! A suite never skips because a binary is missing: the harness builds it,
 //! or the trial fails with the exit-3 message saying what to install.
 
-use std::future::Future;
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use harness::cluster::local::LocalCluster;
-use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::cluster::{AnyCluster, Cluster, ClusterSpec, NodeSpec};
 use harness::lifecycle::{self, UpOptions};
+use harness::poll::Poll;
 
-pub struct Fixture {
-    pub rt: tokio::runtime::Runtime,
-    pub cluster: LocalCluster,
+/// The repository this suite crate sits in.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("suites/ sits in the repository")
+        .to_path_buf()
 }
 
-static FIXTURE: OnceLock<std::result::Result<Fixture, String>> = OnceLock::new();
-static NAME: OnceLock<String> = OnceLock::new();
+/// A cluster and the runtime its trials use.
+pub struct Fixture<C = LocalCluster> {
+    pub rt: tokio::runtime::Runtime,
+    pub cluster: C,
+}
+
+/// Names of the local clusters this process started (torn down on Ctrl-C).
+static STARTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+impl Fixture<LocalCluster> {
+    /// Start a local cluster of `spec`. On Ctrl-C or SIGTERM every cluster
+    /// this process started is stopped before it exits.
+    pub fn start(spec: ClusterSpec) -> Result<Fixture> {
+        interrupt_tears_down();
+        let rt = runtime()?;
+        let name = spec.name.clone();
+        if let Ok(mut s) = STARTED.lock() {
+            s.push(name.clone());
+        }
+        let opts = UpOptions {
+            spec,
+            bins: Default::default(),
+            timeout: Duration::from_secs(180),
+        };
+        let cluster = rt
+            .block_on(lifecycle::up(&opts))
+            .with_context(|| format!("starting cluster {name}"))?;
+        Ok(Fixture { rt, cluster })
+    }
+
+    /// Stop this fixture's cluster.
+    pub fn stop(&self) -> Result<()> {
+        LocalCluster::load(self.cluster.name())?.down(false)
+    }
+
+    /// The binary's one shared cluster (small nodes, default version),
+    /// started on the first call. An error fails every trial that needs
+    /// it, with the same message.
+    pub fn shared(prefix: &str) -> std::result::Result<&'static Fixture, String> {
+        SHARED
+            .get_or_init(|| {
+                Fixture::start(test_spec(&unique_name(prefix))).map_err(|e| format!("{e:#}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Fixture<AnyCluster> {
+    /// Attach to a running cluster by name, whatever its provider.
+    pub fn attach(name: &str) -> Result<Fixture<AnyCluster>> {
+        Ok(Fixture {
+            rt: runtime()?,
+            cluster: AnyCluster::load(name)?,
+        })
+    }
+}
+
+static SHARED: OnceLock<std::result::Result<Fixture, String>> = OnceLock::new();
+
+/// Stop the shared cluster if one was started. Call after the trials ran.
+pub fn teardown() -> Result<()> {
+    if let Some(Ok(fx)) = SHARED.get() {
+        fx.stop()?;
+    }
+    Ok(())
+}
+
+/// Once per process: on Ctrl-C, stop every cluster `Fixture::start` made.
+fn interrupt_tears_down() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        harness::signal::exit_on_interrupt("tearing down the suite's clusters".into(), || {
+            let names = STARTED.lock().map(|s| s.clone()).unwrap_or_default();
+            for n in names {
+                let _ = lifecycle::abandon_local(&n);
+            }
+        });
+    });
+}
 
 /// The spec of a test binary's cluster: small nodes, default version.
 pub fn test_spec(name: &str) -> ClusterSpec {
@@ -51,70 +135,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("building the tokio runtime")
 }
 
-/// The binary's shared cluster, started on the first call. An error here
-/// fails every trial that needs it, with the same message.
-pub fn shared(prefix: &str) -> std::result::Result<&'static Fixture, String> {
-    let fx = FIXTURE.get_or_init(|| {
-        let name = NAME.get_or_init(|| unique_name(prefix)).clone();
-        let start = || -> Result<Fixture> {
-            let rt = runtime()?;
-            let opts = UpOptions {
-                spec: test_spec(&name),
-                bins: Default::default(),
-                timeout: Duration::from_secs(180),
-            };
-            let cluster = rt.block_on(lifecycle::up(&opts))?;
-            // Ctrl-C while trials run: tear the cluster down, then leave.
-            let n = name.clone();
-            rt.spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("interrupted: tearing down cluster {n}");
-                    if let Ok(c) = LocalCluster::load(&n) {
-                        let _ = c.down(false);
-                    }
-                    std::process::exit(130);
-                }
-            });
-            Ok(cluster).map(|cluster| Fixture { rt, cluster })
-        };
-        start().map_err(|e| format!("{e:#}"))
-    });
-    fx.as_ref().map_err(Clone::clone)
-}
-
-/// Stop the shared cluster if one was started. Call after the trials ran.
-pub fn teardown() -> Result<()> {
-    if let (Some(Ok(_)), Some(name)) = (FIXTURE.get(), NAME.get()) {
-        LocalCluster::load(name)?.down(false)?;
-    }
-    Ok(())
-}
-
-/// Poll `f` every 100 ms until it returns Some, failing after `timeout`
-/// with `what` and the last error or state `f` reported.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    let mut last = String::from("no result yet");
-    loop {
-        match f().await {
-            Ok(Some(v)) => return Ok(v),
-            Ok(None) => {}
-            Err(e) => last = format!("{e:#}"),
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{what}: not reached within {} s (last error: {last})",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Convert a trial body's result for libtest-mimic.
 pub fn trial_result(r: Result<()>) -> std::result::Result<(), libtest_mimic::Failed> {
     r.map_err(|e| format!("{e:#}").into())
@@ -134,10 +154,8 @@ pub async fn namespace(cluster: &impl Cluster, name: &str) -> Result<kube::Clien
     // manager) must exist before pods can be created in it.
     let sas: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
         kube::Api::namespaced(client.clone(), name);
-    eventually("default service account", Duration::from_secs(30), || {
-        let sas = sas.clone();
-        async move { Ok(sas.get_opt("default").await?.map(|_| ())) }
-    })
-    .await?;
+    Poll::new("default service account", Duration::from_secs(30))
+        .until(|| async { Ok(sas.get_opt("default").await?.map(|_| ())) })
+        .await?;
     Ok(client)
 }

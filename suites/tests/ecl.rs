@@ -22,26 +22,19 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use harness::cluster::{AnyCluster, Cluster};
-use harness::hpcc::cases::{self, EclCase};
-use harness::hpcc::portforward::{DEFAULT_ESP_SELECTOR, ESP_PORT, PortForward};
-use harness::hpcc::report::{self, EclCaseRecord, EclReport};
-use harness::hpcc::run::{RunOptions, run_case};
-use harness::hpcc::wsworkunits::{DEFAULT_TARGET, EspClient, PollPolicy};
 use harness::progress::Step;
+use harness::workload::ecl::cases::{self, EclCase};
+use harness::workload::ecl::portforward::{DEFAULT_ESP_SELECTOR, ESP_PORT, PortForward};
+use harness::workload::ecl::report::{self, EclCaseRecord, EclReport};
+use harness::workload::ecl::run::{RunOptions, run_case};
+use harness::workload::ecl::wsworkunits::{DEFAULT_TARGET, EspClient, PollPolicy};
 use libtest_mimic::{Arguments, Completion, Trial};
 
 const MODES: &[&str] = &["baseline", "jobset"];
 const NEEDS: &str = "needs a kind cluster with HPCC: harness up --provider kind --hpcc <mode>, then HARNESS_ECL_CLUSTER=<name>";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("suites/ sits in the repository")
-        .to_path_buf()
-}
-
 fn case_dir() -> PathBuf {
-    repo().join("suites/ecl")
+    suites::repo_root().join("suites/ecl")
 }
 
 fn env(name: &str) -> Option<String> {
@@ -58,7 +51,7 @@ fn out_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(|| repo().join("target"))
+        .unwrap_or_else(|| suites::repo_root().join("target"))
         .join("ecl-report")
 }
 
@@ -89,8 +82,7 @@ fn fixture(cluster_name: &str) -> std::result::Result<&'static Fixture, String> 
 
 fn start(cluster_name: &str) -> Result<Fixture> {
     harness::init_crypto();
-    let rt = suites::runtime()?;
-    let cluster = AnyCluster::load(cluster_name)?;
+    let suites::Fixture { rt, cluster } = suites::Fixture::attach(cluster_name)?;
     let ns = namespace();
     let selector = env("HARNESS_ECL_ESP_SELECTOR").unwrap_or_else(|| DEFAULT_ESP_SELECTOR.into());
     let forward = rt.block_on(async {
@@ -110,16 +102,13 @@ fn start(cluster_name: &str) -> Result<Fixture> {
     // Ctrl-C: abort the workunit in flight, then leave. The port-forward
     // lives in this process and ends with it.
     let (esp2, slot) = (esp.clone(), opts.in_flight.clone());
-    rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let wuid = slot.lock().ok().and_then(|s| s.clone());
-            if let Some(w) = wuid {
-                eprintln!("interrupted: aborting workunit {w}");
-                if let Err(e) = esp2.abort(&w).await {
-                    eprintln!("aborting {w}: {e:#}");
-                }
-            }
-            std::process::exit(130);
+    harness::signal::exit_on_interrupt("aborting the workunit in flight".into(), move || {
+        let wuid = slot.lock().ok().and_then(|s| s.clone());
+        let Some(w) = wuid else { return };
+        eprintln!("aborting workunit {w}");
+        let aborted = suites::runtime().and_then(|rt| rt.block_on(esp2.abort(&w)));
+        if let Err(e) = aborted {
+            eprintln!("aborting {w}: {e:#}");
         }
     });
     Ok(Fixture {

@@ -9,27 +9,17 @@
 //! matrix.md, junit.xml) go to `$HARNESS_GANG_OUT` or
 //! `target/gang-report/`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Duration;
 
-use harness::cluster::local::LocalCluster;
-use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::k8s::{K8S_RELEASES, K8sRelease};
-use harness::lifecycle::{self, UpOptions};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};
 use libtest_mimic::{Arguments, Failed, Trial};
 use suites::Fixture;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("suites/ has a parent")
-        .to_path_buf()
-}
 
 /// One cluster per (minor, profile), shared by that group's trials.
 struct Group {
@@ -65,19 +55,7 @@ impl Group {
 
     fn fixture(&self) -> Result<&Fixture, String> {
         self.fixture
-            .get_or_init(|| {
-                let start = || -> anyhow::Result<Fixture> {
-                    let rt = suites::runtime()?;
-                    let opts = UpOptions {
-                        spec: self.spec(),
-                        bins: Default::default(),
-                        timeout: Duration::from_secs(180),
-                    };
-                    let cluster = rt.block_on(lifecycle::up(&opts))?;
-                    Ok(Fixture { rt, cluster })
-                };
-                start().map_err(|e| format!("starting cluster {}: {e:#}", self.name))
-            })
+            .get_or_init(|| Fixture::start(self.spec()).map_err(|e| format!("{e:#}")))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -90,9 +68,8 @@ impl Group {
     }
 
     fn stop(&self) {
-        if let Some(Ok(_)) = self.fixture.get()
-            && let Ok(c) = LocalCluster::load(&self.name)
-            && let Err(e) = c.down(false)
+        if let Some(Ok(fx)) = self.fixture.get()
+            && let Err(e) = fx.stop()
         {
             eprintln!("stopping cluster {}: {e:#}", self.name);
         }
@@ -130,14 +107,9 @@ fn run_trial(group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
             Guard::Read(EXCLUSIVE.read().map_err(|e| e.to_string())?)
         };
         let ns = namespace(name, group.release);
-        let report = fx.rt.block_on(async {
-            match fx.cluster.client().await {
-                Ok(client) => {
-                    Ok(run_case(client, group.release, name, case, &ns, Some(&fx.cluster)).await)
-                }
-                Err(e) => Err(format!("{e:#}")),
-            }
-        })?;
+        let report = fx
+            .rt
+            .block_on(run_case(&fx.cluster, group.release, name, case, &ns));
         let outcome = match (&report.passed, &report.failure) {
             (true, _) => Ok(()),
             (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
@@ -171,7 +143,7 @@ fn selected(args: &Arguments, name: &str) -> bool {
 
 fn main() {
     let args = Arguments::from_args();
-    let dir = repo().join("suites/gang");
+    let dir = suites::repo_root().join("suites/gang");
     let files = match case::discover(&dir) {
         Ok(f) => f,
         Err(e) => {
@@ -225,25 +197,7 @@ fn main() {
             }
         }
     }
-    // Ctrl-C: stop every cluster this run started, then leave.
-    let for_signal = groups.clone();
-    std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
-            eprintln!("interrupted: tearing down the gang suite's clusters");
-            for g in &for_signal {
-                if let Ok(c) = LocalCluster::load(&g.name) {
-                    let _ = c.down(false);
-                }
-            }
-            std::process::exit(130);
-        }
-    });
+    // Ctrl-C: Fixture::start stops every cluster this run started.
     let listing = args.list;
     let conclusion = libtest_mimic::run(&args, trials);
     // Clusters whose trials were filtered out after all.
@@ -255,7 +209,7 @@ fn main() {
         if !results.is_empty() {
             let out = std::env::var_os("HARNESS_GANG_OUT")
                 .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("target/gang-report"));
+                .unwrap_or_else(|| suites::repo_root().join("target/gang-report"));
             let suite = SuiteReport::new(results);
             match report::write(&suite, &out) {
                 Ok(files) => {

@@ -7,12 +7,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::{Cluster, NodeSpec};
 use harness::k8s::jobset;
+use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use libtest_mimic::{Arguments, Trial};
 use serde_json::json;
-use suites::{eventually, namespace, shared, teardown, trial_result};
+use suites::{Fixture, namespace, teardown, trial_result};
 
 const PREFIX: &str = "t-local";
 
@@ -21,7 +22,7 @@ where
     F: FnOnce(&'static suites::Fixture) -> Result<()> + Send + 'static,
 {
     Trial::test(name, move || {
-        let fx = shared(PREFIX)?;
+        let fx = Fixture::shared(PREFIX)?;
         trial_result(body(fx))
     })
 }
@@ -55,17 +56,19 @@ fn job_with_parallelism_3_completes(fx: &'static suites::Fixture) -> Result<()> 
         let jobs: Api<Job> = Api::namespaced(client.clone(), "t-job");
         jobs.create(&PostParams::default(), &job("three", 3)?)
             .await?;
-        let done = eventually("Job three Complete", Duration::from_secs(90), || {
-            let jobs = jobs.clone();
-            async move {
-                let j = jobs.get("three").await?;
-                if job_condition(&j, "Failed") {
-                    bail!("Job failed: {:?}", j.status);
+        let done = Poll::new("Job three Complete", Duration::from_secs(90))
+            .tolerate_errors()
+            .until(|| {
+                let jobs = jobs.clone();
+                async move {
+                    let j = jobs.get("three").await?;
+                    if job_condition(&j, "Failed") {
+                        bail!("Job failed: {:?}", j.status);
+                    }
+                    Ok(job_condition(&j, "Complete").then_some(j))
                 }
-                Ok(job_condition(&j, "Complete").then_some(j))
-            }
-        })
-        .await?;
+            })
+            .await?;
         let status = done.status.context("Job has no status")?;
         ensure!(
             status.succeeded == Some(3),
@@ -160,27 +163,29 @@ fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Resul
                 "restartPolicy in {rj}"
             );
         }
-        let done = eventually("JobSet pair Completed", Duration::from_secs(90), || {
-            let api = api.clone();
-            async move {
-                let js = api.get("pair").await?;
-                let conds = js.data["status"]["conditions"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                if conds
-                    .iter()
-                    .any(|c| c["type"] == "Failed" && c["status"] == "True")
-                {
-                    bail!("JobSet failed: {}", js.data["status"]);
+        let done = Poll::new("JobSet pair Completed", Duration::from_secs(90))
+            .tolerate_errors()
+            .until(|| {
+                let api = api.clone();
+                async move {
+                    let js = api.get("pair").await?;
+                    let conds = js.data["status"]["conditions"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    if conds
+                        .iter()
+                        .any(|c| c["type"] == "Failed" && c["status"] == "True")
+                    {
+                        bail!("JobSet failed: {}", js.data["status"]);
+                    }
+                    Ok(conds
+                        .iter()
+                        .any(|c| c["type"] == "Completed" && c["status"] == "True")
+                        .then_some(js))
                 }
-                Ok(conds
-                    .iter()
-                    .any(|c| c["type"] == "Completed" && c["status"] == "True")
-                    .then_some(js))
-            }
-        })
-        .await?;
+            })
+            .await?;
         ensure!(
             done.data["status"]["terminalState"] == "Completed",
             "{}",
@@ -243,39 +248,42 @@ fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> R
         jobs.create(&PostParams::default(), &job("audited", 2)?)
             .await?;
         let pods: Api<Pod> = Api::namespaced(client, ns);
-        eventually("2 pods of Job audited", Duration::from_secs(60), || {
-            let pods = pods.clone();
-            async move {
-                let n = pods
-                    .list(&ListParams::default().labels("job-name=audited"))
-                    .await?
-                    .items
-                    .len();
-                Ok((n == 2).then_some(()))
-            }
-        })
-        .await?;
-        let events = eventually(
+        Poll::new("2 pods of Job audited", Duration::from_secs(60))
+            .tolerate_errors()
+            .until(|| {
+                let pods = pods.clone();
+                async move {
+                    let n = pods
+                        .list(&ListParams::default().labels("job-name=audited"))
+                        .await?
+                        .items
+                        .len();
+                    Ok((n == 2).then_some(()))
+                }
+            })
+            .await?;
+        let events = Poll::new(
             "audit events for the Job and its pods",
             Duration::from_secs(30),
-            || async {
-                let (events, _) = fx.cluster.audit_events(0)?;
-                let mine: Vec<_> = events
-                    .into_iter()
-                    .filter(|e| e.stage == "ResponseComplete" && e.verb == "create")
-                    .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.namespace == ns))
-                    .collect();
-                let pods = mine
-                    .iter()
-                    .filter(|e| {
-                        e.object_ref
-                            .as_ref()
-                            .is_some_and(|o| o.resource == "pods" && o.subresource.is_empty())
-                    })
-                    .count();
-                Ok((pods >= 2).then_some(mine))
-            },
         )
+        .tolerate_errors()
+        .until(|| async {
+            let (events, _) = fx.cluster.audit_events(0)?;
+            let mine: Vec<_> = events
+                .into_iter()
+                .filter(|e| e.stage == "ResponseComplete" && e.verb == "create")
+                .filter(|e| e.object_ref.as_ref().is_some_and(|o| o.namespace == ns))
+                .collect();
+            let pods = mine
+                .iter()
+                .filter(|e| {
+                    e.object_ref
+                        .as_ref()
+                        .is_some_and(|o| o.resource == "pods" && o.subresource.is_empty())
+                })
+                .count();
+            Ok((pods >= 2).then_some(mine))
+        })
         .await?;
         let job_creators: Vec<&str> = events
             .iter()

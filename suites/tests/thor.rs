@@ -3,27 +3,19 @@
 //! the templates (what an instance should create) and from identities
 //! (who should create it), not from numbers typed in here.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::{Context, Result, ensure};
-use harness::bench::{ThorBenchOptions, ThorResult, bench_thor};
+use harness::bench::thor::result::{ModeResult, ThorResult};
+use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, report};
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::{Arguments, Trial};
 use std::sync::OnceLock;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn smoke() -> &'static std::result::Result<ThorResult, String> {
     static R: OnceLock<std::result::Result<ThorResult, String>> = OnceLock::new();
     R.get_or_init(|| {
         let rt = suites::runtime().map_err(|e| format!("{e:#}"))?;
         let opts = ThorBenchOptions {
-            scenario: repo().join("suites/thor/smoke.yaml"),
+            scenario: suites::repo_root().join("suites/thor/smoke.yaml"),
             modes: Some(vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang]),
             repeat: 1,
             bins: Default::default(),
@@ -71,9 +63,9 @@ fn pods_and_containers() -> Result<()> {
             shape.containers
         );
         ensure!(
-            m.objects_created.get("pods") == Some(&m.pods_created),
+            m.window.objects_created.get("pods") == Some(&m.pods_created),
             "{mode_name}: pod creates {:?}",
-            m.objects_created
+            m.window.objects_created
         );
     }
     Ok(())
@@ -84,8 +76,9 @@ fn who_creates_what() -> Result<()> {
     let base = &r.modes["baseline"].result;
     let js = &r.modes["jobset"].result;
     let n = u64::from(base.instances);
-    let by = |m: &harness::bench::ModeResult, who: &str, what: &str| {
-        m.api_requests_by_client_request
+    let by = |m: &ModeResult, who: &str, what: &str| {
+        m.window
+            .api_requests_by_client_request
             .get(who)
             .and_then(|x| x.get(what))
             .copied()
@@ -95,7 +88,7 @@ fn who_creates_what() -> Result<()> {
     ensure!(
         by(base, "thor-agent", "create jobs") == 2 * n,
         "baseline Job creates by thor-agent: {:?}",
-        base.api_requests_by_client_request.get("thor-agent")
+        base.window.api_requests_by_client_request.get("thor-agent")
     );
     ensure!(
         by(base, "thor-agent", "create networkpolicies") == 2 * n,
@@ -117,14 +110,16 @@ fn who_creates_what() -> Result<()> {
     ensure!(
         by(js, "jobset-controller", "create jobs") == 2 * n,
         "Job creates by the JobSet controller: {:?}",
-        js.api_requests_by_client_request.get("jobset-controller")
+        js.window
+            .api_requests_by_client_request
+            .get("jobset-controller")
     );
     // Gang: the Thor identity also brings the Workload and the PodGroup.
     let gang = &r.modes["jobset-gang"].result;
     ensure!(
         by(gang, "thor-agent", "create workloads") == n,
         "Workload creates: {:?}",
-        gang.api_requests_by_client_request.get("thor-agent")
+        gang.window.api_requests_by_client_request.get("thor-agent")
     );
     ensure!(
         by(gang, "thor-agent", "create podgroups") == n,
@@ -150,7 +145,7 @@ fn who_creates_what() -> Result<()> {
     // The Thor identity stays inside its RBAC: no forbidden requests but
     // kubectl's namespace lookups, which HPCC's Role does not grant either.
     for m in [base, js, gang] {
-        if let Some(failed) = m.failed_requests.get("thor-agent") {
+        if let Some(failed) = m.window.failed_requests.get("thor-agent") {
             ensure!(
                 failed.keys().all(|k| k.starts_with("get namespaces 403")),
                 "{}: thor-agent failures {failed:?}",
@@ -165,24 +160,25 @@ fn audit_reconciles_with_metrics() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     for (mode, sum) in &r.modes {
         let m = &sum.result;
-        let audited = m.api_requests_total + m.harness_requests;
-        let counted = m.apiserver_requests_counted;
+        let audited = m.window.api_requests_total + m.window.harness_requests;
+        let counted = m.window.apiserver_requests_counted;
         let diff = audited.abs_diff(counted);
         // Watches still open at the end are audited (ResponseStarted) but
         // not yet counted; the harness's own scrape straddles the window.
         ensure!(
             diff as f64 <= 0.10 * counted as f64 + 20.0,
             "{mode}: audit saw {audited} requests ({} + harness {}), apiserver_request_total counted {counted}",
-            m.api_requests_total,
-            m.harness_requests
+            m.window.api_requests_total,
+            m.window.harness_requests
         );
         ensure!(
-            m.harness_requests > 0 && m.harness_requests < m.api_requests_total,
+            m.window.harness_requests > 0
+                && m.window.harness_requests < m.window.api_requests_total,
             "{mode}: harness requests {}",
-            m.harness_requests
+            m.window.harness_requests
         );
         ensure!(
-            m.etcd_writes_total > 0 && m.etcd.puts > 0,
+            m.window.etcd_writes_total > 0 && m.window.etcd.puts > 0,
             "{mode}: etcd writes"
         );
         ensure!(m.pod_startup_ms.p99 > 0.0, "{mode}: pod start-up measured");
@@ -197,16 +193,16 @@ fn audit_reconciles_with_metrics() -> Result<()> {
 /// and only printed here, so a loaded CI runner cannot fail the suite.
 fn compares_with_the_stored_baseline() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let path = harness::baseline::path_for(&repo(), r);
-    let base = harness::baseline::load(&path)?;
-    let mut verdicts = harness::baseline::compare(&base, r);
+    let path = baseline::path_for(&suites::repo_root(), r);
+    let base = baseline::load(&path)?;
+    let mut verdicts = baseline::compare(&base, r);
     ensure!(
         verdicts
             .iter()
-            .any(|v| v.kind != harness::baseline::MetricKind::Latency),
+            .any(|v| v.kind != baseline::MetricKind::Latency),
         "no count metrics compared"
     );
-    harness::baseline::not_judging_latency(&mut verdicts);
+    baseline::not_judging_latency(&mut verdicts);
     for v in verdicts.iter().filter(|v| v.note.starts_with("not judged")) {
         eprintln!("{} {}: {}", v.mode, v.metric, v.note);
     }
@@ -227,7 +223,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
 fn reports_are_written() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let out = tempfile::tempdir()?;
-    let files = harness::report::write_all(r, out.path())?;
+    let files = report::write_all(r, out.path())?;
     ensure!(files.len() == 4, "{files:?}");
     let json: ThorResult =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("result.json"))?)?;

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::kind::KindCluster;
 use super::local::LocalCluster;
 use super::state::provider_of;
-use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
+use super::{AuditEvent, Cluster, ComponentHealth, NodePool, NodeSpec};
 use crate::error::bad_input;
 
 /// One variant per provider.
@@ -79,6 +79,12 @@ impl Cluster for AnyCluster {
     async fn etcd_metrics(&self) -> Result<String> {
         each!(self, c => c.etcd_metrics().await)
     }
+    async fn scheduler_metrics(&self) -> Result<Option<String>> {
+        each!(self, c => c.scheduler_metrics().await)
+    }
+    fn harness_users(&self) -> Vec<String> {
+        each!(self, c => c.harness_users())
+    }
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
         each!(self, c => c.audit_events(offset))
     }
@@ -87,6 +93,12 @@ impl Cluster for AnyCluster {
     }
     async fn set_capacity(&self, nodes: &NodeSpec) -> Result<()> {
         each!(self, c => c.set_capacity(nodes).await)
+    }
+    async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
+        each!(self, c => c.add_pool(pool).await)
+    }
+    async fn remove_nodes(&self, names: &[String]) -> Result<()> {
+        each!(self, c => c.remove_nodes(names).await)
     }
     async fn health(&self) -> Vec<ComponentHealth> {
         each!(self, c => c.health().await)

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod client;
 pub mod kind;
 pub mod local;
+pub mod pool;
 pub mod state;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use any::AnyCluster;
 pub use audit::AuditEvent;
+pub use pool::NodePool;
 
 /// The fake nodes of a cluster: how many and how big.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +79,14 @@ pub trait Cluster: Sync {
     }
     /// etcd's Prometheus metrics text.
     fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
+    /// kube-scheduler's Prometheus metrics text, when the provider can
+    /// reach it (None otherwise).
+    fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
+        async { Ok(None) }
+    }
+    /// The user names the harness itself acts as on this cluster (its
+    /// setup, watches, scrapes): measurement counts their requests apart.
+    fn harness_users(&self) -> Vec<String>;
     /// Audit events written since byte `offset` of the audit log, and the
     /// offset to read from next time.
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)>;
@@ -84,8 +94,38 @@ pub trait Cluster: Sync {
     fn audit_end(&self) -> Result<u64>;
     /// Make the cluster's schedulable capacity exactly `nodes`.
     fn set_capacity(&self, nodes: &NodeSpec) -> impl Future<Output = Result<()>> + Send;
+    /// Add a pool of nodes for one workload and wait until they are Ready;
+    /// their names. Providers whose nodes are not fake refuse (exit 2).
+    fn add_pool(&self, pool: &NodePool) -> impl Future<Output = Result<Vec<String>>> + Send {
+        let name = self.name().to_string();
+        let n = pool.count;
+        async move {
+            Err(crate::error::bad_input(format!(
+                "cluster {name:?} cannot add nodes (asked for {n}): its provider runs real nodes"
+            )))
+        }
+    }
+    /// Remove nodes a pool added.
+    fn remove_nodes(&self, names: &[String]) -> impl Future<Output = Result<()>> + Send {
+        let n = names.len();
+        async move {
+            if n == 0 {
+                Ok(())
+            } else {
+                Err(crate::error::bad_input("this provider adds no nodes"))
+            }
+        }
+    }
     /// Per-component health.
     fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
     /// Stop everything; keep the state directory when `keep`.
     fn down(self, keep: bool) -> Result<()>;
+}
+
+/// Whether a Node reports Ready=True.
+pub fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }

@@ -431,8 +431,9 @@ pub fn merge_values(base: &mut Value, over: &Value) {
 /// Thor's numWorkers when --hpcc-workers is not given and the user's values
 /// set none: suites/thor/smoke.yaml's.
 pub fn default_workers() -> Result<u32> {
-    let s: crate::scenario::ThorScenario = serde_saphyr::from_str(SMOKE_SCENARIO)
-        .context("suites/thor/smoke.yaml (embedded) is not a Thor scenario")?;
+    let s: crate::workload::thor::scenario::ThorScenario =
+        serde_saphyr::from_str(SMOKE_SCENARIO)
+            .context("suites/thor/smoke.yaml (embedded) is not a Thor scenario")?;
     Ok(s.thor.num_workers)
 }
 

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use hdrhistogram::Histogram;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -106,24 +105,21 @@ impl PodTracker {
         count: usize,
         timeout: Duration,
     ) -> anyhow::Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let running = self
-                .matching(key, value)
-                .iter()
-                .filter(|p| p.running.is_some())
-                .count();
-            if running >= count {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!(
-                    "{running} of {count} pods with {key}={value} running after {} s",
-                    timeout.as_secs()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        crate::poll::Poll::new(format!("{count} pods with {key}={value} Running"), timeout)
+            .every(Duration::from_millis(50))
+            .until_state(|| async {
+                let running = self
+                    .matching(key, value)
+                    .iter()
+                    .filter(|p| p.running.is_some())
+                    .count();
+                Ok(if running >= count {
+                    Ok(())
+                } else {
+                    Err(format!("{running} of {count} running"))
+                })
+            })
+            .await
     }
 }
 
@@ -138,25 +134,6 @@ pub struct PodFigures {
     pub schedule_ms: Percentiles,
     /// bound → Running
     pub scheduled_to_running_ms: Percentiles,
-}
-
-pub fn percentiles(values_ms: &[f64]) -> Percentiles {
-    let mut h = match Histogram::<u64>::new_with_bounds(1, 3_600_000, 3) {
-        Ok(h) => h,
-        Err(_) => return Percentiles::default(),
-    };
-    for v in values_ms {
-        let _ = h.record((v.round() as u64).clamp(1, 3_600_000));
-    }
-    if h.is_empty() {
-        return Percentiles::default();
-    }
-    Percentiles {
-        p50: h.value_at_quantile(0.5) as f64,
-        p90: h.value_at_quantile(0.9) as f64,
-        p99: h.value_at_quantile(0.99) as f64,
-        max: h.max() as f64,
-    }
 }
 
 fn ms(a: Instant, b: Instant) -> f64 {
@@ -179,9 +156,9 @@ pub fn figures(pods: &[PodTimes]) -> PodFigures {
     PodFigures {
         pods_created: pods.len() as u64,
         containers_created: pods.iter().map(|p| u64::from(p.containers)).sum(),
-        startup_ms: percentiles(&startup),
-        schedule_ms: percentiles(&schedule),
-        scheduled_to_running_ms: percentiles(&s2r),
+        startup_ms: Percentiles::of_ms(&startup),
+        schedule_ms: Percentiles::of_ms(&schedule),
+        scheduled_to_running_ms: Percentiles::of_ms(&s2r),
     }
 }
 
@@ -201,14 +178,6 @@ pub fn group_start_ms(pods: &[PodTimes]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_from_samples() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        let p = percentiles(&v);
-        assert_eq!((p.p50, p.p90, p.p99, p.max), (50.0, 90.0, 99.0, 100.0));
-        assert_eq!(percentiles(&[]), Percentiles::default());
-    }
 
     #[test]
     fn figures_and_group_start() {

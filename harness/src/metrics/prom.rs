@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::Percentiles;
+
 /// One sample: metric name, labels, value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -112,9 +114,107 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
     Some(prev_bound)
 }
 
+pub fn sum_where(samples: &[Sample], name: &str, pred: impl Fn(&Sample) -> bool) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name && pred(s))
+        .map(|s| s.value)
+        .sum()
+}
+
+/// after − before of a counter, summed over the series matching `pred`.
+pub fn counter_delta(
+    before: &[Sample],
+    after: &[Sample],
+    name: &str,
+    pred: impl Fn(&Sample) -> bool + Copy,
+) -> f64 {
+    (sum_where(after, name, pred) - sum_where(before, name, pred)).max(0.0)
+}
+
+/// Quantiles of the observations a histogram gained between two
+/// snapshots (in the histogram's unit, seconds for both components).
+pub fn histogram_delta(
+    before: &[Sample],
+    after: &[Sample],
+    base: &str,
+    pred: impl Fn(&Sample) -> bool + Copy,
+) -> Option<Percentiles> {
+    let bucket = format!("{base}_bucket");
+    let mut les: BTreeMap<String, f64> = BTreeMap::new();
+    for (sign, set) in [(-1.0, before), (1.0, after)] {
+        for s in set.iter().filter(|s| s.name == bucket && pred(s)) {
+            if let Some(le) = s.labels.get("le") {
+                *les.entry(le.clone()).or_default() += sign * s.value;
+            }
+        }
+    }
+    let buckets: Vec<(f64, f64)> = les
+        .into_iter()
+        .filter_map(|(le, c)| {
+            let bound = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((bound, c.max(0.0)))
+        })
+        .collect();
+    let q = |p| histogram_quantile(p, &buckets);
+    let max = buckets
+        .iter()
+        .filter(|(b, _)| b.is_finite())
+        .fold((0.0, 0.0), |(prev_b, prev_c), &(b, c)| {
+            if c > prev_c { (b, c) } else { (prev_b, prev_c) }
+        })
+        .0;
+    Some(Percentiles {
+        p50: q(0.5)?,
+        p90: q(0.9)?,
+        p99: q(0.99)?,
+        max,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn s(name: &str, labels: &[(&str, &str)], value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            value,
+        }
+    }
+
+    #[test]
+    fn deltas_and_histograms() {
+        let before = vec![
+            s("c", &[("verb", "POST")], 10.0),
+            s("h_bucket", &[("le", "0.1")], 5.0),
+            s("h_bucket", &[("le", "1")], 5.0),
+            s("h_bucket", &[("le", "+Inf")], 5.0),
+        ];
+        let after = vec![
+            s("c", &[("verb", "POST")], 25.0),
+            s("c", &[("verb", "GET")], 3.0),
+            s("h_bucket", &[("le", "0.1")], 95.0),
+            s("h_bucket", &[("le", "1")], 105.0),
+            s("h_bucket", &[("le", "+Inf")], 105.0),
+        ];
+        assert_eq!(counter_delta(&before, &after, "c", |_| true), 18.0);
+        assert_eq!(
+            counter_delta(&before, &after, "c", |x| x.labels["verb"] == "POST"),
+            15.0
+        );
+        let p = histogram_delta(&before, &after, "h", |_| true).unwrap();
+        assert!(p.p50 <= 0.1 && p.p99 > 0.1 && p.p99 <= 1.0, "{p:?}");
+        assert_eq!(p.max, 1.0);
+    }
 
     #[test]
     fn parses_samples_with_labels() {

@@ -15,9 +15,9 @@ pub use crate::schema::Finding;
 use crate::schema::typed::{Ctx, decode};
 use crate::schema::{k8s, kind};
 
-use crate::baseline::Baseline;
+use crate::bench::thor::baseline::Baseline;
 use crate::error::bad_input;
-use crate::scenario::ThorScenario;
+use crate::workload::thor::scenario::ThorScenario;
 use crate::yaml::{self, Seg};
 
 /// The directories a whole-repository run covers.
@@ -64,15 +64,6 @@ impl Report {
     pub fn ok(&self) -> bool {
         self.findings().next().is_none()
     }
-}
-
-/// The repository root: the nearest ancestor of `start` with Cargo.toml
-/// and manifests/.
-pub fn find_root(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .find(|d| d.join("Cargo.toml").is_file() && d.join("manifests").is_dir())
-        .map(Path::to_path_buf)
 }
 
 fn classify(rel: &str, text: &str) -> Option<FileKind> {

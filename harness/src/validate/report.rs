@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::Report;
-use crate::output::xml_escape;
+use crate::output::{JunitCase, JunitSuite, junit_xml};
 
 fn summary(r: &Report) -> String {
     let n = r.findings().count();
@@ -92,39 +92,27 @@ pub fn json(r: &Report) -> String {
 }
 
 pub fn junit(r: &Report) -> String {
-    let failures = r.files.iter().filter(|f| !f.findings.is_empty()).count();
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<testsuite name=\"harness validate\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">",
-        r.files.len(),
-        r.elapsed.as_secs_f64()
-    );
-    for f in &r.files {
-        let _ = write!(
-            s,
-            "  <testcase classname=\"validate.{}\" name=\"{}\"",
-            xml_escape(&f.kind),
-            xml_escape(&f.file)
-        );
-        if f.findings.is_empty() {
-            s.push_str("/>\n");
-        } else {
-            let text: Vec<String> = f
-                .findings
-                .iter()
-                .map(|x| xml_escape(&x.to_string()))
-                .collect();
-            let _ = writeln!(
-                s,
-                ">\n    <failure message=\"{} problem(s)\">{}</failure>\n  </testcase>",
-                f.findings.len(),
-                text.join("\n")
-            );
-        }
-    }
-    s.push_str("</testsuite>\n");
-    s
+    let cases = r
+        .files
+        .iter()
+        .map(|f| {
+            let c = JunitCase::new(format!("validate.{}", f.kind), &f.file);
+            if f.findings.is_empty() {
+                c
+            } else {
+                let text: Vec<String> = f.findings.iter().map(|x| x.to_string()).collect();
+                JunitCase {
+                    failure: Some((format!("{} problem(s)", f.findings.len()), text.join("\n"))),
+                    ..c
+                }
+            }
+        })
+        .collect();
+    junit_xml(&[JunitSuite {
+        name: "harness validate".into(),
+        time: Some(r.elapsed.as_secs_f64()),
+        cases,
+    }])
 }
 
 pub fn markdown(r: &Report) -> String {

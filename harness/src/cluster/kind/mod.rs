@@ -342,6 +342,11 @@ impl Cluster for KindCluster {
         &self.state.name
     }
 
+    /// kind's kubeconfig user (kubeadm's admin certificate).
+    fn harness_users(&self) -> Vec<String> {
+        vec!["kubernetes-admin".to_string()]
+    }
+
     fn kubeconfig(&self) -> &Path {
         &self.state.kubeconfig
     }

@@ -33,8 +33,7 @@ pub const STAGES: &[&str] = &[
 ];
 
 /// Annotations that fix how long a Job-owned pod runs on kwok.
-pub const POD_COMPLETE_DELAY: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
-pub const POD_COMPLETE_JITTER: &str = "pod-complete.stage.kwok.x-k8s.io/jitter-delay";
+pub use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 
 /// kwok's --config file: the STAGES documents, concatenated.
 pub fn config() -> Result<String> {

@@ -30,9 +30,10 @@ use self::layout::{Layout, Ports};
 use self::process::{Proc, log_tail};
 use super::client::{client_from_kubeconfig, client_get, http_get, kubeconfig_text, ok_body};
 use super::state::{cluster_dir, validate_name};
-use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodeSpec};
+use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodePool, NodeSpec, node_ready};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
+use crate::poll::Poll;
 use crate::tools::{Component, Tools};
 
 /// The audit policy applied to every cluster (our own file in manifests/).
@@ -58,6 +59,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
     ("thor-agent", "thor-agent", &[]),
 ];
+
+/// The user the harness acts as (its kubeconfig is what `up` prints).
+pub const ADMIN_USER: &str = "admin";
 
 /// The user name the JobSet controller runs as (RBAC binds it).
 pub const JOBSET_USER: &str = "jobset-controller";
@@ -488,7 +492,7 @@ impl LocalCluster {
     /// kube-scheduler's Prometheus metrics, read from its secure port with
     /// the admin client certificate (the scheduler authenticates it through
     /// the API server's client CA and authorizes it by RBAC).
-    pub async fn scheduler_metrics(&self) -> Result<String> {
+    pub async fn scheduler_metrics_text(&self) -> Result<String> {
         self.check_processes()?;
         crate::init_crypto();
         let read = |f: &str| {
@@ -573,6 +577,14 @@ impl Cluster for LocalCluster {
         http_get(&format!("{}/metrics", self.state.ports.etcd_url())).await
     }
 
+    async fn scheduler_metrics(&self) -> Result<Option<String>> {
+        self.scheduler_metrics_text().await.map(Some)
+    }
+
+    fn harness_users(&self) -> Vec<String> {
+        vec![ADMIN_USER.to_string()]
+    }
+
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
         super::audit::read_from(&self.layout.audit_log(), offset)
     }
@@ -621,6 +633,44 @@ impl Cluster for LocalCluster {
                 .create(&PostParams::default(), &node)
                 .await
                 .with_context(|| format!("creating node {}{i}", kwok::NODE_PREFIX))?;
+        }
+        Ok(())
+    }
+
+    async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
+        let client = self.client().await?;
+        let nodes: Api<Node> = Api::all(client);
+        let names = pool.names();
+        for name in &names {
+            let node = pool.dress(kwok::node(0, &pool.spec()), name);
+            nodes
+                .create(&PostParams::default(), &node)
+                .await
+                .with_context(|| format!("creating pool node {name}"))?;
+        }
+        // Schedulable once kwok reports them Ready.
+        for name in &names {
+            Poll::new(format!("pool node {name} Ready"), Duration::from_secs(60))
+                .alive(|| self.check_processes())
+                .until(|| async {
+                    let n = nodes
+                        .get(name)
+                        .await
+                        .with_context(|| format!("reading node {name}"))?;
+                    Ok(node_ready(&n).then_some(()))
+                })
+                .await?;
+        }
+        Ok(names)
+    }
+
+    async fn remove_nodes(&self, names: &[String]) -> Result<()> {
+        let nodes: Api<Node> = Api::all(self.client().await?);
+        for n in names {
+            nodes
+                .delete(n, &DeleteParams::default())
+                .await
+                .with_context(|| format!("deleting pool node {n}"))?;
         }
         Ok(())
     }

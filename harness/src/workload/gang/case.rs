@@ -235,32 +235,76 @@ fn at(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
     base.iter().chain(more).cloned().collect()
 }
 
+/// What a step does to the cluster: one action per step (the validator
+/// rejects more), each run by its own executor in `steps.rs`.
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    /// Server-side apply, strict field validation: one object or a list.
+    Apply(&'a Value),
+    /// A JSON merge patch of one object.
+    Patch(&'a PatchStep),
+    /// A Job's `spec.suspend` set to true / false.
+    Suspend(&'a str),
+    Resume(&'a str),
+    /// Delete with background propagation, as kubectl does.
+    Delete(&'a ObjRef),
+    /// More nodes in the trial's pool.
+    AddNodes(Pool),
+    /// A Job's bound pods report Succeeded.
+    Complete(&'a str),
+}
+
+impl Action<'_> {
+    /// The keyword of the case format.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Action::Apply(_) => "apply",
+            Action::Patch(_) => "patch",
+            Action::Suspend(_) => "suspend",
+            Action::Resume(_) => "resume",
+            Action::Delete(_) => "delete",
+            Action::AddNodes(_) => "addNodes",
+            Action::Complete(_) => "complete",
+        }
+    }
+
+    /// Whether the server's answer to it can be expected (`result`).
+    pub fn has_result(&self) -> bool {
+        !matches!(self, Action::AddNodes(_) | Action::Complete(_))
+    }
+}
+
 impl Step {
-    /// The step's action keyword, or None for a pure `expect` step.
-    pub fn action(&self) -> Vec<&'static str> {
+    /// Every action the step names (the validator allows at most one).
+    pub fn actions(&self) -> Vec<Action<'_>> {
         let mut a = Vec::new();
-        if self.apply.is_some() {
-            a.push("apply");
+        if let Some(v) = &self.apply {
+            a.push(Action::Apply(v));
         }
-        if self.patch.is_some() {
-            a.push("patch");
+        if let Some(p) = &self.patch {
+            a.push(Action::Patch(p));
         }
-        if self.suspend.is_some() {
-            a.push("suspend");
+        if let Some(n) = &self.suspend {
+            a.push(Action::Suspend(n));
         }
-        if self.resume.is_some() {
-            a.push("resume");
+        if let Some(n) = &self.resume {
+            a.push(Action::Resume(n));
         }
-        if self.delete.is_some() {
-            a.push("delete");
+        if let Some(d) = &self.delete {
+            a.push(Action::Delete(d));
         }
-        if self.add_nodes.is_some() {
-            a.push("addNodes");
+        if let Some(p) = self.add_nodes {
+            a.push(Action::AddNodes(p));
         }
-        if self.complete.is_some() {
-            a.push("complete");
+        if let Some(n) = &self.complete {
+            a.push(Action::Complete(n));
         }
         a
+    }
+
+    /// The step's action, None for a pure `expect` step.
+    pub fn action(&self) -> Option<Action<'_>> {
+        self.actions().into_iter().next()
     }
 
     pub fn runs_on(&self, minor: &str) -> bool {
@@ -271,13 +315,9 @@ impl Step {
 
     /// A label for reports: its name or its action.
     pub fn label(&self, index: usize) -> String {
-        self.name.clone().unwrap_or_else(|| {
-            let a = self.action();
-            if a.is_empty() {
-                format!("step {} (expect)", index + 1)
-            } else {
-                format!("step {} ({})", index + 1, a.join("+"))
-            }
+        self.name.clone().unwrap_or_else(|| match self.action() {
+            None => format!("step {} (expect)", index + 1),
+            Some(a) => format!("step {} ({})", index + 1, a.keyword()),
         })
     }
 }
@@ -329,11 +369,12 @@ pub fn validate(case: &Case) -> Vec<Problem> {
     let mut defined: Vec<String> = RUNNER_VARS.iter().map(|s| s.to_string()).collect();
     for (i, s) in case.steps.iter().enumerate() {
         let base = vec![k("steps"), Seg::Index(i)];
-        let acts = s.action();
+        let acts = s.actions();
         if acts.len() > 1 {
+            let words: Vec<&str> = acts.iter().map(Action::keyword).collect();
             p(
                 base.clone(),
-                format!("one action per step, found {}", acts.join(", ")),
+                format!("one action per step, found {}", words.join(", ")),
             );
         }
         if acts.is_empty() && s.expect.is_none() {
@@ -360,7 +401,7 @@ pub fn validate(case: &Case) -> Vec<Problem> {
             None => all.clone(),
         };
         if let Some(r) = &s.result {
-            if acts.is_empty() || acts == ["addNodes"] || acts == ["complete"] {
+            if !acts.iter().any(Action::has_result) {
                 p(
                     at(&base, &[k("result")]),
                     "only apply, patch, suspend, resume and delete have a result".into(),
@@ -723,7 +764,7 @@ steps:
         assert_eq!(c.steps.len(), 4);
         assert_eq!(c.profile, Profile::Gang);
         assert_eq!(c.pool, Pool::default());
-        assert_eq!(c.steps[2].action(), vec!["patch"]);
+        assert_eq!(c.steps[2].action().map(|a| a.keyword()), Some("patch"));
         assert!(matches!(
             c.steps[2].result.as_ref().unwrap()["1.36"],
             Outcome::Rejected(_)

@@ -1,9 +1,18 @@
 //! Gang scheduling cases: data files that apply objects, act on them and
 //! check, per Kubernetes minor, what the Job controller and the scheduler
-//! really did — and a gang placement latency benchmark.
+//! really did — and the gang placement latency measurement.
+//!
+//! `case` (the format and its validation), `matcher` (paths, matchers,
+//! `${vars}`), `trial` (namespace, node pool, kinds), `steps` (one
+//! executor per action), `expect` (polled checks with diffs), `run` (a
+//! trial start to finish), `latency` (gangs of N, timed), `report` (the
+//! behaviour matrix, JUnit, JSON).
 
-pub mod bench;
 pub mod case;
+pub mod expect;
+pub mod latency;
 pub mod matcher;
 pub mod report;
 pub mod run;
+pub mod steps;
+pub mod trial;

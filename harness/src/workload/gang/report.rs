@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::latency::{SizeFigures, latency_table};
 use super::run::TrialReport;
 use crate::output::{write_atomic, xml_escape};
 
@@ -116,51 +117,15 @@ pub fn markdown(r: &SuiteReport) -> String {
         }
         out.push('\n');
     }
-    let benches: Vec<&TrialReport> = r.trials.iter().filter(|t| t.bench.is_some()).collect();
-    if !benches.is_empty() {
-        out.push_str(
-            "\n## Gang placement latency\n\nLast pod of the gang created → last pod bound \
-             (watch-event arrival times, hdrhistogram over the repeats), the whole gang's \
-             start (first created → last bound), and the scheduler's podgroup metrics over \
-             the same repeats.\n\n\
-             | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) |\n\
-             |---|---:|---:|---:|---:|---|---:|\n",
-        );
-        for t in benches {
-            for s in &t
-                .bench
-                .as_ref()
-                .map(|b| b.sizes.clone())
-                .unwrap_or_default()
-            {
-                let attempts = if s.scheduler.podgroup_attempts.is_empty() {
-                    "(no metric)".to_string()
-                } else {
-                    s.scheduler
-                        .podgroup_attempts
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.0}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let attempt = s
-                    .scheduler
-                    .podgroup_attempt_ms
-                    .as_ref()
-                    .map(|p| format!("{:.1} / {:.1}", p.p50, p.p99))
-                    .unwrap_or_else(|| "—".into());
-                out.push_str(&format!(
-                    "| {} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {attempt} |\n",
-                    t.k8s_version,
-                    s.size,
-                    s.repeats,
-                    s.last_created_to_last_bound_ms.p50,
-                    s.last_created_to_last_bound_ms.p99,
-                    s.first_created_to_last_bound_ms.p50,
-                    s.first_created_to_last_bound_ms.p99,
-                ));
-            }
-        }
+    let rows: Vec<(&str, &SizeFigures)> = r
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.k8s_version.as_str(), t.bench.as_ref()?)))
+        .flat_map(|(v, b)| b.sizes.iter().map(move |s| (v, s)))
+        .collect();
+    if !rows.is_empty() {
+        out.push_str("\n## Gang placement latency (suite smoke)\n\n");
+        out.push_str(&latency_table(&rows));
     }
     out
 }

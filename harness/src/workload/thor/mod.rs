@@ -4,6 +4,7 @@
 //! of the API server.
 
 pub mod driver;
+pub mod scenario;
 pub mod template;
 
 pub use template::{

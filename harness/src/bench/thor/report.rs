@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::baseline::Verdict;
-use crate::bench::{ModeResult, ThorResult};
-use crate::output::xml_escape;
+use super::baseline::Verdict;
+use super::result::{ModeResult, ThorResult};
+use crate::output::{JunitCase, JunitSuite, junit_xml, xml_escape};
 
 /// Write result.json, report.md, junit.xml and report.html into `out`.
 pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
@@ -37,15 +37,15 @@ type TextRow = (&'static str, fn(&ModeResult) -> String);
 fn rows() -> Vec<Row> {
     vec![
         ("API requests (all clients but the harness)", |m| {
-            m.api_requests_total as f64
+            m.window.api_requests_total as f64
         }),
         ("… by the Thor identity", |m| m.thor_agent_requests as f64),
         ("… of which writes", |m| m.thor_agent_writes as f64),
         ("etcd writes (puts + deletes)", |m| {
-            m.etcd_writes_total as f64
+            m.window.etcd_writes_total as f64
         }),
         ("objects created", |m| {
-            m.objects_created.values().sum::<u64>() as f64
+            m.window.objects_created.values().sum::<u64>() as f64
         }),
         ("pods created", |m| m.pods_created as f64),
         ("containers created", |m| m.containers_created as f64),
@@ -157,7 +157,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     let mut clients: Vec<&String> = r
         .modes
         .values()
-        .flat_map(|m| m.result.api_requests_by_client.keys())
+        .flat_map(|m| m.result.window.api_requests_by_client.keys())
         .collect();
     clients.sort();
     clients.dedup();
@@ -169,6 +169,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
                 " {} |",
                 r.modes[*m]
                     .result
+                    .window
                     .api_requests_by_client
                     .get(c)
                     .copied()
@@ -181,6 +182,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     for m in &modes {
         let reqs = r.modes[*m]
             .result
+            .window
             .api_requests_by_client_request
             .get(crate::workload::thor::THOR_AGENT_USER);
         let parts: Vec<String> = reqs
@@ -199,7 +201,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         );
     }
     for m in &modes {
-        for (client, reqs) in &r.modes[*m].result.failed_requests {
+        for (client, reqs) in &r.modes[*m].result.window.failed_requests {
             let parts: Vec<String> = reqs.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
             let _ = writeln!(
                 s,
@@ -222,20 +224,22 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     }
     s.push('\n');
     let etcd_rows: Vec<TextRow> = vec![
-        ("puts", |m| m.etcd.puts.to_string()),
-        ("deletes", |m| m.etcd.deletes.to_string()),
-        ("txns", |m| m.etcd.txns.to_string()),
-        ("ranges", |m| m.etcd.ranges.to_string()),
+        ("puts", |m| m.window.etcd.puts.to_string()),
+        ("deletes", |m| m.window.etcd.deletes.to_string()),
+        ("txns", |m| m.window.etcd.txns.to_string()),
+        ("ranges", |m| m.window.etcd.ranges.to_string()),
         ("db size (MiB)", |m| {
-            format!("{:.1}", m.etcd.db_size_bytes as f64 / 1048576.0)
+            format!("{:.1}", m.window.etcd.db_size_bytes as f64 / 1048576.0)
         }),
         ("WAL fsync p99 (ms)", |m| {
-            m.etcd
+            m.window
+                .etcd
                 .wal_fsync_ms
                 .map_or("—".into(), |p| format!("{:.1}", p.p99))
         }),
         ("backend commit p99 (ms)", |m| {
-            m.etcd
+            m.window
+                .etcd
                 .backend_commit_ms
                 .map_or("—".into(), |p| format!("{:.1}", p.p99))
         }),
@@ -251,6 +255,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     for m in &modes {
         let parts: Vec<String> = r.modes[*m]
             .result
+            .window
             .api_latency_ms
             .iter()
             .map(|(k, p)| format!("{k} {:.1} / {:.1} / {:.1}", p.p50, p.p90, p.p99))
@@ -261,29 +266,22 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
 }
 
 pub fn junit(r: &ThorResult) -> String {
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let total: f64 = r.modes.values().map(|m| m.result.wall_s).sum();
-    let _ = writeln!(
-        s,
-        "<testsuite name=\"harness bench thor {}\" tests=\"{}\" failures=\"0\" time=\"{total:.1}\">",
-        xml_escape(&r.scenario),
-        r.modes.len()
-    );
-    for (m, sum) in &r.modes {
-        let _ = writeln!(
-            s,
-            "  <testcase classname=\"bench.thor.{}\" name=\"{m}\" time=\"{:.1}\">",
-            xml_escape(&r.scenario),
-            sum.result.wall_s
-        );
-        s.push_str("    <properties>\n");
-        for (k, v) in crate::bench::headline(&sum.result) {
-            let _ = writeln!(s, "      <property name=\"{k}\" value=\"{}\"/>", fmt_num(v));
-        }
-        s.push_str("    </properties>\n  </testcase>\n");
-    }
-    s.push_str("</testsuite>\n");
-    s
+    let cases = r
+        .modes
+        .iter()
+        .map(|(m, sum)| JunitCase {
+            properties: super::result::headline(&sum.result)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), fmt_num(v)))
+                .collect(),
+            ..JunitCase::new(format!("bench.thor.{}", r.scenario), m).time(sum.result.wall_s)
+        })
+        .collect();
+    junit_xml(&[JunitSuite {
+        name: format!("harness bench thor {}", r.scenario),
+        time: None,
+        cases,
+    }])
 }
 
 pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
@@ -313,32 +311,18 @@ pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
 }
 
 pub fn compare_junit(verdicts: &[Verdict]) -> String {
-    let failed = verdicts.iter().filter(|v| !v.pass).count();
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<testsuite name=\"harness bench compare\" tests=\"{}\" failures=\"{failed}\">",
-        verdicts.len()
-    );
-    for v in verdicts {
-        let _ = write!(
-            s,
-            "  <testcase classname=\"compare.{}\" name=\"{}\"",
-            xml_escape(&v.mode),
-            xml_escape(&v.metric)
-        );
-        if v.pass {
-            s.push_str("/>\n");
-        } else {
-            let _ = writeln!(
-                s,
-                ">\n    <failure message=\"{}\"/>\n  </testcase>",
-                xml_escape(&v.note)
-            );
-        }
-    }
-    s.push_str("</testsuite>\n");
-    s
+    let cases = verdicts
+        .iter()
+        .map(|v| {
+            let c = JunitCase::new(format!("compare.{}", v.mode), &v.metric);
+            if v.pass { c } else { c.failed(&v.note) }
+        })
+        .collect();
+    junit_xml(&[JunitSuite {
+        name: "harness bench compare".into(),
+        time: Some(0.0),
+        cases,
+    }])
 }
 
 const COLORS: &[&str] = &[
@@ -463,12 +447,12 @@ pub fn html(results: &[ThorResult]) -> String {
     s.push_str(&svg_bars(
         "API requests per run, by mode",
         "requests",
-        &by_workers(|m| m.api_requests_total as f64),
+        &by_workers(|m| m.window.api_requests_total as f64),
     ));
     s.push_str(&svg_bars(
         "etcd writes per run, by mode",
         "writes",
-        &by_workers(|m| m.etcd_writes_total as f64),
+        &by_workers(|m| m.window.etcd_writes_total as f64),
     ));
     for r in results {
         let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
@@ -505,6 +489,7 @@ pub fn html(results: &[ThorResult]) -> String {
                 (
                     m.clone(),
                     sum.result
+                        .window
                         .api_requests_by_client
                         .iter()
                         .map(|(c, n)| (c.rsplit(':').next().unwrap_or(c).to_string(), *n as f64))

@@ -14,15 +14,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::case::Benchmark;
-use super::run::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
-use crate::cluster::local::LocalCluster;
+use super::trial::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
+use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
-use crate::metrics::pods::{PodTracker, percentiles};
-use crate::metrics::prom::{self, Sample};
-use crate::metrics::{Percentiles, counter_delta, histogram_delta};
+use crate::metrics::pods::PodTracker;
+use crate::metrics::prom::{Sample, counter_delta, histogram_delta};
+use crate::metrics::{Percentiles, Window, WindowFigures};
+use crate::poll::Poll;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct BenchReport {
+pub struct LatencyReport {
     pub sizes: Vec<SizeFigures>,
 }
 
@@ -40,6 +41,10 @@ pub struct SizeFigures {
     /// The scheduler's podgroup metrics over this size's repeats; empty
     /// when the version has none.
     pub scheduler: SchedulerFigures,
+    /// What the control plane did over this size's repeats (requests per
+    /// client, etcd writes): the cost of placing these gangs.
+    #[serde(default)]
+    pub window: WindowFigures,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -65,12 +70,7 @@ pub fn scheduler_figures(before: &[Sample], after: &[Sample]) -> SchedulerFigure
         .collect();
     results.sort();
     results.dedup();
-    let ms = |p: Percentiles| Percentiles {
-        p50: p.p50 * 1000.0,
-        p90: p.p90 * 1000.0,
-        p99: p.p99 * 1000.0,
-        max: p.max * 1000.0,
-    };
+    let ms = |p: Percentiles| p.scaled(1000.0);
     SchedulerFigures {
         podgroup_attempts: results
             .into_iter()
@@ -110,19 +110,11 @@ pub fn gang_job(release: K8sRelease, name: &str, size: u32) -> Value {
     job
 }
 
-async fn scrape(sched: Option<&LocalCluster>) -> Result<Vec<Sample>> {
-    match sched {
-        Some(c) => Ok(prom::parse(&c.scheduler_metrics().await?)),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// Run the benchmark in the trial's namespace and pool.
-pub async fn run(
-    trial: &mut Trial,
-    b: &Benchmark,
-    sched: Option<&LocalCluster>,
-) -> Result<BenchReport> {
+/// Measure the case's gang sizes in the trial's namespace and pool: per
+/// size, `repeats` gangs one after another on an empty pool, inside one
+/// measurement window (with the scheduler's metrics where the provider
+/// has them).
+pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<LatencyReport> {
     let tracker = PodTracker::start(trial.client.clone(), &trial.ns);
     let jobs: Api<kube::api::DynamicObject> = Api::namespaced_with(
         trial.client.clone(),
@@ -131,9 +123,9 @@ pub async fn run(
     );
     let pods: Api<Pod> = Api::namespaced(trial.client.clone(), &trial.ns);
     let timeout = Duration::from_secs_f64(b.timeout);
-    let mut report = BenchReport::default();
+    let mut report = LatencyReport::default();
     for &size in &b.sizes {
-        let before = scrape(sched).await?;
+        let window = Window::open_with(trial.cluster, true).await?;
         let mut samples = Vec::new();
         let mut whole = Vec::new();
         for r in 0..b.repeats {
@@ -147,33 +139,38 @@ pub async fn run(
             )
             .await
             .with_context(|| format!("creating Job {name}"))?;
-            let deadline = Instant::now() + timeout;
-            let (last_created, first_created, last_bound) = loop {
-                let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
-                let bound: Vec<Instant> = mine.iter().filter_map(|p| p.scheduled).collect();
-                if mine.len() >= size as usize && bound.len() >= size as usize {
-                    let created: Vec<Instant> = mine.iter().map(|p| p.created).collect();
-                    break (
-                        created.iter().max().copied(),
-                        created.iter().min().copied(),
-                        bound.iter().max().copied(),
-                    );
-                }
-                if Instant::now() > deadline {
-                    bail!(
-                        "gang of {size} (Job {name}): {} pods created, {} bound after {} s",
-                        mine.len(),
-                        bound.len(),
-                        timeout.as_secs()
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            };
-            let (Some(lc), Some(fc), Some(lb)) = (last_created, first_created, last_bound) else {
-                bail!("gang of {size}: no timestamps");
-            };
-            samples.push(lb.saturating_duration_since(lc).as_secs_f64() * 1000.0);
-            whole.push(lb.saturating_duration_since(fc).as_secs_f64() * 1000.0);
+            let (first_created, last_created, last_bound) =
+                Poll::new(format!("gang of {size} (Job {name}) bound whole"), timeout)
+                    .every(Duration::from_millis(20))
+                    .until_state(|| async {
+                        let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
+                        let bound: Vec<Instant> = mine.iter().filter_map(|p| p.scheduled).collect();
+                        if mine.len() < size as usize || bound.len() < size as usize {
+                            return Ok(Err(format!(
+                                "{} pods created, {} bound",
+                                mine.len(),
+                                bound.len()
+                            )));
+                        }
+                        let created = mine.iter().map(|p| p.created);
+                        match (created.clone().min(), created.max(), bound.iter().max()) {
+                            (Some(fc), Some(lc), Some(lb)) => Ok(Ok((fc, lc, *lb))),
+                            _ => bail!("gang of {size}: no timestamps"),
+                        }
+                    })
+                    .await?;
+            samples.push(
+                last_bound
+                    .saturating_duration_since(last_created)
+                    .as_secs_f64()
+                    * 1000.0,
+            );
+            whole.push(
+                last_bound
+                    .saturating_duration_since(first_created)
+                    .as_secs_f64()
+                    * 1000.0,
+            );
             jobs.delete(&name, &DeleteParams::background())
                 .await
                 .with_context(|| format!("deleting Job {name}"))?;
@@ -182,14 +179,15 @@ pub async fn run(
             let what = format!("pods of Job {name}");
             wait_pods_gone(&pods, &ListParams::default().labels(&sel), timeout, &what).await?;
         }
-        let after = scrape(sched).await?;
+        let closed = window.close(trial.cluster).await?;
         let fig = SizeFigures {
             size,
             repeats: b.repeats,
-            last_created_to_last_bound_ms: percentiles(&samples),
-            first_created_to_last_bound_ms: percentiles(&whole),
+            last_created_to_last_bound_ms: Percentiles::of_ms(&samples),
+            first_created_to_last_bound_ms: Percentiles::of_ms(&whole),
             samples_ms: samples,
-            scheduler: scheduler_figures(&before, &after),
+            scheduler: scheduler_figures(&closed.before.scheduler, &closed.after.scheduler),
+            window: closed.figures,
         };
         trial.observations.push(format!(
             "gang of {size} × {}: last created → last bound p50 {:.0} ms, p99 {:.0} ms; first created → last bound p50 {:.0} ms",
@@ -203,9 +201,59 @@ pub async fn run(
     Ok(report)
 }
 
+/// The latency table (Markdown): one row per (server version, gang size).
+pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
+    let mut out = String::from(
+        "Last pod of the gang created → last pod bound (watch-event arrival times, \
+         hdrhistogram over the repeats), the whole gang's start (first created → last \
+         bound), the scheduler's podgroup metrics over the same repeats, and what the \
+         control plane did for them.\n\n\
+         | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) | podgroup algorithm p50 (ms) | API requests / gang | etcd writes / gang |\n\
+         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+    );
+    for (version, s) in rows {
+        let attempts = if s.scheduler.podgroup_attempts.is_empty() {
+            "(no metric)".to_string()
+        } else {
+            s.scheduler
+                .podgroup_attempts
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let p50_99 = |p: &Option<Percentiles>| {
+            p.as_ref()
+                .map(|p| format!("{:.1} / {:.1}", p.p50, p.p99))
+                .unwrap_or_else(|| "—".into())
+        };
+        let algo = s
+            .scheduler
+            .podgroup_algorithm_ms
+            .as_ref()
+            .map(|p| format!("{:.1}", p.p50))
+            .unwrap_or_else(|| "—".into());
+        let per = |n: u64| n as f64 / f64::from(s.repeats.max(1));
+        out.push_str(&format!(
+            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} | {:.0} |\n",
+            s.size,
+            s.repeats,
+            s.last_created_to_last_bound_ms.p50,
+            s.last_created_to_last_bound_ms.p99,
+            s.first_created_to_last_bound_ms.p50,
+            s.first_created_to_last_bound_ms.p99,
+            p50_99(&s.scheduler.podgroup_attempt_ms),
+            per(s.window.api_requests_total),
+            per(s.window.etcd_writes_total),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::prom;
 
     #[test]
     fn gang_job_per_minor() {

@@ -174,7 +174,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::bench::{ModeResult, ThorResult};
+use super::result::{ModeResult, ThorResult};
 use crate::error::bad_input;
 
 /// "1.37" for "1.37.1".
@@ -232,7 +232,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
     let mut v = vec![
         (
             "api_requests_total".to_string(),
-            r.api_requests_total as f64,
+            r.window.api_requests_total as f64,
             "requests",
             MetricKind::Count,
             count(0.10),
@@ -256,7 +256,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
         ),
         (
             "etcd_writes_total".into(),
-            r.etcd_writes_total as f64,
+            r.window.etcd_writes_total as f64,
             "writes",
             MetricKind::Count,
             count(0.15),
@@ -300,6 +300,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
     // Events are recorded with rate limiting and aggregation: their count
     // is not a property of the workload, so it is not kept.
     for (res, n) in r
+        .window
         .objects_created
         .iter()
         .filter(|(res, _)| res.as_str() != "events")
@@ -312,7 +313,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
             count(0.01),
         ));
     }
-    for (class, p) in &r.api_latency_ms {
+    for (class, p) in &r.window.api_latency_ms {
         v.push((
             format!("api_latency_ms.{class}.p99"),
             p.p99,
@@ -486,16 +487,19 @@ fn judge(m: &Metric, cur: f64) -> (bool, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{ModeSummary, ThorResult};
+    use crate::bench::thor::result::{ModeSummary, ThorResult};
 
     fn result(requests: u64, p99: f64) -> ThorResult {
         let mut m = ModeResult {
             mode: "baseline".into(),
             instances: 4,
-            api_requests_total: requests,
+            window: crate::metrics::WindowFigures {
+                api_requests_total: requests,
+                etcd_writes_total: 200,
+                ..Default::default()
+            },
             thor_agent_requests: 100,
             thor_agent_writes: 12,
-            etcd_writes_total: 200,
             pods_created: 12,
             containers_created: 24,
             wall_s: 20.0,
@@ -503,9 +507,9 @@ mod tests {
         };
         m.pod_startup_ms.p99 = p99;
         m.instance_start_ms.p99 = 500.0;
-        m.objects_created.insert("jobs".into(), 8);
+        m.window.objects_created.insert("jobs".into(), 8);
         ThorResult {
-            schema: crate::bench::RESULT_SCHEMA.into(),
+            schema: crate::bench::thor::result::RESULT_SCHEMA.into(),
             scenario: "smoke".into(),
             scenario_file: "suites/thor/smoke.yaml".into(),
             provider: "local".into(),

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::output::{write_atomic, xml_escape};
+use crate::output::{JunitCase, JunitSuite, junit_xml, write_atomic};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::EtcdFigures;
+use crate::metrics::WindowFigures;
 
 pub const ECL_REPORT_SCHEMA: &str = "harness.ecl-report/v1";
 
@@ -35,19 +35,10 @@ pub struct EclCaseRecord {
     pub measured: bool,
     /// Create → final state, seconds.
     pub wall_s: f64,
-    /// Requests of every client but the harness (audit log).
-    pub api_requests_total: u64,
-    /// "verb resource[/subresource]" → count.
-    pub api_requests: BTreeMap<String, u64>,
-    pub api_requests_by_client: BTreeMap<String, u64>,
-    /// The harness's own requests in the window (port-forward, watches).
-    pub harness_requests: u64,
-    /// apiserver_request_total's delta (everyone, the harness too).
-    pub apiserver_requests_counted: u64,
-    pub etcd_writes_total: u64,
-    pub etcd: EtcdFigures,
-    /// Objects created by clients other than the harness, by resource.
-    pub objects_created: BTreeMap<String, u64>,
+    /// What the control plane did during the case: requests per client,
+    /// latency, etcd writes, objects (the same keys as the Thor result).
+    #[serde(flatten)]
+    pub window: WindowFigures,
     /// Pods that appeared in the namespace during the case.
     pub pods_created: u64,
     pub thor_manager_pods: u64,
@@ -105,51 +96,31 @@ pub fn load(path: &Path) -> Result<EclReport> {
 
 /// JUnit XML of one trial.
 pub fn junit(r: &EclCaseRecord) -> String {
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let failed = u8::from(!r.passed);
-    let _ = writeln!(
-        s,
-        "<testsuite name=\"ecl {}\" tests=\"1\" failures=\"{failed}\" time=\"{:.1}\">",
-        xml_escape(&r.mode),
-        r.wall_s
-    );
-    let _ = writeln!(
-        s,
-        "  <testcase classname=\"ecl.{}\" name=\"{}\" time=\"{:.1}\">",
-        xml_escape(&r.case),
-        xml_escape(&r.mode),
-        r.wall_s
-    );
-    s.push_str("    <properties>\n");
     let props: Vec<(&str, String)> = vec![
         ("wuid", r.wuid.clone().unwrap_or_default()),
         ("state", r.state.clone().unwrap_or_default()),
-        ("api_requests_total", r.api_requests_total.to_string()),
-        ("etcd_writes_total", r.etcd_writes_total.to_string()),
+        (
+            "api_requests_total",
+            r.window.api_requests_total.to_string(),
+        ),
+        ("etcd_writes_total", r.window.etcd_writes_total.to_string()),
         ("pods_created", r.pods_created.to_string()),
         ("thor_manager_pods", r.thor_manager_pods.to_string()),
         ("thor_worker_pods", r.thor_worker_pods.to_string()),
         ("wall_s", format!("{:.2}", r.wall_s)),
     ];
-    for (k, v) in props {
-        let _ = writeln!(
-            s,
-            "      <property name=\"{k}\" value=\"{}\"/>",
-            xml_escape(&v)
-        );
-    }
-    s.push_str("    </properties>\n");
+    let mut case = JunitCase {
+        properties: props.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        ..JunitCase::new(format!("ecl.{}", r.case), &r.mode).time(r.wall_s)
+    };
     if let Some(e) = &r.error {
-        let first = e.lines().next().unwrap_or("");
-        let _ = writeln!(
-            s,
-            "    <failure message=\"{}\">{}</failure>",
-            xml_escape(first),
-            xml_escape(e)
-        );
+        case = case.failed(e);
     }
-    s.push_str("  </testcase>\n</testsuite>\n");
-    s
+    junit_xml(&[JunitSuite {
+        name: format!("ecl {}", r.mode),
+        time: None,
+        cases: vec![case],
+    }])
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -180,8 +151,8 @@ pub fn mode_markdown(r: &EclReport) -> String {
         let figures = if c.measured {
             format!(
                 "{} | {} | {} | {}",
-                c.api_requests_total,
-                c.etcd_writes_total,
+                c.window.api_requests_total,
+                c.window.etcd_writes_total,
                 c.pods_created,
                 thor_pods(c)
             )
@@ -238,17 +209,17 @@ pub fn compare_markdown(base: &EclReport, js: &EclReport) -> String {
         let rows: [(&str, f64, f64, String, String); 5] = [
             (
                 "API requests",
-                b.api_requests_total as f64,
-                j.api_requests_total as f64,
-                b.api_requests_total.to_string(),
-                j.api_requests_total.to_string(),
+                b.window.api_requests_total as f64,
+                j.window.api_requests_total as f64,
+                b.window.api_requests_total.to_string(),
+                j.window.api_requests_total.to_string(),
             ),
             (
                 "etcd writes",
-                b.etcd_writes_total as f64,
-                j.etcd_writes_total as f64,
-                b.etcd_writes_total.to_string(),
-                j.etcd_writes_total.to_string(),
+                b.window.etcd_writes_total as f64,
+                j.window.etcd_writes_total as f64,
+                b.window.etcd_writes_total.to_string(),
+                j.window.etcd_writes_total.to_string(),
             ),
             (
                 "pods created",
@@ -368,8 +339,11 @@ mod tests {
             state: Some("completed".into()),
             measured: true,
             wall_s: wall,
-            api_requests_total: req,
-            etcd_writes_total: etcd,
+            window: crate::metrics::WindowFigures {
+                api_requests_total: req,
+                etcd_writes_total: etcd,
+                ..Default::default()
+            },
             pods_created: mgr + wrk,
             thor_manager_pods: mgr,
             thor_worker_pods: wrk,

@@ -1,6 +1,6 @@
 //! One ECL case on a cluster with HPCC: submit it through ESP, wait for
-//! the end, check its results, and measure the window around it the same
-//! way `bench` does (metric snapshots, audit attribution, a pod watch).
+//! the end, check its results, and measure the window around it with the one
+//! measurement window (metrics::Window) and a pod watch.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -12,11 +12,8 @@ use super::cases::EclCase;
 use super::report::EclCaseRecord;
 use super::wsworkunits::{EspClient, Execution, PollPolicy, ResultRef, WuState};
 use crate::cluster::Cluster;
-use crate::metrics::{self, pods::PodTracker};
-
-/// Identities whose requests are the harness's own: the local provider's
-/// admin and kind's kubeconfig user.
-pub const HARNESS_USERS: &[&str] = &["admin", "kubernetes-admin"];
+use crate::metrics::Window;
+use crate::metrics::pods::PodTracker;
 
 /// Rows fetched per WUResult call, and the most a check fetches.
 const PAGE: u64 = 1000;
@@ -108,7 +105,7 @@ async fn measure(
     // Let the watch list what is there already; those pods are not counted.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let existing: BTreeSet<String> = tracker.snapshot().into_iter().map(|p| p.name).collect();
-    let before = metrics::snapshot(cluster).await?;
+    let window = Window::open(cluster).await?;
 
     let mut poll = opts.poll.clone();
     if let Some(t) = case.expected.timeout_s {
@@ -129,11 +126,7 @@ async fn measure(
     }
     // Results are checked after the window closes, so their fetching is
     // not in the figures.
-    let after = metrics::snapshot(cluster).await?;
-    let (events, _) = cluster.audit_events(before.audit_offset)?;
-    let attribution = metrics::attribute(&events, HARNESS_USERS);
-    let api = metrics::api_figures(&before, &after);
-    let etcd = metrics::etcd_figures(&before, &after);
+    let closed = window.close(cluster).await?;
     let new_pods: Vec<_> = tracker
         .snapshot()
         .into_iter()
@@ -141,14 +134,7 @@ async fn measure(
         .collect();
     drop(tracker);
     rec.measured = true;
-    rec.api_requests_total = attribution.total;
-    rec.api_requests = attribution.by_request;
-    rec.api_requests_by_client = attribution.by_client;
-    rec.harness_requests = attribution.harness;
-    rec.apiserver_requests_counted = api.requests_total;
-    rec.etcd_writes_total = etcd.writes;
-    rec.etcd = etcd;
-    rec.objects_created = attribution.created;
+    rec.window = closed.figures;
     rec.pods_created = new_pods.len() as u64;
     rec.containers_created = new_pods.iter().map(|p| u64::from(p.containers)).sum();
     for p in &new_pods {

@@ -1,10 +1,13 @@
 //! Scenario files (suites/thor/*.yaml): what a Thor benchmark runs.
 
+use std::path::Path;
 use std::time::Duration;
 
+use anyhow::Result;
 use serde::Deserialize;
 
-use crate::workload::thor::Mode;
+use super::Mode;
+use crate::error::bad_input;
 use crate::yaml::Seg;
 
 fn path(keys: &[&str]) -> Vec<Seg> {
@@ -152,6 +155,39 @@ impl ThorScenario {
         }
         out
     }
+}
+
+/// Read, decode and check a scenario file; every problem is bad input at
+/// file:line:column.
+pub fn load(path: &Path) -> Result<ThorScenario> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+    let docs = crate::yaml::parse(&text).map_err(|e| {
+        bad_input(format!(
+            "{}:{}:{}: {}",
+            path.display(),
+            e.pos.line,
+            e.pos.column,
+            e.message
+        ))
+    })?;
+    let doc = docs
+        .first()
+        .ok_or_else(|| bad_input(format!("{}: empty scenario", path.display())))?;
+    let ctx = crate::schema::typed::Ctx {
+        file: &path.display().to_string(),
+        root: &doc.root,
+        base: vec![],
+    };
+    let (s, mut findings) =
+        crate::schema::typed::decode::<ThorScenario>(&ctx, &doc.root.to_json(), "Thor scenario");
+    if let Some(s) = &s {
+        findings.extend(s.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
+    }
+    if let Some(f) = findings.first() {
+        return Err(bad_input(format!("invalid scenario: {f}")));
+    }
+    s.ok_or_else(|| bad_input(format!("{}: not a Thor scenario", path.display())))
 }
 
 #[cfg(test)]

@@ -1,0 +1,139 @@
+//! The Thor benchmark's Result (DESIGN.md's contract): one mode's figures,
+//! the summary over repeats, the whole run. Renderers and the baseline
+//! policy import these types, never the orchestrator. The JSON keys are
+//! documented in the README and are added, never renamed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{Percentiles, WindowFigures};
+
+/// One mode's figures (the headline keys are DESIGN.md's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModeResult {
+    pub mode: String,
+    pub instances: u32,
+    /// What the control plane did: requests per client, latency, etcd,
+    /// objects (the same keys in every workload's result).
+    #[serde(flatten)]
+    pub window: WindowFigures,
+    /// The Thor identity's own requests (thoragent + manager). Includes
+    /// status polls with HPCC's backoff and kubectl's discovery, so it
+    /// moves with timing by a few percent.
+    pub thor_agent_requests: u64,
+    /// Of those, the writes (create, update, patch, delete): what the
+    /// driver decides to do, independent of timing.
+    #[serde(default)]
+    pub thor_agent_writes: u64,
+    pub pods_created: u64,
+    pub containers_created: u64,
+    /// Pod created → Running (ms), from the watch.
+    pub pod_startup_ms: Percentiles,
+    pub pod_schedule_ms: Percentiles,
+    /// First pod of an instance created → its last pod Running (ms).
+    pub instance_start_ms: Percentiles,
+    /// The same, for modes that schedule an instance as a gang.
+    pub gang_start_ms: Option<Percentiles>,
+    pub instance_wall_s: Percentiles,
+    pub wall_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModeSummary {
+    /// Means over the repeats for the numeric headline keys; the first
+    /// run's maps.
+    pub result: ModeResult,
+    pub repeats: Vec<ModeResult>,
+    /// (max − min) / mean × 100 over repeats, per headline key.
+    pub spread_pct: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThorResult {
+    pub schema: String,
+    pub scenario: String,
+    pub scenario_file: String,
+    pub provider: String,
+    pub k8s_version: String,
+    pub harness_version: String,
+    pub started: String,
+    pub num_workers: u32,
+    pub num_workers_per_pod: u32,
+    pub max_graphs: u32,
+    pub graph_duration: String,
+    pub modes: BTreeMap<String, ModeSummary>,
+    /// The harness process's own peak resident memory (VmHWM), in KiB;
+    /// the control-plane processes are not included.
+    #[serde(default)]
+    pub harness_peak_rss_kib: u64,
+}
+
+/// This process's peak resident set size (VmHWM) in KiB.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+pub const RESULT_SCHEMA: &str = "harness.thor-result/v1";
+
+/// Headline numbers that get means and spreads over repeats.
+pub fn headline(r: &ModeResult) -> Vec<(&'static str, f64)> {
+    vec![
+        ("api_requests_total", r.window.api_requests_total as f64),
+        ("thor_agent_requests", r.thor_agent_requests as f64),
+        ("thor_agent_writes", r.thor_agent_writes as f64),
+        ("etcd_writes_total", r.window.etcd_writes_total as f64),
+        ("pods_created", r.pods_created as f64),
+        ("containers_created", r.containers_created as f64),
+        ("pod_startup_ms.p99", r.pod_startup_ms.p99),
+        ("instance_start_ms.p99", r.instance_start_ms.p99),
+        ("wall_s", r.wall_s),
+    ]
+}
+
+pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
+    let n = runs.len() as f64;
+    let mut result = runs[0].clone();
+    let mut spread_pct = BTreeMap::new();
+    let cols: Vec<Vec<(&str, f64)>> = runs.iter().map(headline).collect();
+    for (i, (name, _)) in cols[0].iter().enumerate() {
+        let vals: Vec<f64> = cols.iter().map(|c| c[i].1).collect();
+        let mean = vals.iter().sum::<f64>() / n;
+        let (lo, hi) = vals
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+        spread_pct.insert(
+            name.to_string(),
+            if mean > 0.0 {
+                (hi - lo) / mean * 100.0
+            } else {
+                0.0
+            },
+        );
+        let round = |v: f64| v.round() as u64;
+        match *name {
+            "api_requests_total" => result.window.api_requests_total = round(mean),
+            "thor_agent_requests" => result.thor_agent_requests = round(mean),
+            "thor_agent_writes" => result.thor_agent_writes = round(mean),
+            "etcd_writes_total" => result.window.etcd_writes_total = round(mean),
+            "pods_created" => result.pods_created = round(mean),
+            "containers_created" => result.containers_created = round(mean),
+            "pod_startup_ms.p99" => result.pod_startup_ms.p99 = mean,
+            "instance_start_ms.p99" => result.instance_start_ms.p99 = mean,
+            "wall_s" => result.wall_s = mean,
+            _ => {}
+        }
+    }
+    ModeSummary {
+        result,
+        repeats: runs,
+        spread_pct,
+    }
+}

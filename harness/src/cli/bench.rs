@@ -1,0 +1,188 @@
+//! `harness bench thor|gang`: run a benchmark, print its table, write its
+//! reports, and for Thor compare with or record the stored baseline.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use harness::bench::gang::{GangBenchOptions, bench_gang};
+use harness::bench::thor::{self, ThorBenchOptions};
+use harness::error::{self, bad_input};
+use harness::k8s::{K8S_RELEASES, K8sRelease};
+use harness::signal::{self, EXIT_INTERRUPTED, Raced};
+use harness::workload::thor::Mode;
+
+use super::args::parse_bins;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh local clusters.
+    Thor(BenchThorArgs),
+    /// Gang placement latency: gangs of N pods on a fresh local cluster per
+    /// Kubernetes minor (that release's gang feature set).
+    Gang(BenchGangArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchThorArgs {
+    /// A scenario file (suites/thor/*.yaml).
+    #[arg(long)]
+    pub scenario: PathBuf,
+    /// Modes to run (default: the scenario's): baseline,jobset
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
+    /// Where the reports go.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// Runs per mode (means and spreads are reported).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Compare with the stored baseline; exit 1 on a regression.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: judge counts and sizes only; latencies and wall
+    /// times are shown but cannot fail. For a machine unlike the one that
+    /// recorded the baseline (a CI runner).
+    #[arg(long, requires = "compare")]
+    pub counts_only: bool,
+    /// Store this run as the baseline.
+    #[arg(long)]
+    pub record: bool,
+    /// Use this binary: NAME=PATH. Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchGangArgs {
+    /// Gang sizes (pods per gang).
+    #[arg(long, value_delimiter = ',', default_values_t = [8u32, 64, 512])]
+    pub sizes: Vec<u32>,
+    /// Gangs per size.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: u32,
+    /// Kubernetes minors to run (default: every release the harness runs).
+    #[arg(long = "k8s-version", value_delimiter = ',')]
+    pub k8s_versions: Vec<String>,
+    /// Fake nodes in the pool the gangs land on, and pods per node.
+    #[arg(long, default_value_t = 6)]
+    pub nodes: u32,
+    #[arg(long, default_value_t = 110)]
+    pub node_pods: u32,
+    /// Seconds one gang may take to be bound whole.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Where the reports go (gang-latency.json, gang-latency.md).
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// Use this binary: NAME=PATH. Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
+}
+
+pub async fn run(c: BenchCommand) -> Result<i32> {
+    match c {
+        BenchCommand::Thor(args) => bench_thor(&args).await,
+        BenchCommand::Gang(args) => gang(&args).await,
+    }
+}
+
+async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
+    let modes = if args.modes.is_empty() {
+        None
+    } else {
+        Some(
+            args.modes
+                .iter()
+                .map(|m| {
+                    Mode::parse(m).ok_or_else(|| {
+                        bad_input(format!(
+                            "--modes: unknown mode {m:?}; one of baseline, jobset, jobset-gang"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        )
+    };
+    let root = harness::paths::repo_root(&std::env::current_dir()?);
+    if (args.compare || args.record) && root.is_none() {
+        return Err(bad_input(
+            "--compare/--record need the repository (baselines/): run from inside it",
+        ));
+    }
+    let opts = ThorBenchOptions {
+        scenario: args.scenario.clone(),
+        modes,
+        repeat: args.repeat,
+        bins: parse_bins(&args.bins)?,
+        cluster_prefix: format!("bench-{}", std::process::id()),
+    };
+    let result = match signal::race(thor::bench_thor(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
+            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    for p in thor::report::write_all(&result, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", thor::report::markdown(&result, None));
+    let mut code = 0;
+    if let Some(root) = &root {
+        if args.compare {
+            let c = thor::compare(root, &result, args.counts_only, &args.out)?;
+            print!(
+                "{}",
+                thor::report::compare_markdown(&c.verdicts, &c.baseline)
+            );
+            if c.regressed() {
+                code = error::EXIT_FAILED;
+            }
+        }
+        if args.record {
+            let path = thor::record(root, &result, &args.scenario)?;
+            eprintln!("recorded {}", path.display());
+        }
+    }
+    Ok(code)
+}
+
+async fn gang(args: &BenchGangArgs) -> Result<i32> {
+    let releases: Vec<K8sRelease> = if args.k8s_versions.is_empty() {
+        let mut r = K8S_RELEASES.to_vec();
+        r.sort();
+        r
+    } else {
+        args.k8s_versions
+            .iter()
+            .map(|v| K8sRelease::parse(v))
+            .collect::<Result<_>>()?
+    };
+    let opts = GangBenchOptions {
+        sizes: args.sizes.clone(),
+        repeats: args.repeats,
+        releases,
+        pool_nodes: args.nodes,
+        node_pods: args.node_pods,
+        timeout: Duration::from_secs(args.timeout),
+        bins: parse_bins(&args.bins)?,
+        cluster_prefix: format!("bench-gang-{}", std::process::id()),
+    };
+    opts.check()?;
+    let result = match signal::race(bench_gang(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
+            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    for p in harness::bench::gang::write(&result, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", harness::bench::gang::markdown(&result));
+    Ok(0)
+}

@@ -1,0 +1,117 @@
+//! The command line: parse (clap), call the library, print, and exit with
+//! DESIGN.md's codes. Not part of the library: `main.rs` owns it.
+
+mod args;
+mod bench;
+mod status;
+mod tools;
+mod up;
+mod validate;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use harness::error;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "harness",
+    version,
+    about = "End-to-end test and benchmark harness for batch workloads on Kubernetes"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Find or build the binaries a cluster needs.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
+    /// Bring a cluster up and print how to use it.
+    Up(Box<up::UpArgs>),
+    /// Stop a cluster and remove its state.
+    Down(up::DownArgs),
+    /// List clusters and the health of each component.
+    Status(status::StatusArgs),
+    /// Check configs, manifests, suite cases and baselines offline.
+    Validate(validate::ValidateArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Warnings, less kube-rs's per-attempt connection errors while a
+/// component is starting (readiness polling reports those itself).
+pub const DEFAULT_LOG_FILTER: &str = "warn,kube_client::client::builder=off";
+
+/// Entry point of the binary: returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { error::EXIT_USAGE } else { 0 };
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HARNESS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    harness::init_crypto();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return error::EXIT_FAILED;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            error::exit_code(&e)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Tools(c) => tools::run(c).await,
+        Command::Up(args) => up::up(*args).await,
+        Command::Down(args) => up::down(&args),
+        Command::Status(args) => status::status(&args).await,
+        Command::Validate(args) => validate::validate(&args),
+        Command::Bench(c) => bench::run(c).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_parses_its_help() {
+        for cmd in [
+            vec!["harness", "tools", "install", "--help"],
+            vec!["harness", "up", "--help"],
+            vec!["harness", "bench", "thor", "--help"],
+            vec!["harness", "bench", "gang", "--help"],
+            vec!["harness", "validate", "--help"],
+        ] {
+            let e = Cli::try_parse_from(&cmd).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{cmd:?}");
+        }
+        assert!(Cli::try_parse_from(["harness", "frobnicate"]).is_err());
+    }
+}

@@ -1,0 +1,406 @@
+//! `harness up` and `harness down`: bring a cluster up with the chosen
+//! provider (and HPCC on kind), print how to use it; stop it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
+use harness::error::bad_input;
+use harness::k8s::K8sRelease;
+use harness::lifecycle::{self, HpccUp, UpOptions};
+use harness::signal::{self, EXIT_INTERRUPTED, Raced};
+
+use super::args::{parse_bins, parse_gates, parse_runtime_config};
+use super::tools::ToolsArgs;
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Control-plane processes on this machine, kwok fake nodes.
+    Local,
+    /// kind: node containers in Docker, from a kind config (kind-configs/).
+    Kind,
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    #[arg(long, value_enum, default_value = "local")]
+    pub provider: Provider,
+    #[arg(long, default_value = "dev")]
+    pub name: String,
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+    /// Feature gates for every component: A=true,B=false
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+    /// API groups/versions to enable: scheduling.k8s.io/v1beta1=true
+    #[arg(long, default_value = "")]
+    pub runtime_config: String,
+    /// Number of fake nodes.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// CPU capacity of each node (a Kubernetes quantity).
+    #[arg(long, default_value = "32")]
+    pub node_cpu: String,
+    /// Memory capacity of each node (a Kubernetes quantity).
+    #[arg(long, default_value = "256Gi")]
+    pub node_memory: String,
+    /// Pod capacity of each node.
+    #[arg(long, default_value_t = 110)]
+    pub node_pods: u32,
+    /// Seconds to wait for readiness after the processes started.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    #[command(flatten)]
+    pub hpcc: HpccArgs,
+    #[command(flatten)]
+    pub kind: KindUpArgs,
+}
+
+/// `up` flags of the kind provider.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KindUpArgs {
+    /// kind: the cluster config [default: kind-configs/<kind-profile>-<minor>.yaml].
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// kind: the profile the default config is chosen by (baseline, jobset, gang).
+    #[arg(long, default_value = "baseline")]
+    pub kind_profile: String,
+    /// kind: also install Kueue (its pinned release manifest).
+    #[arg(long)]
+    pub kueue: bool,
+}
+
+/// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
+#[derive(Args, Debug, Clone)]
+pub struct HpccArgs {
+    /// Install HPCC Systems (needs a provider that runs containers: kind).
+    #[arg(long, value_enum)]
+    pub hpcc: Option<harness::install::hpcc::HpccMode>,
+    /// The chart: a directory, .tgz, oci://… or REPO/CHART (default: the
+    /// pinned release; required for jobset: the proof-of-concept chart).
+    #[arg(long, requires = "hpcc")]
+    pub hpcc_chart: Option<String>,
+    /// A values file merged over manifests/hpcc/values/kind.yaml.
+    #[arg(long, requires = "hpcc")]
+    pub hpcc_values: Option<PathBuf>,
+    /// Thor's numWorkers (default: suites/thor/smoke.yaml's).
+    #[arg(long, requires = "hpcc", value_parser = clap::value_parser!(u32).range(1..))]
+    pub hpcc_workers: Option<u32>,
+    /// Seconds to wait for HPCC's pods to be Ready after helm returns.
+    #[arg(long, default_value_t = 900)]
+    pub hpcc_timeout: u64,
+    /// If the HPCC install fails, leave the cluster running for inspection.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+impl HpccArgs {
+    /// The install options, checked before any cluster is started: a
+    /// missing jobset chart, a bad values file or no helm fail fast.
+    pub fn options(&self) -> Result<Option<harness::install::hpcc::HpccOptions>> {
+        let Some(mode) = self.hpcc else {
+            return Ok(None);
+        };
+        let opts = harness::install::hpcc::HpccOptions {
+            mode,
+            chart: self.hpcc_chart.clone(),
+            values: self.hpcc_values.clone(),
+            workers: self.hpcc_workers,
+            timeout: Duration::from_secs(self.hpcc_timeout),
+        };
+        harness::install::hpcc::preflight(&opts)?;
+        Ok(Some(opts))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct DownArgs {
+    #[arg(long, default_value = "dev")]
+    pub name: String,
+    /// Keep the state directory (logs, audit log, certificates).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+pub async fn up(args: UpArgs) -> Result<i32> {
+    match args.provider {
+        Provider::Local => {
+            if args.kind.config.is_some() || args.kind.kueue {
+                return Err(bad_input(
+                    "--config and --kueue are for --provider kind (the local provider installs JobSet itself)",
+                ));
+            }
+            if args.hpcc.hpcc.is_some() {
+                return Err(bad_input(
+                    "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
+                     so HPCC's pods could never start",
+                ));
+            }
+            up_local(args).await
+        }
+        Provider::Kind => up_kind(args).await,
+    }
+}
+
+async fn up_kind(args: UpArgs) -> Result<i32> {
+    use harness::cluster::kind::{self, KindSpec};
+    harness::cluster::state::validate_name(&args.name)?;
+    if !args.feature_gates.trim().is_empty() || !args.runtime_config.trim().is_empty() {
+        return Err(bad_input(
+            "--feature-gates/--runtime-config: with --provider kind they come from the kind config (--config; the gang profiles set them)",
+        ));
+    }
+    if !args.tools.bins.is_empty() {
+        return Err(bad_input(
+            "--bin: the kind provider runs the binaries of its node image; --bin is for --provider local",
+        ));
+    }
+    let config = match &args.kind.config {
+        Some(c) => c.clone(),
+        None => {
+            let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
+            let cwd = std::env::current_dir()?;
+            let root = harness::paths::repo_root(&cwd).ok_or_else(|| {
+                bad_input(format!(
+                    "no --config, and {} is not inside the repository (kind-configs/): pass --config FILE",
+                    cwd.display()
+                ))
+            })?;
+            kind::config::default_config(&root, &args.kind.kind_profile, minor)?
+        }
+    };
+    // A missing jobset chart, a bad values file or no helm fail before
+    // any cluster exists.
+    let hpcc = args.hpcc.options()?;
+    let opts = lifecycle::KindUpOptions {
+        spec: KindSpec {
+            name: args.name.clone(),
+            config,
+            k8s_version: args.tools.k8s_version.clone(),
+            wait: Duration::from_secs(args.timeout),
+        },
+        kueue: args.kind.kueue,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let started = Instant::now();
+    let cluster = match signal::race(lifecycle::up_kind(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!(
+                "\nharness: {sig}: deleting kind cluster {:?}",
+                kind::kind_cluster_name(&args.name)
+            );
+            // Dropping the up future killed a running `kind create`.
+            kind::abandon(&args.name)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    let cluster = match &hpcc {
+        None => cluster,
+        Some(h) => match lifecycle::install_hpcc(cluster, h, args.hpcc.keep).await? {
+            HpccUp::Ready(c, rec) => {
+                eprintln!(
+                    "HPCC {} ({} mode, {} Thor workers) ready in namespace {}: ECL Watch is service {}:{}; values in {}",
+                    rec.chart_version.as_deref().unwrap_or(&rec.chart),
+                    rec.mode.name(),
+                    rec.num_workers,
+                    rec.namespace,
+                    rec.eclwatch_service,
+                    rec.eclwatch_port,
+                    rec.values_file.display()
+                );
+                c
+            }
+            HpccUp::Interrupted(sig) => {
+                eprintln!("\nharness: {sig}: tore down cluster {:?}", args.name);
+                return Ok(EXIT_INTERRUPTED);
+            }
+        },
+    };
+    eprintln!(
+        "kind cluster {:?} ({}, Kubernetes v{}) ready in {:.1} s; state in {}",
+        args.name,
+        cluster.state.kind_cluster,
+        cluster.state.k8s_version,
+        started.elapsed().as_secs_f64(),
+        cluster.root.display()
+    );
+    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
+    Ok(0)
+}
+
+async fn up_local(args: UpArgs) -> Result<i32> {
+    harness::cluster::state::validate_name(&args.name)?;
+    let k8s = K8sRelease::parse(args.tools.k8s_version())?;
+    let spec = ClusterSpec {
+        name: args.name.clone(),
+        k8s_minor: k8s.minor.to_string(),
+        feature_gates: parse_gates(&args.feature_gates)?,
+        runtime_config: parse_runtime_config(&args.runtime_config)?,
+        nodes: NodeSpec {
+            count: args.nodes,
+            cpu: args.node_cpu.clone(),
+            memory: args.node_memory.clone(),
+            pods: args.node_pods,
+        },
+    };
+    let opts = UpOptions {
+        spec,
+        bins: parse_bins(&args.tools.bins)?,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let started = Instant::now();
+    let cluster = match signal::race(lifecycle::up(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!("\nharness: {sig}: tearing down cluster {:?}", args.name);
+            // The up future is dropped: stop whatever it had started.
+            lifecycle::abandon_local(&args.name)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    eprintln!(
+        "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
+        args.name,
+        cluster.state.k8s_version,
+        started.elapsed().as_secs_f64(),
+        cluster.layout.display()
+    );
+    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
+    Ok(0)
+}
+
+pub fn down(args: &DownArgs) -> Result<i32> {
+    let started = Instant::now();
+    harness::cluster::AnyCluster::load(&args.name)?.down(args.keep)?;
+    eprintln!(
+        "cluster {:?} stopped in {:.1} s{}",
+        args.name,
+        started.elapsed().as_secs_f64(),
+        if args.keep { " (state kept)" } else { "" }
+    );
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::path::Path;
+
+    #[test]
+    fn cli_parses_up_flags() {
+        let cli = Cli::try_parse_from([
+            "harness",
+            "up",
+            "--name",
+            "g",
+            "--k8s-version",
+            "1.36",
+            "--nodes",
+            "2",
+            "--node-cpu",
+            "4",
+            "--feature-gates",
+            "GenericWorkload=true",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Up(a) => {
+                assert_eq!(a.name, "g");
+                assert_eq!(a.nodes, 2);
+                assert_eq!(a.tools.k8s_version(), "1.36");
+                assert_eq!(a.provider, Provider::Local);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kind_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "harness",
+            "up",
+            "--provider",
+            "kind",
+            "--name",
+            "e2e",
+            "--config",
+            "kind-configs/gang-1.37.yaml",
+            "--kueue",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Up(a) => {
+                assert_eq!(a.provider, Provider::Kind);
+                assert_eq!(
+                    a.kind.config.as_deref(),
+                    Some(Path::new("kind-configs/gang-1.37.yaml"))
+                );
+                assert!(a.kind.kueue);
+                assert_eq!(a.kind.kind_profile, "baseline");
+                assert_eq!(a.tools.k8s_version, None);
+                assert_eq!(a.tools.k8s_version(), "1.37");
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hpcc_flags_parse_and_depend_on_hpcc() {
+        let cli = Cli::try_parse_from([
+            "harness",
+            "up",
+            "--name",
+            "e2e",
+            "--hpcc",
+            "jobset",
+            "--hpcc-chart",
+            "./poc",
+            "--hpcc-values",
+            "v.yaml",
+            "--hpcc-workers",
+            "4",
+            "--keep",
+        ])
+        .unwrap();
+        let Command::Up(a) = cli.command else {
+            panic!("not up")
+        };
+        assert_eq!(a.hpcc.hpcc, Some(harness::install::hpcc::HpccMode::Jobset));
+        assert_eq!(a.hpcc.hpcc_chart.as_deref(), Some("./poc"));
+        assert_eq!(a.hpcc.hpcc_workers, Some(4));
+        assert_eq!(a.hpcc.hpcc_timeout, 900);
+        assert!(a.hpcc.keep);
+        for bad in [
+            vec!["harness", "up", "--hpcc-chart", "./poc"],
+            vec!["harness", "up", "--hpcc-workers", "2"],
+            vec!["harness", "up", "--hpcc", "baseline", "--hpcc-workers", "0"],
+            vec!["harness", "up", "--hpcc", "roxie"],
+        ] {
+            let e = Cli::try_parse_from(&bad).unwrap_err();
+            assert!(e.use_stderr(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn hpcc_on_the_local_provider_is_refused_before_anything_starts() {
+        let cli = Cli::try_parse_from(["harness", "up", "--name", "never", "--hpcc", "baseline"])
+            .unwrap();
+        let Command::Up(a) = cli.command else {
+            panic!("not up")
+        };
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let e = rt.block_on(up(*a)).unwrap_err();
+        assert_eq!(harness::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("--provider kind"), "{e}");
+        assert!(
+            !harness::cluster::state::cluster_dir("never")
+                .join("state.json")
+                .exists()
+        );
+    }
+}

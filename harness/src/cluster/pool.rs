@@ -1,0 +1,100 @@
+//! Node pools a workload adds for itself — a gang trial's nodes, labelled
+//! and tainted so only its pods land there — and the kwok annotations that
+//! say how long a pod runs on a fake node. Providers whose nodes are kwok's
+//! (local) create pools; others refuse.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, Taint};
+
+use super::NodeSpec;
+
+/// How long a Job-owned pod runs on kwok (both set to the same duration).
+pub const POD_COMPLETE_DELAY: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
+pub const POD_COMPLETE_JITTER: &str = "pod-complete.stage.kwok.x-k8s.io/jitter-delay";
+
+/// Nodes `<prefix>-<first>` … of one capacity, labelled `key=value` and
+/// tainted `key=value:NoSchedule`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePool {
+    pub prefix: String,
+    /// Index of the first node (a pool can grow).
+    pub first: usize,
+    pub count: usize,
+    pub cpu: String,
+    pub memory: String,
+    pub pods: u32,
+    pub key: String,
+    pub value: String,
+}
+
+impl NodePool {
+    pub fn names(&self) -> Vec<String> {
+        (self.first..self.first + self.count)
+            .map(|i| format!("{}-{i}", self.prefix))
+            .collect()
+    }
+
+    /// Give a fake node (made for `NodeSpec`-sized capacity) this pool's
+    /// name, label and taint.
+    pub fn dress(&self, mut node: Node, name: &str) -> Node {
+        node.metadata.name = Some(name.to_string());
+        let labels = node.metadata.labels.get_or_insert_default();
+        // Not the provider's own node label: its capacity reconciler owns
+        // those nodes.
+        labels.remove("type");
+        labels.insert("kubernetes.io/hostname".into(), name.to_string());
+        labels.insert(self.key.clone(), self.value.clone());
+        node.spec.get_or_insert_default().taints = Some(vec![Taint {
+            key: self.key.clone(),
+            value: Some(self.value.clone()),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+        node
+    }
+
+    pub fn spec(&self) -> NodeSpec {
+        NodeSpec {
+            count: self.count,
+            cpu: self.cpu.clone(),
+            memory: self.memory.clone(),
+            pods: self.pods,
+        }
+    }
+
+    /// The label selector of the pool's nodes.
+    pub fn selector(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(self.key.clone(), self.value.clone())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_node_is_named_labelled_and_tainted() {
+        let pool = NodePool {
+            prefix: "t1".into(),
+            first: 2,
+            count: 2,
+            cpu: "64".into(),
+            memory: "256Gi".into(),
+            pods: 8,
+            key: "harness.gang/pool".into(),
+            value: "t1".into(),
+        };
+        assert_eq!(pool.names(), ["t1-2", "t1-3"]);
+        let n = pool.dress(super::super::local::kwok::node(0, &pool.spec()), "t1-2");
+        let labels = n.metadata.labels.unwrap();
+        assert_eq!(labels["harness.gang/pool"], "t1");
+        assert!(!labels.contains_key("type"));
+        let t = &n.spec.unwrap().taints.unwrap()[0];
+        assert_eq!(
+            (t.key.as_str(), t.effect.as_str()),
+            ("harness.gang/pool", "NoSchedule")
+        );
+        assert_eq!(n.status.unwrap().capacity.unwrap()["pods"].0, "8");
+    }
+}

@@ -1,0 +1,192 @@
+//! Who made the requests: audit events counted per client identity, verb
+//! and resource, with the harness's own identities set apart.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::AuditEvent;
+
+/// Requests from the audit log, one per request (watches are seen twice,
+/// at ResponseStarted and ResponseComplete: counted once by audit ID).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// "verb resource[/subresource]" → count, the harness's own excluded.
+    pub by_request: BTreeMap<String, u64>,
+    /// user → count, the harness's own excluded.
+    pub by_client: BTreeMap<String, u64>,
+    /// user → "verb resource" → count, the harness's own excluded.
+    pub by_client_request: BTreeMap<String, BTreeMap<String, u64>>,
+    /// created objects by resource, the harness's own excluded.
+    pub created: BTreeMap<String, u64>,
+    pub total: u64,
+    /// Requests the harness itself made (watches, scrapes, setup).
+    pub harness: u64,
+    /// user → "verb resource code" → count, for responses ≥ 400 other
+    /// than 404 and 409 (which kubectl replace --force expects).
+    pub failed: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// Whether an attribution key ("verb resource[/subresource]") is a write:
+/// create, update, patch, delete or deletecollection.
+pub fn is_write_request(key: &str) -> bool {
+    matches!(
+        key.split(' ').next(),
+        Some("create" | "update" | "patch" | "delete" | "deletecollection")
+    )
+}
+
+/// Attribute audit events to clients; `harness_users` are excluded from
+/// the totals and counted apart.
+pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> Attribution {
+    let mut seen = BTreeSet::new();
+    let mut a = Attribution::default();
+    for e in events {
+        if !e.audit_id.is_empty() && !seen.insert(e.audit_id.clone()) {
+            continue;
+        }
+        if harness_users.iter().any(|u| u.as_ref() == e.user.username) {
+            a.harness += 1;
+            continue;
+        }
+        let key = e.key();
+        a.total += 1;
+        *a.by_request.entry(key.clone()).or_default() += 1;
+        *a.by_client.entry(e.user.username.clone()).or_default() += 1;
+        let code = e.response_status.as_ref().map_or(0, |s| s.code);
+        if code >= 400 && code != 404 && code != 409 {
+            *a.failed
+                .entry(e.user.username.clone())
+                .or_default()
+                .entry(format!("{key} {code}"))
+                .or_default() += 1;
+        }
+        *a.by_client_request
+            .entry(e.user.username.clone())
+            .or_default()
+            .entry(key)
+            .or_default() += 1;
+        if e.verb == "create"
+            && let Some(o) = &e.object_ref
+            && o.subresource.is_empty()
+            && e.response_status.as_ref().is_some_and(|s| s.code < 300)
+        {
+            *a.created.entry(o.resource.clone()).or_default() += 1;
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::audit::{AuditUser, ObjectRef, ResponseStatus};
+
+    #[test]
+    fn write_requests_are_told_from_reads() {
+        for w in [
+            "create jobsets",
+            "delete jobs",
+            "patch pods/status",
+            "update leases",
+        ] {
+            assert!(is_write_request(w), "{w}");
+        }
+        for r in [
+            "get ",
+            "get jobsets",
+            "list pods",
+            "watch jobs",
+            "",
+            "created x",
+        ] {
+            assert!(!is_write_request(r), "{r}");
+        }
+    }
+
+    fn ev(
+        id: &str,
+        stage: &str,
+        user: &str,
+        verb: &str,
+        resource: &str,
+        sub: &str,
+        code: u16,
+    ) -> AuditEvent {
+        AuditEvent {
+            audit_id: id.into(),
+            stage: stage.into(),
+            verb: verb.into(),
+            user: AuditUser {
+                username: user.into(),
+                groups: vec![],
+            },
+            object_ref: Some(ObjectRef {
+                resource: resource.into(),
+                subresource: sub.into(),
+                ..Default::default()
+            }),
+            response_status: Some(ResponseStatus { code }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn attribution_counts_each_request_once_and_sets_the_harness_apart() {
+        let events = vec![
+            ev(
+                "1",
+                "ResponseComplete",
+                "thor-agent",
+                "create",
+                "jobs",
+                "",
+                201,
+            ),
+            ev(
+                "2",
+                "ResponseStarted",
+                "system:kube-scheduler",
+                "watch",
+                "pods",
+                "",
+                200,
+            ),
+            ev(
+                "2",
+                "ResponseComplete",
+                "system:kube-scheduler",
+                "watch",
+                "pods",
+                "",
+                200,
+            ),
+            ev(
+                "3",
+                "ResponseComplete",
+                "system:kube-scheduler",
+                "create",
+                "pods",
+                "binding",
+                201,
+            ),
+            ev("4", "ResponseComplete", "admin", "list", "pods", "", 200),
+            ev(
+                "5",
+                "ResponseComplete",
+                "thor-agent",
+                "create",
+                "jobs",
+                "",
+                409,
+            ),
+        ];
+        let a = attribute(&events, &["admin"]);
+        assert_eq!(a.total, 4);
+        assert_eq!(a.harness, 1);
+        assert_eq!(a.by_client["system:kube-scheduler"], 2);
+        assert_eq!(a.by_request["create pods/binding"], 1);
+        assert_eq!(a.created.get("jobs"), Some(&1));
+        assert_eq!(a.created.get("pods"), None);
+    }
+}

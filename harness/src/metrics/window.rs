@@ -1,0 +1,156 @@
+//! The one measurement window every workload uses: `Window::open` snapshots
+//! the API server's and etcd's metrics (and the scheduler's, when asked)
+//! and the audit log's end; `close` snapshots again, reads the audit events
+//! in between and turns both into `WindowFigures` — requests per client
+//! (the cluster's harness identities set apart), API latency, etcd writes,
+//! objects created and stored.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::Percentiles;
+use super::attribution::attribute;
+use super::figures::{EtcdFigures, api_figures, etcd_figures};
+use super::prom::{self, Sample};
+use crate::cluster::Cluster;
+
+/// Metrics and the audit log position at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub apiserver: Vec<Sample>,
+    pub etcd: Vec<Sample>,
+    /// Empty unless the window was opened with the scheduler's metrics and
+    /// the provider exposes them.
+    pub scheduler: Vec<Sample>,
+    pub audit_offset: u64,
+}
+
+/// Take a snapshot; its audit offset is the log's current end, so the
+/// events of a run are read from there afterwards.
+pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapshot> {
+    let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
+    let etcd = prom::parse(&cluster.etcd_metrics().await?);
+    let scheduler = match scheduler {
+        true => cluster
+            .scheduler_metrics()
+            .await?
+            .map(|t| prom::parse(&t))
+            .unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let audit_offset = cluster.audit_end()?;
+    Ok(Snapshot {
+        apiserver,
+        etcd,
+        scheduler,
+        audit_offset,
+    })
+}
+
+/// What the control plane did in a window. Flattened into every workload's
+/// result (Thor modes, ECL cases), so these keys are the same everywhere.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowFigures {
+    /// Requests by every client but the harness (from the audit log).
+    #[serde(default)]
+    pub api_requests_total: u64,
+    /// "verb resource[/subresource]" → count.
+    #[serde(default)]
+    pub api_requests: BTreeMap<String, u64>,
+    /// client identity → count.
+    #[serde(default)]
+    pub api_requests_by_client: BTreeMap<String, u64>,
+    /// client identity → "verb resource" → count.
+    #[serde(default)]
+    pub api_requests_by_client_request: BTreeMap<String, BTreeMap<String, u64>>,
+    /// client → "verb resource code" → count of failed requests (≥ 400,
+    /// not 404/409).
+    #[serde(default)]
+    pub failed_requests: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The harness's own requests in the window (excluded above).
+    #[serde(default)]
+    pub harness_requests: u64,
+    /// What apiserver_request_total counted (everyone, the harness too).
+    #[serde(default)]
+    pub apiserver_requests_counted: u64,
+    #[serde(default)]
+    pub etcd_writes_total: u64,
+    #[serde(default)]
+    pub etcd: EtcdFigures,
+    /// Objects created by clients other than the harness, by resource.
+    #[serde(default)]
+    pub objects_created: BTreeMap<String, u64>,
+    /// Latency (ms) of mutating and read-only requests.
+    #[serde(default)]
+    pub api_latency_ms: BTreeMap<String, Percentiles>,
+    /// Objects stored at the end, by resource.
+    #[serde(default)]
+    pub objects_after: BTreeMap<String, u64>,
+}
+
+/// An open window.
+pub struct Window {
+    before: Snapshot,
+    opened: Instant,
+    scheduler: bool,
+}
+
+/// A closed window: its figures and the raw snapshots (for workload-
+/// specific metrics such as the scheduler's podgroup histograms).
+#[derive(Debug, Clone)]
+pub struct Closed {
+    pub figures: WindowFigures,
+    pub before: Snapshot,
+    pub after: Snapshot,
+    pub elapsed: Duration,
+}
+
+impl Window {
+    /// Snapshot the API server, etcd and the audit log's end.
+    pub async fn open(cluster: &impl Cluster) -> Result<Window> {
+        Self::open_with(cluster, false).await
+    }
+
+    /// As `open`, also snapshotting the scheduler's metrics.
+    pub async fn open_with(cluster: &impl Cluster, scheduler: bool) -> Result<Window> {
+        Ok(Window {
+            before: snapshot(cluster, scheduler).await?,
+            opened: Instant::now(),
+            scheduler,
+        })
+    }
+
+    /// Snapshot again and compute the window's figures.
+    pub async fn close(self, cluster: &impl Cluster) -> Result<Closed> {
+        let elapsed = self.opened.elapsed();
+        let after = snapshot(cluster, self.scheduler).await?;
+        let (events, _) = cluster.audit_events(self.before.audit_offset)?;
+        let attribution = attribute(&events, &cluster.harness_users());
+        let api = api_figures(&self.before, &after);
+        let etcd = etcd_figures(&self.before, &after);
+        let figures = WindowFigures {
+            api_requests_total: attribution.total,
+            api_requests: attribution.by_request,
+            api_requests_by_client: attribution.by_client,
+            api_requests_by_client_request: attribution.by_client_request,
+            failed_requests: attribution.failed,
+            harness_requests: attribution.harness,
+            apiserver_requests_counted: api.requests_total,
+            etcd_writes_total: etcd.writes,
+            etcd,
+            objects_created: attribution.created,
+            api_latency_ms: api.latency_ms,
+            objects_after: api.objects_after,
+        };
+        Ok(Closed {
+            figures,
+            before: self.before,
+            after,
+            elapsed,
+        })
+    }
+}
