@@ -154,25 +154,17 @@ pub struct KindUpOptions {
 pub fn validate_kind_config(path: &std::path::Path) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| crate::error::bad_input(format!("kind config {}: {e}", path.display())))?;
-    let root = path.parent().unwrap_or(std::path::Path::new("."));
-    let r = crate::validate::check_text(
-        root,
-        &path.display().to_string(),
-        crate::validate::FileKind::KindConfig,
-        &text,
-    );
-    if r.findings.is_empty() {
+    let file = path.display().to_string();
+    let (_, findings) = crate::schema::check_yaml(&file, &text, crate::schema::kind::check);
+    if findings.is_empty() {
         return Ok(());
     }
     Err(crate::error::bad_input(format!(
         "kind config {} has problems:\n{}",
         path.display(),
-        r.findings
+        findings
             .iter()
-            .map(|f| format!(
-                "  {}:{}:{}: {}: {}",
-                f.file, f.line, f.column, f.path, f.message
-            ))
+            .map(|f| format!("  {f}"))
             .collect::<Vec<_>>()
             .join("\n")
     )))

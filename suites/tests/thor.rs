@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::result::{ModeResult, ThorResult};
-use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, report};
+use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, compare, report};
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::{Arguments, Trial};
 use std::sync::OnceLock;
@@ -195,14 +195,14 @@ fn compares_with_the_stored_baseline() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let path = baseline::path_for(&suites::repo_root(), r);
     let base = baseline::load(&path)?;
-    let mut verdicts = baseline::compare(&base, r);
+    let mut verdicts = compare::compare(&base, r);
     ensure!(
         verdicts
             .iter()
             .any(|v| v.kind != baseline::MetricKind::Latency),
         "no count metrics compared"
     );
-    baseline::not_judging_latency(&mut verdicts);
+    compare::not_judging_latency(&mut verdicts);
     for v in verdicts.iter().filter(|v| v.note.starts_with("not judged")) {
         eprintln!("{} {}: {}", v.mode, v.metric, v.note);
     }

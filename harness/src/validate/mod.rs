@@ -13,12 +13,12 @@ use anyhow::{Context, Result};
 
 pub use crate::schema::Finding;
 use crate::schema::typed::{Ctx, decode};
-use crate::schema::{k8s, kind};
+use crate::schema::{check_yaml, k8s, kind};
 
 use crate::bench::thor::baseline::Baseline;
 use crate::error::bad_input;
 use crate::workload::thor::scenario::ThorScenario;
-use crate::yaml::{self, Seg};
+use crate::yaml::Seg;
 
 /// The directories a whole-repository run covers.
 pub const REPO_DIRS: &[&str] = &["kind-configs", "manifests", "suites", "baselines"];
@@ -109,16 +109,6 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-fn yaml_finding(file: &str, e: &yaml::YamlError) -> Finding {
-    Finding {
-        file: file.to_string(),
-        line: e.pos.line,
-        column: e.pos.column,
-        path: "(document)".into(),
-        message: format!("YAML: {}", e.message),
-    }
-}
-
 /// Validate one file's text (the fuzz tests call this directly).
 pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileResult {
     let mut result = FileResult {
@@ -127,65 +117,35 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
         documents: 0,
         findings: Vec::new(),
     };
-    let docs = match yaml::parse(text) {
-        Ok(d) => d,
-        Err(e) => {
-            result.findings.push(yaml_finding(rel, &e));
-            return result;
-        }
-    };
-    for doc in &docs {
-        result.findings.extend(doc.problems.iter().map(|p| Finding {
-            file: rel.to_string(),
-            line: p.pos.line,
-            column: p.pos.column,
-            path: "(document)".into(),
-            message: format!("YAML: {}", p.message),
-        }));
-        if matches!(doc.root, yaml::Node::Null(_)) {
-            continue;
-        }
-        result.documents += 1;
-        let ctx = Ctx {
-            file: rel,
-            root: &doc.root,
-            base: vec![],
-        };
-        let v = doc.root.to_json();
-        if !v.is_object() {
-            result
-                .findings
-                .push(ctx.finding(&[], "a document must be a mapping"));
-            continue;
-        }
-        let found = match kind {
-            FileKind::KindConfig => kind::check(&ctx, &v),
+    let (documents, findings) = check_yaml(rel, text, |ctx, v| {
+        match kind {
+            FileKind::KindConfig => kind::check(ctx, v),
             // Templates are checked rendered, over the whole matrix.
             FileKind::ThorTemplate => Vec::new(),
-            FileKind::HpccValues => hpcc::check(&ctx, &v),
+            FileKind::HpccValues => hpcc::check(ctx, v),
             FileKind::GangCase => {
-                let (c, mut f) = decode::<crate::workload::gang::case::Case>(&ctx, &v, "gang case");
+                let (c, mut f) = decode::<crate::workload::gang::case::Case>(ctx, v, "gang case");
                 if let Some(c) = c {
-                    let problems = crate::workload::gang::case::validate(&c)
+                    let problems = crate::workload::gang::rules::validate(&c)
                         .into_iter()
                         .map(|p| (p.at, p.message))
                         .collect();
-                    f.extend(semantic(&ctx, problems));
+                    f.extend(semantic(ctx, problems));
                 }
                 f
             }
-            FileKind::Manifest => k8s::check_document(&ctx, &v),
+            FileKind::Manifest => k8s::check_document(ctx, v),
             FileKind::ThorScenario => {
-                let (s, mut f) = decode::<ThorScenario>(&ctx, &v, "Thor scenario");
+                let (s, mut f) = decode::<ThorScenario>(ctx, v, "Thor scenario");
                 if let Some(s) = s {
-                    f.extend(semantic(&ctx, s.problems()));
+                    f.extend(semantic(ctx, s.problems()));
                 }
                 f
             }
             FileKind::Baseline => {
-                let (b, mut f) = decode::<Baseline>(&ctx, &v, "baseline");
+                let (b, mut f) = decode::<Baseline>(ctx, v, "baseline");
                 if let Some(b) = b {
-                    f.extend(semantic(&ctx, b.problems()));
+                    f.extend(semantic(ctx, b.problems()));
                     if !root.join(&b.scenario).is_file() {
                         f.push(ctx.finding(
                             &[Seg::Key("scenario".into())],
@@ -195,9 +155,10 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
                 }
                 f
             }
-        };
-        result.findings.extend(found);
-    }
+        }
+    });
+    result.documents = documents;
+    result.findings = findings;
     result
 }
 

@@ -4,6 +4,7 @@
 //! `baseline`.
 
 pub mod baseline;
+pub mod compare;
 pub mod report;
 pub mod result;
 
@@ -245,7 +246,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
 /// A run checked against its stored baseline.
 pub struct Comparison {
     pub baseline: PathBuf,
-    pub verdicts: Vec<baseline::Verdict>,
+    pub verdicts: Vec<compare::Verdict>,
 }
 
 impl Comparison {
@@ -260,9 +261,9 @@ impl Comparison {
 pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
     let base = baseline::load(&path)?;
-    let mut verdicts = baseline::compare(&base, r);
+    let mut verdicts = compare::compare(&base, r);
     if counts_only {
-        baseline::not_judging_latency(&mut verdicts);
+        compare::not_judging_latency(&mut verdicts);
     }
     let md = report::compare_markdown(&verdicts, &path);
     crate::output::write_atomic(&out.join("compare.md"), &md)?;

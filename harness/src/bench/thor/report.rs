@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::baseline::Verdict;
+use super::compare::Verdict;
 use super::result::{ModeResult, ThorResult};
 use crate::output::{JunitCase, JunitSuite, junit_xml, xml_escape};
 

@@ -137,3 +137,49 @@ pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
         spread_pct,
     }
 }
+
+/// A one-mode result for tests of the renderers and the baseline policy.
+#[cfg(test)]
+pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
+    let mut m = ModeResult {
+        mode: "baseline".into(),
+        instances: 4,
+        window: crate::metrics::WindowFigures {
+            api_requests_total: requests,
+            etcd_writes_total: 200,
+            ..Default::default()
+        },
+        thor_agent_requests: 100,
+        thor_agent_writes: 12,
+        pods_created: 12,
+        containers_created: 24,
+        wall_s: 20.0,
+        ..Default::default()
+    };
+    m.pod_startup_ms.p99 = p99;
+    m.instance_start_ms.p99 = 500.0;
+    m.window.objects_created.insert("jobs".into(), 8);
+    ThorResult {
+        schema: RESULT_SCHEMA.into(),
+        scenario: "smoke".into(),
+        scenario_file: "suites/thor/smoke.yaml".into(),
+        provider: "local".into(),
+        k8s_version: "1.37.1".into(),
+        harness_version: "0.1.0".into(),
+        started: "2026-11-21T00:00:00Z".into(),
+        num_workers: 2,
+        num_workers_per_pod: 1,
+        max_graphs: 2,
+        graph_duration: "3s".into(),
+        harness_peak_rss_kib: 0,
+        modes: [(
+            "baseline".to_string(),
+            ModeSummary {
+                result: m.clone(),
+                repeats: vec![m],
+                spread_pct: Default::default(),
+            },
+        )]
+        .into(),
+    }
+}

@@ -6,8 +6,10 @@
 //! alone. They stand in for the programs, never for the Kubernetes API:
 //! the kubeconfig the fake kind prints points at a closed port.
 //!
-//! Test support, compiled into the library so that the integration tests
-//! under harness/tests/ share it.
+//! Test support: compiled for this crate's unit tests, and with the
+//! `testkit` feature (which harness's own dev-dependency on itself turns
+//! on) for the integration tests under harness/tests/. Never in a release
+//! build of the library or the binary.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,9 @@
 
 pub mod commands;
 pub mod config;
+/// Test support (recording fake commands): built for this crate's tests
+/// and, with the `testkit` feature, for its integration tests.
+#[cfg(any(test, feature = "testkit"))]
 pub mod fakes;
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};

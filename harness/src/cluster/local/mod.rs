@@ -6,6 +6,7 @@
 //! in `state.json` of the cluster's state directory, until `harness down`.
 
 pub mod certs;
+pub mod components;
 pub mod flags;
 pub mod kwok;
 pub mod layout;
@@ -17,7 +18,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Node;
@@ -25,27 +26,22 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 
 use self::certs::{Ca, CertPair};
+use self::components::{ComponentDef, Wait};
 use self::flags::Gates;
 use self::layout::{Layout, Ports};
 use self::process::{Proc, log_tail};
-use super::client::{client_from_kubeconfig, client_get, http_get, kubeconfig_text, ok_body};
+use super::client::{client_from_kubeconfig, http_get, kubeconfig_text, ok_body};
 use super::state::{cluster_dir, validate_name};
 use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodePool, NodeSpec, node_ready};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::poll::Poll;
-use crate::tools::{Component, Tools};
+use crate::tools::Tools;
 
 /// The audit policy applied to every cluster (our own file in manifests/).
 pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
 
-/// Component names, in start order.
-pub const ETCD: &str = "etcd";
-pub const APISERVER: &str = "kube-apiserver";
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
-pub const SCHEDULER: &str = "kube-scheduler";
-pub const JOBSET: &str = "jobset-controller";
-pub const KWOK: &str = "kwok";
+pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KWOK, SCHEDULER};
 
 /// Client identities and their groups. Each gets a certificate and a
 /// kubeconfig; the audit log names them.
@@ -209,83 +205,33 @@ impl LocalCluster {
     }
 
     async fn launch_inner(&mut self, tools: &Tools) -> Result<()> {
+        let list = self.components()?;
+        for c in &list {
+            self.spawn(c.name, tools.path(c.binary)?, &c.args)?;
+            if c.wait == Wait::Before {
+                self.wait_until(c).await?;
+            }
+        }
+        for c in list.iter().filter(|c| c.wait == Wait::AfterAll) {
+            self.wait_until(c).await?;
+        }
+        Ok(())
+    }
+
+    /// This cluster's components, from its state (the same list `up`
+    /// started).
+    pub fn components(&self) -> Result<Vec<ComponentDef>> {
         let k8s = K8sRelease::parse(&self.state.spec.k8s_minor)?;
-        let l = self.layout.clone();
-        let ports = self.state.ports;
         let gates = Gates {
             feature_gates: self.state.spec.feature_gates.clone(),
             runtime_config: self.state.spec.runtime_config.clone(),
         };
-
-        self.spawn(ETCD, tools.path(Component::Etcd)?, &flags::etcd(&l, &ports))?;
-        let etcd_health = format!("{}/health", ports.etcd_url());
-        self.wait_until(ETCD, Duration::from_secs(30), || async {
-            let body = http_get(&etcd_health).await?;
-            if body.contains("\"health\":\"true\"") {
-                Ok(())
-            } else {
-                bail!("etcd /health says {body}")
-            }
-        })
-        .await?;
-
-        self.spawn(
-            APISERVER,
-            tools.path(Component::KubeApiserver)?,
-            &flags::apiserver(k8s, &l, &ports, &gates),
-        )?;
-        let admin = l.admin_kubeconfig();
-        self.wait_until(APISERVER, Duration::from_secs(120), || async {
-            let client = client_from_kubeconfig(&admin).await?;
-            let body = client_get(&client, "/readyz").await?;
-            if body.trim() == "ok" {
-                Ok(())
-            } else {
-                bail!("/readyz says {body}")
-            }
-        })
-        .await?;
-
-        self.spawn(
-            CONTROLLER_MANAGER,
-            tools.path(Component::KubeControllerManager)?,
-            &flags::controller_manager(k8s, &l, &ports, &gates),
-        )?;
-        self.spawn(
-            SCHEDULER,
-            tools.path(Component::KubeScheduler)?,
-            &flags::scheduler(k8s, &l, &ports, &gates),
-        )?;
-        self.spawn(
-            JOBSET,
-            tools.path(Component::Jobset)?,
-            &flags::jobset(&l, &ports),
-        )?;
-        self.spawn(KWOK, tools.path(Component::Kwok)?, &flags::kwok(&l, &ports))?;
-
-        for (name, port) in [
-            (CONTROLLER_MANAGER, ports.controller_manager),
-            (SCHEDULER, ports.scheduler),
-        ] {
-            let kc = l.kubeconfig(&format!("{name}-health"));
-            self.wait_until(name, Duration::from_secs(60), || async {
-                let _ = port;
-                let client = client_from_kubeconfig(&kc).await?;
-                let body = client_get(&client, "/healthz").await?;
-                if body.trim() == "ok" {
-                    Ok(())
-                } else {
-                    bail!("/healthz says {body}")
-                }
-            })
-            .await?;
-        }
-        let kwok_health = format!("http://127.0.0.1:{}/healthz", ports.kwok);
-        self.wait_until(KWOK, Duration::from_secs(30), || async {
-            http_get(&kwok_health).await.map(|_| ())
-        })
-        .await?;
-        Ok(())
+        Ok(components::components(
+            k8s,
+            &self.layout,
+            &self.state.ports,
+            &gates,
+        ))
     }
 
     fn write_files(&self, spec: &ClusterSpec, ports: &Ports) -> Result<()> {
@@ -370,45 +316,39 @@ impl LocalCluster {
         self.save()
     }
 
-    /// Poll `check` until it succeeds; fail early, naming the component and
-    /// quoting its log, if the process exits.
-    async fn wait_until<F, Fut>(&self, name: &str, timeout: Duration, check: F) -> Result<()>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<()>>,
-    {
-        let step = crate::progress::Step::start(format!("waiting for {name}"));
-        let deadline = Instant::now() + timeout;
-        loop {
-            self.reap();
-            if let Some(p) = self.state.procs.iter().find(|p| p.name == name)
-                && !p.is_running()
-            {
-                bail!(
-                    "{name} exited during start-up; last lines of {}:\n{}",
-                    p.log,
-                    log_tail(Path::new(&p.log), 20)
-                );
-            }
-            let last_err = match check().await {
-                Ok(()) => {
-                    step.done("ready");
-                    return Ok(());
+    /// Poll the component's health check until it answers; fail early,
+    /// naming the component and quoting its log, if the process exits.
+    async fn wait_until(&self, c: &ComponentDef) -> Result<()> {
+        let step = crate::progress::Step::start(format!("waiting for {}", c.name));
+        let log = self.layout.log(c.name);
+        Poll::new(format!("{} ready", c.name), c.timeout)
+            .alive(|| {
+                self.reap();
+                match self.state.procs.iter().find(|p| p.name == c.name) {
+                    Some(p) if !p.is_running() => bail!(
+                        "{} exited during start-up; last lines of {}:\n{}",
+                        c.name,
+                        p.log,
+                        log_tail(Path::new(&p.log), 20)
+                    ),
+                    _ => Ok(()),
                 }
-                Err(e) => e,
-            };
-            if Instant::now() > deadline {
-                let log = self.layout.log(name);
-                bail!(
-                    "{name} was not ready within {} s (last check: {:#}); last lines of {}:\n{}",
-                    timeout.as_secs(),
-                    last_err,
-                    log.display(),
-                    log_tail(&log, 20)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            })
+            .until_ok(|| c.health.check())
+            .await
+            .map_err(|e| {
+                if e.to_string().contains("not reached within") {
+                    anyhow::anyhow!(
+                        "{e:#}; last lines of {}:\n{}",
+                        log.display(),
+                        log_tail(&log, 20)
+                    )
+                } else {
+                    e
+                }
+            })?;
+        step.done("ready");
+        Ok(())
     }
 
     fn reap(&self) {
@@ -677,37 +617,14 @@ impl Cluster for LocalCluster {
 
     async fn health(&self) -> Vec<ComponentHealth> {
         self.reap();
-        let ports = self.state.ports;
+        let defs = self.components().unwrap_or_default();
         let mut out = Vec::new();
         for p in &self.state.procs {
             let running = p.is_running();
-            let check: Result<String> = if !running {
-                Err(anyhow::anyhow!("process has exited"))
-            } else {
-                match p.name.as_str() {
-                    ETCD => http_get(&format!("{}/health", ports.etcd_url())).await,
-                    APISERVER => {
-                        match client_from_kubeconfig(&self.layout.admin_kubeconfig()).await {
-                            Ok(c) => client_get(&c, "/readyz").await,
-                            Err(e) => Err(e),
-                        }
-                    }
-                    CONTROLLER_MANAGER | SCHEDULER => {
-                        match client_from_kubeconfig(
-                            &self.layout.kubeconfig(&format!("{}-health", p.name)),
-                        )
-                        .await
-                        {
-                            Ok(c) => client_get(&c, "/healthz").await,
-                            Err(e) => Err(e),
-                        }
-                    }
-                    JOBSET => {
-                        http_get(&format!("http://127.0.0.1:{}/readyz", ports.jobset_health)).await
-                    }
-                    KWOK => http_get(&format!("http://127.0.0.1:{}/healthz", ports.kwok)).await,
-                    _ => Ok("running".into()),
-                }
+            let check: Result<String> = match defs.iter().find(|c| c.name == p.name) {
+                _ if !running => Err(anyhow::anyhow!("process has exited")),
+                Some(c) => c.health.check().await,
+                None => Ok("running".into()),
             };
             let (healthy, health) = match check {
                 Ok(body) => (true, body.trim().chars().take(60).collect()),

@@ -2,7 +2,7 @@
 //! check, per Kubernetes minor, what the Job controller and the scheduler
 //! really did — and the gang placement latency measurement.
 //!
-//! `case` (the format and its validation), `matcher` (paths, matchers,
+//! `case` (the format), `rules` (its validation), `matcher` (paths, matchers,
 //! `${vars}`), `trial` (namespace, node pool, kinds), `steps` (one
 //! executor per action), `expect` (polled checks with diffs), `run` (a
 //! trial start to finish), `latency` (gangs of N, timed), `report` (the
@@ -13,6 +13,7 @@ pub mod expect;
 pub mod latency;
 pub mod matcher;
 pub mod report;
+pub mod rules;
 pub mod run;
 pub mod steps;
 pub mod trial;

@@ -1,0 +1,189 @@
+//! The local control plane as data: each component's binary, command line,
+//! health check, start-up timeout and whether the next one waits for it —
+//! returned by one pure function in start order (as kwokctl's components
+//! are), so `LocalCluster` starts the list and `status` checks the same
+//! health endpoints.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use super::flags::{self, Gates};
+use super::layout::{Layout, Ports};
+use crate::cluster::client::{client_from_kubeconfig, client_get, http_get};
+use crate::k8s::K8sRelease;
+use crate::tools::Component;
+
+/// Component names, in start order.
+pub const ETCD: &str = "etcd";
+pub const APISERVER: &str = "kube-apiserver";
+pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub const SCHEDULER: &str = "kube-scheduler";
+pub const JOBSET: &str = "jobset-controller";
+pub const KWOK: &str = "kwok";
+
+/// How to tell that a component serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// etcd's `/health` says `"health":"true"`.
+    Etcd { url: String },
+    /// GET `path` through a kubeconfig (client certificates, the cluster
+    /// CA) answers "ok": the API server's /readyz, the controller
+    /// manager's and scheduler's /healthz.
+    Kube {
+        kubeconfig: std::path::PathBuf,
+        path: &'static str,
+    },
+    /// A plain HTTP GET on loopback answers 2xx.
+    Http { url: String },
+}
+
+/// When start-up waits for a component to be healthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Before the next component starts (what the others need).
+    Before,
+    /// Once every component has started.
+    AfterAll,
+    /// Not at start: its readiness needs what `up` installs next (the
+    /// JobSet controller serves once its CRD exists; install waits for its
+    /// webhooks through the API).
+    Installed,
+}
+
+/// One process of the local control plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentDef {
+    pub name: &'static str,
+    pub binary: Component,
+    pub args: Vec<String>,
+    pub health: Health,
+    pub timeout: Duration,
+    pub wait: Wait,
+}
+
+/// Every component of a local cluster, in start order.
+pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> Vec<ComponentDef> {
+    let healthz = |name: &str| Health::Kube {
+        kubeconfig: l.kubeconfig(&format!("{name}-health")),
+        path: "/healthz",
+    };
+    vec![
+        ComponentDef {
+            name: ETCD,
+            binary: Component::Etcd,
+            args: flags::etcd(l, ports),
+            health: Health::Etcd {
+                url: format!("{}/health", ports.etcd_url()),
+            },
+            timeout: Duration::from_secs(30),
+            wait: Wait::Before,
+        },
+        ComponentDef {
+            name: APISERVER,
+            binary: Component::KubeApiserver,
+            args: flags::apiserver(k8s, l, ports, gates),
+            health: Health::Kube {
+                kubeconfig: l.admin_kubeconfig(),
+                path: "/readyz",
+            },
+            timeout: Duration::from_secs(120),
+            wait: Wait::Before,
+        },
+        ComponentDef {
+            name: CONTROLLER_MANAGER,
+            binary: Component::KubeControllerManager,
+            args: flags::controller_manager(k8s, l, ports, gates),
+            health: healthz(CONTROLLER_MANAGER),
+            timeout: Duration::from_secs(60),
+            wait: Wait::AfterAll,
+        },
+        ComponentDef {
+            name: SCHEDULER,
+            binary: Component::KubeScheduler,
+            args: flags::scheduler(k8s, l, ports, gates),
+            health: healthz(SCHEDULER),
+            timeout: Duration::from_secs(60),
+            wait: Wait::AfterAll,
+        },
+        ComponentDef {
+            name: JOBSET,
+            binary: Component::Jobset,
+            args: flags::jobset(l, ports),
+            health: Health::Http {
+                url: format!("http://127.0.0.1:{}/readyz", ports.jobset_health),
+            },
+            timeout: Duration::from_secs(60),
+            wait: Wait::Installed,
+        },
+        ComponentDef {
+            name: KWOK,
+            binary: Component::Kwok,
+            args: flags::kwok(l, ports),
+            health: Health::Http {
+                url: format!("http://127.0.0.1:{}/healthz", ports.kwok),
+            },
+            timeout: Duration::from_secs(30),
+            wait: Wait::AfterAll,
+        },
+    ]
+}
+
+impl Health {
+    /// Ask once; the answer's body when healthy.
+    pub async fn check(&self) -> Result<String> {
+        match self {
+            Health::Etcd { url } => {
+                let body = http_get(url).await?;
+                if body.contains("\"health\":\"true\"") {
+                    Ok(body)
+                } else {
+                    bail!("etcd /health says {body}")
+                }
+            }
+            Health::Kube { kubeconfig, path } => {
+                let client = client_from_kubeconfig(kubeconfig).await?;
+                let body = client_get(&client, path).await?;
+                if body.trim() == "ok" {
+                    Ok(body)
+                } else {
+                    bail!("{path} says {body}")
+                }
+            }
+            Health::Http { url } => http_get(url).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_order_waits_and_health_endpoints() {
+        let l = Layout::new("/s");
+        let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let k8s = K8sRelease::default_release();
+        let c = components(k8s, &l, &ports, &Gates::default());
+        let names: Vec<&str> = c.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, JOBSET, KWOK]
+        );
+        // Only what the others need is waited for before the next starts.
+        let before: Vec<&str> = c
+            .iter()
+            .filter(|c| c.wait == Wait::Before)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(before, [ETCD, APISERVER]);
+        assert_eq!(
+            c[1].health,
+            Health::Kube {
+                kubeconfig: l.admin_kubeconfig(),
+                path: "/readyz"
+            }
+        );
+        assert!(c.iter().all(|c| !c.args.is_empty() && !c.timeout.is_zero()));
+    }
+}
