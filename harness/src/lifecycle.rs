@@ -8,16 +8,17 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
 use crate::cluster::kind::commands::KindEnv;
 use crate::cluster::kind::{KindCluster, KindSpec};
 use crate::cluster::local::LocalCluster;
-use crate::cluster::{Cluster, ClusterSpec};
+use crate::cluster::{Cluster, ClusterSpec, node_ready};
 use crate::install;
 use crate::k8s::K8sRelease;
+use crate::poll::Poll;
 use crate::progress::Step;
 use crate::signal::Raced;
 use crate::tools::{Component, Resolver, Tools};
@@ -95,7 +96,7 @@ pub async fn wait_nodes_ready(
     client: &kube::Client,
     count: usize,
     timeout: Duration,
-    alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
     wait_nodes_ready_matching(client, "type=kwok", count, timeout, alive).await
 }
@@ -106,37 +107,25 @@ pub async fn wait_nodes_ready_matching(
     labels: &str,
     count: usize,
     timeout: Duration,
-    mut alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let deadline = Instant::now() + timeout;
-    loop {
-        alive()?;
-        let list = nodes
-            .list(&ListParams::default().labels(labels))
-            .await
-            .context("listing nodes")?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|n| {
-                n.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    Poll::new(format!("{count} nodes Ready"), timeout)
+        .every(Duration::from_millis(200))
+        .alive(alive)
+        .until_state(|| async {
+            let list = nodes
+                .list(&ListParams::default().labels(labels))
+                .await
+                .context("listing nodes")?;
+            let ready = list.items.iter().filter(|n| node_ready(n)).count();
+            Ok(if ready >= count {
+                Ok(())
+            } else {
+                Err(format!("{ready} of {count} Ready"))
             })
-            .count();
-        if ready >= count {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{ready} of {count} nodes Ready after {} s",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        })
+        .await
 }
 
 /// `up --provider kind`.

@@ -163,7 +163,10 @@ fn up_applies_the_release_manifests_then_fails_cleanly_without_an_api_server() {
     let o = up(&b, &["--kind-profile", "gang", "--kueue", "--timeout", "2"]);
     assert_code(&o, 1);
     let t = text(&o);
-    assert!(t.contains("cert-manager was not ready within 2 s"), "{t}");
+    assert!(
+        t.contains("cert-manager ready: not reached within 2 s"),
+        "{t}"
+    );
     assert!(t.contains("harness-e2e deleted"), "{t}");
     let calls = b.fakes.calls();
     let create = calls.iter().find(|c| c.starts_with("kind create")).unwrap();

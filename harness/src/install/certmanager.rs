@@ -34,7 +34,7 @@ pub fn probe() -> Value {
 pub async fn wait_ready(
     client: &kube::Client,
     timeout: Duration,
-    alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
     release::wait_ready(
         client,

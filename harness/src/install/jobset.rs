@@ -4,7 +4,7 @@
 //! the local webhook server by URL with the cluster CA as caBundle.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::apply::{Kustomization, apply_all, json6902};
 use crate::cluster::local::{JOBSET_USER, WebhookEndpoint};
+use crate::poll::Poll;
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::JOBSET_VERSION;
 use crate::yaml::documents as yaml_documents;
@@ -195,46 +196,38 @@ pub fn probe_jobset(name: &str) -> Value {
 pub async fn wait_ready(
     client: &kube::Client,
     timeout: Duration,
-    mut alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
-    let deadline = Instant::now() + timeout;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let jobsets: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &api_resource());
     let probe: DynamicObject = serde_json::from_value(probe_jobset("harness-webhook-probe"))?;
-    let mut last = String::from("not checked yet");
-    loop {
-        alive()?;
-        let established = match crds.get(CRD_NAME).await {
-            Ok(crd) => crd
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True"),
-            Err(e) => {
-                last = format!("CRD {CRD_NAME}: {e}");
-                false
+    Poll::new("JobSet ready", timeout)
+        .every(Duration::from_millis(200))
+        .alive(alive)
+        .until_state(|| async {
+            let established = match crds.get(CRD_NAME).await {
+                Ok(crd) => crd
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True"),
+                Err(e) => return Ok(Err(format!("CRD {CRD_NAME}: {e}"))),
+            };
+            if !established {
+                return Ok(Err(format!("CRD {CRD_NAME} not Established")));
             }
-        };
-        if established {
             let pp = PostParams {
                 dry_run: true,
                 ..Default::default()
             };
-            match jobsets.create(&pp, &probe).await {
-                Ok(_) => return Ok(()),
-                Err(e) => last = format!("dry-run JobSet create: {e}"),
-            }
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "JobSet was not ready within {} s: {last}",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            Ok(match jobsets.create(&pp, &probe).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("dry-run JobSet create: {e}")),
+            })
+        })
+        .await
 }
 
 /// JobSet on a kind cluster: the controller runs as a pod from the pinned
@@ -260,7 +253,7 @@ pub mod release {
     pub async fn wait_ready(
         client: &kube::Client,
         timeout: Duration,
-        mut alive: impl FnMut() -> Result<()>,
+        mut alive: impl FnMut() -> Result<()> + Send,
     ) -> Result<()> {
         release::wait_ready(
             client,

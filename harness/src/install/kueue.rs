@@ -48,7 +48,7 @@ async fn storage_version(client: &kube::Client) -> Result<String> {
 pub async fn wait_ready(
     client: &kube::Client,
     timeout: Duration,
-    alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
     let version = storage_version(client).await?;
     release::wait_ready(

@@ -5,9 +5,10 @@
 //! dry-run of a probe object.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::poll::Poll;
+use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -76,38 +77,31 @@ pub async fn wait_ready(
     names: &[&str],
     probe: Option<&Value>,
     timeout: Duration,
-    mut alive: impl FnMut() -> Result<()>,
+    alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
-    let deadline = Instant::now() + timeout;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let mut last;
-    loop {
-        alive()?;
-        let mut waiting = Vec::new();
-        for n in names {
-            match deployments.get_opt(n).await {
-                Ok(Some(d)) if available(&d) => {}
-                Ok(Some(_)) => waiting.push(format!("{namespace}/{n} not Available")),
-                Ok(None) => waiting.push(format!("{namespace}/{n} does not exist")),
-                Err(e) => waiting.push(format!("{namespace}/{n}: {e}")),
+    Poll::new(format!("{component} ready"), timeout)
+        .every(Duration::from_secs(1))
+        .alive(alive)
+        .until_state(|| async {
+            let mut waiting = Vec::new();
+            for n in names {
+                match deployments.get_opt(n).await {
+                    Ok(Some(d)) if available(&d) => {}
+                    Ok(Some(_)) => waiting.push(format!("{namespace}/{n} not Available")),
+                    Ok(None) => waiting.push(format!("{namespace}/{n} does not exist")),
+                    Err(e) => waiting.push(format!("{namespace}/{n}: {e}")),
+                }
             }
-        }
-        last = waiting.join(", ");
-        if waiting.is_empty() {
-            match probe {
-                None => return Ok(()),
-                Some(p) => match dry_run_create(client, p).await {
-                    Ok(()) => return Ok(()),
-                    Err(e) => last = format!("{e:#}"),
-                },
+            if !waiting.is_empty() {
+                return Ok(Err(waiting.join(", ")));
             }
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{component} was not ready within {} s: {last}",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+            Ok(match probe {
+                None => Ok(()),
+                Some(p) => dry_run_create(client, p)
+                    .await
+                    .map_err(|e| format!("{e:#}")),
+            })
+        })
+        .await
 }

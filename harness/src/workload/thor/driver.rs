@@ -22,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::template::{Mode, ThorParams, render, templates_for};
 use crate::metrics::pods::PodTracker;
+use crate::poll::Poll;
 
 pub const INSTANCE_LABEL: &str = "hpcc.thor/instance";
 pub const ROLE_LABEL: &str = "hpcc.thor/role";
@@ -117,26 +118,15 @@ impl ThorEnv {
 
     /// HPCC's polling: 100 ms, doubling, capped at 12.8 s, until `check`
     /// yields a value.
-    async fn poll<T, F, Fut>(&self, what: &str, mut check: F) -> Result<T>
+    async fn poll<T, F, Fut>(&self, what: &str, check: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>>>,
     {
-        let deadline = Instant::now() + self.step_timeout;
-        let mut delay = Duration::from_millis(100);
-        loop {
-            if let Some(v) = check().await? {
-                return Ok(v);
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "{what}: not reached within {} s",
-                    self.step_timeout.as_secs()
-                );
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_millis(12_800));
-        }
+        Poll::new(what, self.step_timeout)
+            .backoff(Duration::from_millis(100), Duration::from_millis(12_800))
+            .until(check)
+            .await
     }
 
     /// The manager process exits: report its pod Succeeded, as the kubelet
@@ -353,31 +343,28 @@ pub async fn wait_all_gone(env: &ThorEnv, timeout: Duration) -> Result<()> {
     let nps: Api<NetworkPolicy> = Api::namespaced(env.admin.clone(), ns);
     let jobsets: Api<kube::api::DynamicObject> =
         Api::namespaced_with(env.admin.clone(), ns, &crate::k8s::jobset::api_resource());
-    let deadline = Instant::now() + timeout;
-    loop {
-        let lp = ListParams::default();
-        let left = [
-            ("pods", pods.list_metadata(&lp).await?.items.len()),
-            ("jobs", jobs.list_metadata(&lp).await?.items.len()),
-            ("networkpolicies", nps.list_metadata(&lp).await?.items.len()),
-            (
-                "jobsets",
-                jobsets
-                    .list_metadata(&lp)
-                    .await
-                    .map(|l| l.items.len())
-                    .unwrap_or(0),
-            ),
-        ];
-        if left.iter().all(|(_, n)| *n == 0) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "left behind in {ns} after {} s: {left:?}",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    Poll::new(format!("everything the driver made in {ns} gone"), timeout)
+        .every(Duration::from_millis(250))
+        .until_state(|| async {
+            let lp = ListParams::default();
+            let left = [
+                ("pods", pods.list_metadata(&lp).await?.items.len()),
+                ("jobs", jobs.list_metadata(&lp).await?.items.len()),
+                ("networkpolicies", nps.list_metadata(&lp).await?.items.len()),
+                (
+                    "jobsets",
+                    jobsets
+                        .list_metadata(&lp)
+                        .await
+                        .map(|l| l.items.len())
+                        .unwrap_or(0),
+                ),
+            ];
+            Ok(if left.iter().all(|(_, n)| *n == 0) {
+                Ok(())
+            } else {
+                Err(format!("left: {left:?}"))
+            })
+        })
+        .await
 }
