@@ -8,7 +8,7 @@
 mod common;
 use common::{assert_code, text};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -27,10 +27,6 @@ fn bed() -> Bed {
     Bed { tmp, fakes }
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 impl Bed {
     fn state(&self) -> PathBuf {
         self.tmp.path().join("state")
@@ -40,7 +36,7 @@ impl Bed {
         c.env("HARNESS_NO_PROGRESS", "1")
             .env("HARNESS_STATE_DIR", self.state())
             .env("PATH", self.fakes.path())
-            .current_dir(repo())
+            .current_dir(common::repo_root())
             .args(args);
         c
     }
@@ -252,7 +248,7 @@ async fn status_and_down_of_a_kind_cluster() {
     };
     let spec = KindSpec {
         name: "s".into(),
-        config: repo().join("kind-configs/baseline-1.36.yaml"),
+        config: common::repo_root().join("kind-configs/baseline-1.36.yaml"),
         k8s_version: None,
         wait: Duration::from_secs(60),
     };

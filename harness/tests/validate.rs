@@ -2,18 +2,13 @@
 //! check catches its broken fixture at the right file:line, and malformed
 //! input never panics.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 use harness::validate::{self, FileKind, Finding};
 use harness::workload::thor::{self, Mode, Template};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// A scratch repository holding `files` (path → text) plus the real
 /// suites/thor scenarios that baselines refer to.
@@ -44,7 +39,7 @@ fn one(files: &[(&str, &str)]) -> Finding {
 
 #[test]
 fn the_repository_validates_clean() {
-    let report = validate::run(&repo(), &[]).unwrap();
+    let report = validate::run(&common::repo_root(), &[]).unwrap();
     let problems: Vec<String> = report.findings().map(|f| f.to_string()).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(
@@ -438,7 +433,7 @@ impl Rng {
 
 #[test]
 fn malformed_input_never_panics() {
-    let root = repo();
+    let root = common::repo_root();
     let mut inputs: Vec<(String, FileKind, String)> = Vec::new();
     for (rel, kind) in [
         ("manifests/audit-policy.yaml", FileKind::Manifest),
@@ -522,7 +517,7 @@ fn harness_bin() -> Command {
 fn cli_exit_codes_and_formats() {
     let out = harness_bin()
         .arg("validate")
-        .current_dir(repo())
+        .current_dir(common::repo_root())
         .output()
         .unwrap();
     assert_eq!(
@@ -564,13 +559,13 @@ fn cli_exit_codes_and_formats() {
 
     let out = harness_bin()
         .args(["validate", "/no/such/path"])
-        .current_dir(repo())
+        .current_dir(common::repo_root())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = harness_bin()
         .args(["validate", "--format", "yaml"])
-        .current_dir(repo())
+        .current_dir(common::repo_root())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -621,4 +616,20 @@ fn feature_gate_table_matches_the_real_apiserver() {
         checked += 1;
     }
     assert!(checked > 100, "only {checked} gates in --help");
+}
+
+#[test]
+fn the_repository_values_are_classified_and_checked() {
+    let root = &common::repo_root();
+    let report = harness::validate::run(root, &[root.join("manifests/hpcc/values")]).unwrap();
+    let files: Vec<(&str, &str)> = report
+        .files
+        .iter()
+        .map(|f| (f.file.as_str(), f.kind.as_str()))
+        .collect();
+    assert!(
+        files.contains(&("manifests/hpcc/values/kind.yaml", "HpccValues")),
+        "{files:?}"
+    );
+    assert!(report.ok(), "{:#?}", report.files);
 }

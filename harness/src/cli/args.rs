@@ -5,8 +5,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use clap::ValueEnum;
 use harness::error::bad_input;
 use harness::tools::Component;
+
+/// Output format of `tools list` and `status`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 /// "A=true,B=false" → map. Values must be true or false.
 pub fn parse_gates(s: &str) -> Result<BTreeMap<String, bool>> {

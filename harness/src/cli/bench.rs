@@ -13,7 +13,7 @@ use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 use harness::workload::thor::Mode;
 
-use super::args::parse_bins;
+use crate::cli::args::parse_bins;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {

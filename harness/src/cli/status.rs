@@ -6,7 +6,7 @@ use clap::Args;
 use harness::cluster::Cluster;
 use harness::error;
 
-use super::Format;
+use crate::cli::args::Format;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {

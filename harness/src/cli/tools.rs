@@ -9,8 +9,8 @@ use harness::error::bad_input;
 use harness::k8s::K8sRelease;
 use harness::tools::{Component, Resolver};
 
-use super::Format;
-use super::args::parse_bins;
+use crate::cli::args::Format;
+use crate::cli::args::parse_bins;
 
 #[derive(Subcommand, Debug)]
 pub enum ToolsCommand {

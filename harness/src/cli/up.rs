@@ -12,8 +12,8 @@ use harness::k8s::K8sRelease;
 use harness::lifecycle::{self, HpccUp, UpOptions};
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 
-use super::args::{parse_bins, parse_gates, parse_runtime_config};
-use super::tools::ToolsArgs;
+use crate::cli::args::{parse_bins, parse_gates, parse_runtime_config};
+use crate::cli::tools::ToolsArgs;
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -282,125 +282,4 @@ pub fn down(args: &DownArgs) -> Result<i32> {
         if args.keep { " (state kept)" } else { "" }
     );
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-    use std::path::Path;
-
-    #[test]
-    fn cli_parses_up_flags() {
-        let cli = Cli::try_parse_from([
-            "harness",
-            "up",
-            "--name",
-            "g",
-            "--k8s-version",
-            "1.36",
-            "--nodes",
-            "2",
-            "--node-cpu",
-            "4",
-            "--feature-gates",
-            "GenericWorkload=true",
-        ])
-        .unwrap();
-        match cli.command {
-            Command::Up(a) => {
-                assert_eq!(a.name, "g");
-                assert_eq!(a.nodes, 2);
-                assert_eq!(a.tools.k8s_version(), "1.36");
-                assert_eq!(a.provider, Provider::Local);
-            }
-            other => panic!("parsed as {other:?}"),
-        }
-    }
-
-    #[test]
-    fn kind_flags_parse() {
-        let cli = Cli::try_parse_from([
-            "harness",
-            "up",
-            "--provider",
-            "kind",
-            "--name",
-            "e2e",
-            "--config",
-            "kind-configs/gang-1.37.yaml",
-            "--kueue",
-        ])
-        .unwrap();
-        match cli.command {
-            Command::Up(a) => {
-                assert_eq!(a.provider, Provider::Kind);
-                assert_eq!(
-                    a.kind.config.as_deref(),
-                    Some(Path::new("kind-configs/gang-1.37.yaml"))
-                );
-                assert!(a.kind.kueue);
-                assert_eq!(a.kind.kind_profile, "baseline");
-                assert_eq!(a.tools.k8s_version, None);
-                assert_eq!(a.tools.k8s_version(), "1.37");
-            }
-            other => panic!("parsed as {other:?}"),
-        }
-    }
-
-    #[test]
-    fn hpcc_flags_parse_and_depend_on_hpcc() {
-        let cli = Cli::try_parse_from([
-            "harness",
-            "up",
-            "--name",
-            "e2e",
-            "--hpcc",
-            "jobset",
-            "--hpcc-chart",
-            "./poc",
-            "--hpcc-values",
-            "v.yaml",
-            "--hpcc-workers",
-            "4",
-            "--keep",
-        ])
-        .unwrap();
-        let Command::Up(a) = cli.command else {
-            panic!("not up")
-        };
-        assert_eq!(a.hpcc.hpcc, Some(harness::install::hpcc::HpccMode::Jobset));
-        assert_eq!(a.hpcc.hpcc_chart.as_deref(), Some("./poc"));
-        assert_eq!(a.hpcc.hpcc_workers, Some(4));
-        assert_eq!(a.hpcc.hpcc_timeout, 900);
-        assert!(a.hpcc.keep);
-        for bad in [
-            vec!["harness", "up", "--hpcc-chart", "./poc"],
-            vec!["harness", "up", "--hpcc-workers", "2"],
-            vec!["harness", "up", "--hpcc", "baseline", "--hpcc-workers", "0"],
-            vec!["harness", "up", "--hpcc", "roxie"],
-        ] {
-            let e = Cli::try_parse_from(&bad).unwrap_err();
-            assert!(e.use_stderr(), "{bad:?} parsed");
-        }
-    }
-
-    #[test]
-    fn hpcc_on_the_local_provider_is_refused_before_anything_starts() {
-        let cli = Cli::try_parse_from(["harness", "up", "--name", "never", "--hpcc", "baseline"])
-            .unwrap();
-        let Command::Up(a) = cli.command else {
-            panic!("not up")
-        };
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let e = rt.block_on(up(*a)).unwrap_err();
-        assert_eq!(harness::error::exit_code(&e), 2);
-        assert!(e.to_string().contains("--provider kind"), "{e}");
-        assert!(
-            !harness::cluster::state::cluster_dir("never")
-                .join("state.json")
-                .exists()
-        );
-    }
 }

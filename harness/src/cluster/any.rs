@@ -7,10 +7,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::kind::KindCluster;
-use super::local::LocalCluster;
-use super::state::provider_of;
-use super::{AuditEvent, Cluster, ComponentHealth, NodePool, NodeSpec};
+use crate::cluster::audit::AuditEvent;
+use crate::cluster::kind::KindCluster;
+use crate::cluster::local::LocalCluster;
+use crate::cluster::pool::NodePool;
+use crate::cluster::provider::Cluster;
+use crate::cluster::spec::ComponentHealth;
+use crate::cluster::spec::NodeSpec;
+use crate::cluster::state::provider_of;
 use crate::error::bad_input;
 
 /// One variant per provider.
@@ -24,7 +28,7 @@ impl AnyCluster {
     pub fn load(name: &str) -> Result<AnyCluster> {
         match provider_of(name)?.as_str() {
             "local" => Ok(AnyCluster::Local(LocalCluster::load(name)?)),
-            super::kind::PROVIDER => Ok(AnyCluster::Kind(KindCluster::load(name)?)),
+            crate::cluster::kind::PROVIDER => Ok(AnyCluster::Kind(KindCluster::load(name)?)),
             other => Err(bad_input(format!(
                 "cluster {name:?} was made by provider {other:?}, which this harness does not know"
             ))),
@@ -34,7 +38,7 @@ impl AnyCluster {
     pub fn provider(&self) -> &'static str {
         match self {
             AnyCluster::Local(_) => "local",
-            AnyCluster::Kind(_) => super::kind::PROVIDER,
+            AnyCluster::Kind(_) => crate::cluster::kind::PROVIDER,
         }
     }
 

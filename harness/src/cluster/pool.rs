@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 
-use super::NodeSpec;
+use crate::cluster::spec::NodeSpec;
 
 /// How long a Job-owned pod runs on kwok (both set to the same duration).
 pub const POD_COMPLETE_DELAY: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
@@ -86,7 +86,14 @@ mod tests {
             value: "t1".into(),
         };
         assert_eq!(pool.names(), ["t1-2", "t1-3"]);
-        let n = pool.dress(super::super::local::kwok::node(0, &pool.spec()), "t1-2");
+        let plain = Node {
+            metadata: kube::api::ObjectMeta {
+                labels: Some(BTreeMap::from([("type".to_string(), "kwok".to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let n = pool.dress(plain, "t1-2");
         let labels = n.metadata.labels.unwrap();
         assert_eq!(labels["harness.gang/pool"], "t1");
         assert!(!labels.contains_key("type"));
@@ -95,6 +102,6 @@ mod tests {
             (t.key.as_str(), t.effect.as_str()),
             ("harness.gang/pool", "NoSchedule")
         );
-        assert_eq!(n.status.unwrap().capacity.unwrap()["pods"].0, "8");
+        assert_eq!(pool.spec().pods, 8);
     }
 }

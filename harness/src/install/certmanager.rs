@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::release;
+use crate::install::release;
 use crate::tools::versions::cert_manager_manifest_url;
 
 pub const NAMESPACE: &str = "cert-manager";

@@ -11,8 +11,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-use super::apply::{Kustomization, apply_all, json6902};
 use crate::cluster::local::{JOBSET_USER, WebhookEndpoint};
+use crate::install::apply::{Kustomization, apply_all, json6902};
 use crate::poll::Poll;
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::JOBSET_VERSION;
@@ -265,6 +265,6 @@ pub mod release {
             &mut alive,
         )
         .await?;
-        super::wait_ready(client, timeout, alive).await
+        crate::install::jobset::wait_ready(client, timeout, alive).await
     }
 }

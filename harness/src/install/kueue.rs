@@ -9,7 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use super::release;
+use crate::install::release;
 use crate::tools::versions::kueue_manifest_url;
 
 pub const NAMESPACE: &str = "kueue-system";

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::AuditEvent;
+use crate::cluster::audit::AuditEvent;
 
 /// Requests from the audit log, one per request (watches are seen twice,
 /// at ResponseStarted and ResponseComplete: counted once by audit ID).

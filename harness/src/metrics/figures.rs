@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Percentiles;
-use super::prom::{Sample, counter_delta, histogram_delta, sum_where};
-use super::window::Snapshot;
+use crate::metrics::percentiles::Percentiles;
+use crate::metrics::prom::{Sample, counter_delta, histogram_delta, sum_where};
+use crate::metrics::snapshot::Snapshot;
 
 /// What the API server did during a run, from its metrics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

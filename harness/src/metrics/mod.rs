@@ -9,6 +9,7 @@ pub mod figures;
 pub mod percentiles;
 pub mod pods;
 pub mod prom;
+pub mod snapshot;
 pub mod window;
 
 pub use figures::EtcdFigures;

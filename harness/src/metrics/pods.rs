@@ -12,7 +12,7 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use serde::{Deserialize, Serialize};
 
-use super::Percentiles;
+use crate::metrics::percentiles::Percentiles;
 
 #[derive(Debug, Clone)]
 pub struct PodTimes {

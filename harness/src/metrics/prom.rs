@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Percentiles;
+use crate::metrics::percentiles::Percentiles;
 
 /// One sample: metric name, labels, value.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,44 +12,11 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::Percentiles;
-use super::attribution::attribute;
-use super::figures::{EtcdFigures, api_figures, etcd_figures};
-use super::prom::{self, Sample};
-use crate::cluster::Cluster;
-
-/// Metrics and the audit log position at one moment.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    pub apiserver: Vec<Sample>,
-    pub etcd: Vec<Sample>,
-    /// Empty unless the window was opened with the scheduler's metrics and
-    /// the provider exposes them.
-    pub scheduler: Vec<Sample>,
-    pub audit_offset: u64,
-}
-
-/// Take a snapshot; its audit offset is the log's current end, so the
-/// events of a run are read from there afterwards.
-pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapshot> {
-    let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
-    let etcd = prom::parse(&cluster.etcd_metrics().await?);
-    let scheduler = match scheduler {
-        true => cluster
-            .scheduler_metrics()
-            .await?
-            .map(|t| prom::parse(&t))
-            .unwrap_or_default(),
-        false => Vec::new(),
-    };
-    let audit_offset = cluster.audit_end()?;
-    Ok(Snapshot {
-        apiserver,
-        etcd,
-        scheduler,
-        audit_offset,
-    })
-}
+use crate::cluster::provider::Cluster;
+use crate::metrics::attribution::attribute;
+use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
+use crate::metrics::percentiles::Percentiles;
+use crate::metrics::snapshot::{Snapshot, snapshot};
 
 /// What the control plane did in a window. Flattened into every workload's
 /// result (Thor modes, ECL cases), so these keys are the same everywhere.

@@ -4,10 +4,10 @@
 use k8s_openapi::Resource;
 use serde_json::Value;
 
-use super::finding::Finding;
-use super::models;
-use super::typed::{Ctx, decode};
 use crate::k8s::names;
+use crate::schema::finding::Finding;
+use crate::schema::models;
+use crate::schema::typed::{Ctx, decode};
 use crate::yaml::Seg;
 
 fn key(k: &str) -> Seg {

@@ -2,10 +2,10 @@
 //! gate and runtime-config group exists in the Kubernetes minor the config
 //! targets (read from its node images).
 
-use super::finding::Finding;
-use super::models::KindCluster;
-use super::typed::{Ctx, decode};
 use crate::k8s::facts;
+use crate::schema::finding::Finding;
+use crate::schema::models::KindCluster;
+use crate::schema::typed::{Ctx, decode};
 use crate::yaml::Seg;
 
 fn key(k: &str) -> Seg {

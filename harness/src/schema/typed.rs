@@ -3,7 +3,7 @@
 
 use serde::de::DeserializeOwned;
 
-use super::finding::Finding;
+use crate::schema::finding::Finding;
 use crate::yaml::{Node, Seg, path_string};
 
 /// Where a document came from, to turn paths into findings.

@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::component::{Component, GoSource};
-use super::resolve::{Resolver, output_with_timeout, probe_version};
-use super::versions::MIN_GO;
 use crate::error::env_missing;
 use crate::progress::Step;
+use crate::tools::component::{Component, GoSource};
+use crate::tools::resolve::{Resolver, output_with_timeout, probe_version};
+use crate::tools::versions::MIN_GO;
 
 /// Find the Go toolchain: `$HARNESS_GO`, else `go` on PATH.
 pub fn find_go() -> Option<PathBuf> {
@@ -228,7 +228,7 @@ fn prepare_tree(
 
 /// The text of `module@version`'s go.mod, fetched through the module proxy.
 fn upstream_gomod(go: &Path, module: &str, version: &str) -> Result<String> {
-    let info = super::modules::go_mod_download(go, module, version)?;
+    let info = crate::tools::modules::go_mod_download(go, module, version)?;
     let path = info
         .get("GoMod")
         .and_then(|p| p.as_str())

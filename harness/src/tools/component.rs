@@ -1,8 +1,8 @@
 //! The binaries a local cluster needs, where each comes from in Go module
 //! land, and how to read each one's version back.
 
-use super::versions::{ETCD_VERSION, JOBSET_VERSION, KWOK_VERSION};
 use crate::k8s::K8sRelease;
+use crate::tools::versions::{ETCD_VERSION, JOBSET_VERSION, KWOK_VERSION};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Component {

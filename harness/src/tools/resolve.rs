@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::buildinfo::BuildInfo;
-use super::component::Component;
 use crate::error::env_missing;
 use crate::k8s::K8sRelease;
+use crate::tools::buildinfo::BuildInfo;
+use crate::tools::component::Component;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -195,7 +195,7 @@ impl Resolver {
                         ),
                     ));
                 }
-                let path = super::build::build(self, c, &skipped)?;
+                let path = crate::tools::build::build(self, c, &skipped)?;
                 let version = probe_version(c, &path)
                     .with_context(|| format!("checking the freshly built {}", path.display()))?;
                 Ok(Resolved {

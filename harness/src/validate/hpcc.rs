@@ -24,22 +24,16 @@ pub fn check(ctx: &Ctx<'_>, v: &Value) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use super::super::{FileKind, check_text};
     use crate::install::hpcc::{KIND_VALUES, KIND_VALUES_PATH};
+    use crate::schema::check_yaml;
+    use crate::validate::hpcc::check;
 
     fn findings(text: &str) -> Vec<String> {
-        check_text(
-            Path::new("/nonexistent"),
-            "manifests/hpcc/values/t.yaml",
-            FileKind::HpccValues,
-            text,
-        )
-        .findings
-        .iter()
-        .map(|f| f.to_string())
-        .collect()
+        check_yaml("manifests/hpcc/values/t.yaml", text, check)
+            .1
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
     }
 
     const MINIMAL: &str = "\
@@ -61,14 +55,9 @@ thor:
 
     #[test]
     fn our_values_and_a_minimal_file_validate() {
-        let r = check_text(
-            Path::new("/nonexistent"),
-            KIND_VALUES_PATH,
-            FileKind::HpccValues,
-            KIND_VALUES,
-        );
-        assert!(r.findings.is_empty(), "{:#?}", r.findings);
-        assert_eq!(r.documents, 1);
+        let (documents, found) = check_yaml(KIND_VALUES_PATH, KIND_VALUES, check);
+        assert!(found.is_empty(), "{found:#?}");
+        assert_eq!(documents, 1);
         assert_eq!(findings(MINIMAL), Vec::<String>::new());
     }
 
@@ -153,21 +142,5 @@ thor:
             f.len() == 1 && f[0].contains("2 enabled Thor clusters"),
             "{f:#?}"
         );
-    }
-
-    #[test]
-    fn the_repository_values_are_classified_and_checked() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let report = super::super::run(root, &[root.join("manifests/hpcc/values")]).unwrap();
-        let files: Vec<(&str, &str)> = report
-            .files
-            .iter()
-            .map(|f| (f.file.as_str(), f.kind.as_str()))
-            .collect();
-        assert!(
-            files.contains(&("manifests/hpcc/values/kind.yaml", "HpccValues")),
-            "{files:?}"
-        );
-        assert!(report.ok(), "{:#?}", report.files);
     }
 }

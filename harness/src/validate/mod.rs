@@ -4,10 +4,12 @@
 
 pub mod hpcc;
 pub mod report;
+
+pub use report::{FileResult, Report};
 pub mod thor;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -35,35 +37,6 @@ pub enum FileKind {
     Manifest,
     ThorScenario,
     Baseline,
-}
-
-/// Result of one file.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FileResult {
-    pub file: String,
-    pub kind: String,
-    pub documents: usize,
-    pub findings: Vec<Finding>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Report {
-    pub files: Vec<FileResult>,
-    /// Thor templates rendered over the matrix.
-    pub thor_renderings: usize,
-    pub documents: usize,
-    pub elapsed: Duration,
-    pub static_model: Vec<thor::StaticRow>,
-    pub longest_thor_name: Vec<(String, usize)>,
-}
-
-impl Report {
-    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
-        self.files.iter().flat_map(|f| f.findings.iter())
-    }
-    pub fn ok(&self) -> bool {
-        self.findings().next().is_none()
-    }
 }
 
 fn classify(rel: &str, text: &str) -> Option<FileKind> {

@@ -2,8 +2,40 @@
 
 use std::fmt::Write;
 
-use super::Report;
+use std::time::Duration;
+
 use crate::output::{JunitCase, JunitSuite, junit_xml};
+use crate::schema::finding::Finding;
+use crate::validate::thor::StaticRow;
+
+/// Result of one file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileResult {
+    pub file: String,
+    pub kind: String,
+    pub documents: usize,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub files: Vec<FileResult>,
+    /// Thor templates rendered over the matrix.
+    pub thor_renderings: usize,
+    pub documents: usize,
+    pub elapsed: Duration,
+    pub static_model: Vec<StaticRow>,
+    pub longest_thor_name: Vec<(String, usize)>,
+}
+
+impl Report {
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.files.iter().flat_map(|f| f.findings.iter())
+    }
+    pub fn ok(&self) -> bool {
+        self.findings().next().is_none()
+    }
+}
 
 fn summary(r: &Report) -> String {
     let n = r.findings().count();

@@ -1,6 +1,15 @@
-//! Helpers shared by the binary-level tests (cli.rs, kind.rs).
+//! Helpers shared by the integration tests (cli.rs, kind.rs, validate.rs).
 
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
 use std::process::Output;
+
+/// The repository these tests belong to.
+pub fn repo_root() -> PathBuf {
+    harness::paths::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .expect("harness/ sits inside the repository")
+}
 
 /// Exit code, stdout and stderr of a run, for assertion messages.
 pub fn text(o: &Output) -> String {

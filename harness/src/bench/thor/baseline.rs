@@ -174,7 +174,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::result::{ModeResult, ThorResult};
+use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::error::bad_input;
 
 /// "1.37" for "1.37.1".

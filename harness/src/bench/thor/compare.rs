@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::baseline::{Baseline, Metric, MetricKind, metric_value};
-use super::result::ThorResult;
+use crate::bench::thor::baseline::{Baseline, Metric, MetricKind, metric_value};
+use crate::bench::thor::result::ThorResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::compare::Verdict;
-use super::result::{ModeResult, ThorResult};
+use crate::bench::thor::compare::Verdict;
+use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::output::{JunitCase, JunitSuite, junit_xml, xml_escape};
 
 /// Write result.json, report.md, junit.xml and report.html into `out`.
@@ -270,7 +270,7 @@ pub fn junit(r: &ThorResult) -> String {
         .modes
         .iter()
         .map(|(m, sum)| JunitCase {
-            properties: super::result::headline(&sum.result)
+            properties: crate::bench::thor::result::headline(&sum.result)
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), fmt_num(v)))
                 .collect(),

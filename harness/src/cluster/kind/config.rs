@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     fn repo() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+        crate::paths::repo_root(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
     }
 
     #[test]

@@ -26,11 +26,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use self::commands::{KindEnv, KindTools, plan};
-use super::client::{client_from_kubeconfig, client_get};
-use super::local::AUDIT_POLICY;
-use super::state::validate_name;
-use super::{AuditEvent, Cluster, ComponentHealth, NodeSpec};
+use crate::cluster::audit::AuditEvent;
+use crate::cluster::client::{client_from_kubeconfig, client_get};
+use crate::cluster::kind::commands::{KindEnv, KindTools, plan};
+use crate::cluster::local::identity::AUDIT_POLICY;
+use crate::cluster::provider::Cluster;
+use crate::cluster::spec::ComponentHealth;
+use crate::cluster::spec::NodeSpec;
+use crate::cluster::state::validate_name;
 use crate::error::bad_input;
 use crate::progress::Step;
 
@@ -388,11 +391,11 @@ impl Cluster for KindCluster {
     }
 
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-        super::audit::read_from(&self.state.audit_log, offset)
+        crate::cluster::audit::read_from(&self.state.audit_log, offset)
     }
 
     fn audit_end(&self) -> Result<u64> {
-        super::audit::end_offset(&self.state.audit_log)
+        crate::cluster::audit::end_offset(&self.state.audit_log)
     }
 
     async fn set_capacity(&self, _nodes: &NodeSpec) -> Result<()> {

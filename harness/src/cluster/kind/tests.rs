@@ -7,9 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::commands::KindEnv;
-use super::fakes::{FakeCommands, KIND, kind_script};
-use super::*;
+use crate::cluster::kind::commands::KindEnv;
+use crate::cluster::kind::fakes::{FakeCommands, KIND, kind_script};
+use crate::cluster::kind::*;
 use crate::error::exit_code;
 
 struct Bed {

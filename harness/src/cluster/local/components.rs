@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::flags::{self, Gates};
-use super::layout::{Layout, Ports};
 use crate::cluster::client::{client_from_kubeconfig, client_get, http_get};
+use crate::cluster::local::flags::{self, Gates};
+use crate::cluster::local::layout::{Layout, Ports};
 use crate::k8s::K8sRelease;
 use crate::tools::Component;
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::layout::{Layout, Ports};
+use crate::cluster::local::layout::{Layout, Ports};
 use crate::k8s::K8sRelease;
 
 /// "A=true,B=false" from a gate map (sorted, so command lines are stable).

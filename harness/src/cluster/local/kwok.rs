@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec as K8sNodeSpec, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ObjectMeta;
 
-use super::flags::KWOK_NODE_ANNOTATION;
-use crate::cluster::NodeSpec;
+use crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
+use crate::cluster::spec::NodeSpec;
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::KWOK_VERSION;
 
@@ -31,9 +31,6 @@ pub const STAGES: &[&str] = &[
     "kustomize/stage/pod/general/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
 ];
-
-/// Annotations that fix how long a Job-owned pod runs on kwok.
-pub use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 
 /// kwok's --config file: the STAGES documents, concatenated.
 pub fn config() -> Result<String> {

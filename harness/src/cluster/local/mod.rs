@@ -7,7 +7,9 @@
 
 pub mod certs;
 pub mod components;
+pub mod files;
 pub mod flags;
+pub mod identity;
 pub mod kwok;
 pub mod layout;
 pub mod ports;
@@ -25,42 +27,26 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 
-use self::certs::{Ca, CertPair};
-use self::components::{ComponentDef, Wait};
-use self::flags::Gates;
-use self::layout::{Layout, Ports};
-use self::process::{Proc, log_tail};
-use super::client::{client_from_kubeconfig, http_get, kubeconfig_text, ok_body};
-use super::state::{cluster_dir, validate_name};
-use super::{AuditEvent, Cluster, ClusterSpec, ComponentHealth, NodePool, NodeSpec, node_ready};
+use crate::cluster::audit::AuditEvent;
+use crate::cluster::client::{client_from_kubeconfig, http_get, ok_body};
+use crate::cluster::local::components::{ComponentDef, Wait};
+use crate::cluster::local::flags::Gates;
+use crate::cluster::local::layout::{Layout, Ports};
+use crate::cluster::local::process::{Proc, log_tail};
+use crate::cluster::pool::NodePool;
+use crate::cluster::provider::Cluster;
+use crate::cluster::spec::ClusterSpec;
+use crate::cluster::spec::ComponentHealth;
+use crate::cluster::spec::NodeSpec;
+use crate::cluster::spec::node_ready;
+use crate::cluster::state::{cluster_dir, validate_name};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::poll::Poll;
 use crate::tools::Tools;
 
-/// The audit policy applied to every cluster (our own file in manifests/).
-pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
-
 pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KWOK, SCHEDULER};
-
-/// Client identities and their groups. Each gets a certificate and a
-/// kubeconfig; the audit log names them.
-pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
-    // (kubeconfig name, user name, groups)
-    ("admin", "admin", &["system:masters"]),
-    (CONTROLLER_MANAGER, "system:kube-controller-manager", &[]),
-    (SCHEDULER, "system:kube-scheduler", &[]),
-    (JOBSET, "jobset-controller", &[]),
-    (KWOK, "kwok-controller", &["system:masters"]),
-    // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
-    ("thor-agent", "thor-agent", &[]),
-];
-
-/// The user the harness acts as (its kubeconfig is what `up` prints).
-pub const ADMIN_USER: &str = "admin";
-
-/// The user name the JobSet controller runs as (RBAC binds it).
-pub const JOBSET_USER: &str = "jobset-controller";
+pub use identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES, JOBSET_USER};
 
 /// Where a controller that runs as a local process serves its webhooks:
 /// what `install` needs to point webhook configurations at it.
@@ -91,17 +77,6 @@ pub struct LocalCluster {
     children: Mutex<Vec<Child>>,
     client: tokio::sync::OnceCell<kube::Client>,
     kubeconfig: PathBuf,
-}
-
-fn write_private(path: &Path, contents: &str) -> Result<()> {
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(())
-}
-
-fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
-    write_private(&layout.pki(&format!("{name}.crt")), &pair.cert_pem)?;
-    write_private(&layout.pki(&format!("{name}.key")), &pair.key_pem)
 }
 
 impl LocalCluster {
@@ -183,7 +158,7 @@ impl LocalCluster {
             client: tokio::sync::OnceCell::new(),
         };
         cluster.save()?;
-        cluster.write_files(spec, &ports)?;
+        files::write_files(&cluster.layout, spec, &ports)?;
         Ok(cluster)
     }
 
@@ -232,78 +207,6 @@ impl LocalCluster {
             &self.state.ports,
             &gates,
         ))
-    }
-
-    fn write_files(&self, spec: &ClusterSpec, ports: &Ports) -> Result<()> {
-        let l = &self.layout;
-        let ca = Ca::generate(&spec.name)?;
-        write_pair(l, "ca", &ca.pair)?;
-        write_pair(
-            l,
-            "apiserver",
-            &ca.serving(
-                APISERVER,
-                &[
-                    "kubernetes",
-                    "kubernetes.default",
-                    "kubernetes.default.svc",
-                    "kubernetes.default.svc.cluster.local",
-                    "10.96.0.1",
-                ],
-            )?,
-        )?;
-        write_pair(
-            l,
-            "controller-manager-serving",
-            &ca.serving(CONTROLLER_MANAGER, &[])?,
-        )?;
-        write_pair(l, "scheduler-serving", &ca.serving(SCHEDULER, &[])?)?;
-        let webhook = ca.serving(JOBSET, &[])?;
-        write_private(&l.jobset_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
-        write_private(&l.jobset_cert_dir().join("tls.key"), &webhook.key_pem)?;
-        let (sa_key, sa_pub) = certs::service_account_keys()?;
-        write_private(&l.pki("sa.key"), &sa_key)?;
-        write_private(&l.pki("sa.pub"), &sa_pub)?;
-
-        let server = ports.apiserver_url();
-        let cluster_name = format!("harness-{}", spec.name);
-        for (file, user, groups) in IDENTITIES {
-            let pair = ca.client(user, groups)?;
-            write_pair(l, &format!("client-{file}"), &pair)?;
-            let text = kubeconfig_text(
-                &cluster_name,
-                &server,
-                &l.ca_cert(),
-                Some((
-                    user,
-                    &l.pki(&format!("client-{file}.crt")),
-                    &l.pki(&format!("client-{file}.key")),
-                )),
-            );
-            let path = if *file == "admin" {
-                l.admin_kubeconfig()
-            } else {
-                l.kubeconfig(file)
-            };
-            write_private(&path, &text)?;
-        }
-        // Anonymous kubeconfigs to probe the components' own /healthz.
-        for (name, port) in [
-            (CONTROLLER_MANAGER, ports.controller_manager),
-            (SCHEDULER, ports.scheduler),
-        ] {
-            let text = kubeconfig_text(
-                name,
-                &format!("https://127.0.0.1:{port}"),
-                &l.ca_cert(),
-                None,
-            );
-            write_private(&l.kubeconfig(&format!("{name}-health")), &text)?;
-        }
-        write_private(&l.audit_policy(), AUDIT_POLICY)?;
-        write_private(&l.jobset_config(), &flags::jobset_config(l, ports))?;
-        write_private(&l.kwok_config(), &kwok::config()?)?;
-        Ok(())
     }
 
     fn spawn(&mut self, name: &str, bin: &Path, args: &[String]) -> Result<()> {
@@ -526,11 +429,11 @@ impl Cluster for LocalCluster {
     }
 
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-        super::audit::read_from(&self.layout.audit_log(), offset)
+        crate::cluster::audit::read_from(&self.layout.audit_log(), offset)
     }
 
     fn audit_end(&self) -> Result<u64> {
-        super::audit::end_offset(&self.layout.audit_log())
+        crate::cluster::audit::end_offset(&self.layout.audit_log())
     }
 
     async fn set_capacity(&self, spec: &NodeSpec) -> Result<()> {

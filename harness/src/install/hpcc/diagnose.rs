@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, LogParams};
 
-use super::{NAMESPACE, describe};
+use crate::install::hpcc::spec::{NAMESPACE, describe};
 use crate::poll::Poll;
 use crate::progress::Step;
 

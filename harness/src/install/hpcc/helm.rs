@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{HpccMode, NAMESPACE, RELEASE};
 use crate::error::{bad_input, env_missing};
+use crate::install::hpcc::spec::{HpccMode, NAMESPACE, RELEASE};
 use crate::tools::versions::{HELM_VERSION, HPCC_CHART_NAME, HPCC_CHART_REPO, HPCC_CHART_VERSION};
 
 /// Which chart helm installs.

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{HpccMode, KIND_VALUES, KIND_VALUES_PATH};
 use crate::error::bad_input;
+use crate::install::hpcc::spec::{HpccMode, KIND_VALUES, KIND_VALUES_PATH};
 
 const SMOKE_SCENARIO: &str = include_str!("../../../../suites/thor/smoke.yaml");
 

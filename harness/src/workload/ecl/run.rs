@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::cases::EclCase;
-use super::report::EclCaseRecord;
-use super::wsworkunits::{EspClient, Execution, PollPolicy, ResultRef, WuState};
 use crate::cluster::Cluster;
 use crate::metrics::Window;
 use crate::metrics::pods::PodTracker;
+use crate::workload::ecl::cases::EclCase;
+use crate::workload::ecl::report::EclCaseRecord;
+use crate::workload::ecl::wsworkunits::{EspClient, Execution, PollPolicy, ResultRef, WuState};
 
 /// Rows fetched per WUResult call, and the most a check fetches.
 const PAGE: u64 = 1000;
@@ -175,7 +175,8 @@ pub async fn check_results(esp: &EspClient, wuid: &str, case: &EclCase) -> Resul
         let page = esp
             .result_rows(wuid, &ResultRef::Name(name.clone()), PAGE, MAX_ROWS)
             .await;
-        let outcome = page.and_then(|p| super::cases::check_result(name, want, p.total, &p.rows));
+        let outcome = page
+            .and_then(|p| crate::workload::ecl::cases::check_result(name, want, p.total, &p.rows));
         if let Err(e) = outcome {
             problems.push(format!("{e:#}"));
         }

@@ -330,7 +330,7 @@ pub fn load(path: &Path) -> Result<Case> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let origin = path.display().to_string();
     let case = parse(&text, &origin)?;
-    let problems = super::rules::validate(&case);
+    let problems = crate::workload::gang::rules::validate(&case);
     if !problems.is_empty() {
         anyhow::bail!(
             "{origin}: {} problem(s):\n{}",

@@ -10,10 +10,12 @@ use anyhow::{Context, Result, anyhow, bail};
 use kube::api::ListParams;
 use serde_json::Value;
 
-use super::case::{Check, Outcome};
-use super::matcher::{describe, lookup, matches, parse_path, scalar_text, subst_str, substitute};
-use super::trial::Trial;
 use crate::cluster::Cluster;
+use crate::workload::gang::case::{Check, Outcome};
+use crate::workload::gang::matcher::{
+    describe, lookup, matches, parse_path, scalar_text, subst_str, substitute,
+};
+use crate::workload::gang::trial::Trial;
 
 const DEFAULT_WITHIN: f64 = 30.0;
 
@@ -296,7 +298,7 @@ pub fn outcome(
     }
 }
 
-fn rejection_text(r: &super::case::Rejection) -> String {
+fn rejection_text(r: &crate::workload::gang::case::Rejection) -> String {
     let mut parts = Vec::new();
     if let Some(c) = r.code {
         parts.push(c.to_string());

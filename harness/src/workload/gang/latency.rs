@@ -13,14 +13,14 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::case::Benchmark;
-use super::trial::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
 use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
 use crate::metrics::pods::PodTracker;
 use crate::metrics::prom::{Sample, counter_delta, histogram_delta};
 use crate::metrics::{Percentiles, Window, WindowFigures};
 use crate::poll::Poll;
+use crate::workload::gang::case::Benchmark;
+use crate::workload::gang::trial::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyReport {

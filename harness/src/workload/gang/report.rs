@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::latency::{SizeFigures, latency_table};
-use super::run::TrialReport;
 use crate::output::{write_atomic, xml_escape};
+use crate::workload::gang::latency::{SizeFigures, latency_table};
+use crate::workload::gang::run::TrialReport;
 
 /// Everything one run of the suite produced.
 #[derive(Debug, Clone, Serialize)]

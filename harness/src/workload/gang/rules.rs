@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::case::{Action, Case, Check, Outcome, minors};
-use super::matcher::{check_matcher, parse_path, var_refs};
+use crate::workload::gang::case::{Action, Case, Check, Outcome, minors};
+use crate::workload::gang::matcher::{check_matcher, parse_path, var_refs};
 use crate::yaml::Seg;
 
 /// A problem in a case file: where (a path into the document) and what.

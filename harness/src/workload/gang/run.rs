@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::case::{Case, Profile};
-use super::latency::LatencyReport;
-use super::trial::Trial;
 use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
+use crate::workload::gang::case::{Case, Profile};
+use crate::workload::gang::latency::LatencyReport;
+use crate::workload::gang::trial::Trial;
 
 /// What one trial did and saw.
 #[derive(Debug, Clone, Serialize)]
@@ -68,7 +68,7 @@ pub async fn run_case(
     let body = async {
         trial.add_nodes(case.pool).await?;
         if let Some(b) = &case.benchmark {
-            report.bench = Some(super::latency::run(&mut trial, b).await?);
+            report.bench = Some(crate::workload::gang::latency::run(&mut trial, b).await?);
             Ok(())
         } else {
             trial.run_steps(case).await

@@ -7,11 +7,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::case::{Action, Case, ObjRef, Outcome, PatchStep, Step};
-use super::expect::outcome;
-use super::matcher::{subst_str, substitute};
-use super::trial::{FIELD_MANAGER, Trial, inject};
 use crate::cluster::Cluster;
+use crate::workload::gang::case::{Action, Case, ObjRef, Outcome, PatchStep, Step};
+use crate::workload::gang::expect::outcome;
+use crate::workload::gang::matcher::{subst_str, substitute};
+use crate::workload::gang::trial::{FIELD_MANAGER, Trial, inject};
 
 impl<C: Cluster> Trial<'_, C> {
     /// Run every step of `case` that runs on this minor.

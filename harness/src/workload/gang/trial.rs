@@ -13,11 +13,11 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::{Value, json};
 
-use super::case::Pool;
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::{Cluster, NodePool};
 use crate::k8s::K8sRelease;
 use crate::poll::Poll;
+use crate::workload::gang::case::Pool;
 
 /// The label and taint key that reserve pool nodes for one trial.
 pub const POOL_KEY: &str = "harness.gang/pool";

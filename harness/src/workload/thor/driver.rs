@@ -20,9 +20,9 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use super::template::{Mode, ThorParams, render, templates_for};
 use crate::metrics::pods::PodTracker;
 use crate::poll::Poll;
+use crate::workload::thor::template::{Mode, ThorParams, render, templates_for};
 
 pub const INSTANCE_LABEL: &str = "hpcc.thor/instance";
 pub const ROLE_LABEL: &str = "hpcc.thor/role";

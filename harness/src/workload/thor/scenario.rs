@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Deserialize;
 
-use super::Mode;
 use crate::error::bad_input;
+use crate::workload::thor::template::Mode;
 use crate::yaml::Seg;
 
 fn path(keys: &[&str]) -> Vec<Seg> {

@@ -5,9 +5,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
-use super::SERVICE;
-use super::request::{self, EspRequest, ResultRef};
-use super::response::{
+use crate::workload::ecl::wsworkunits::request::SERVICE;
+use crate::workload::ecl::wsworkunits::request::{self, EspRequest, ResultRef};
+use crate::workload::ecl::wsworkunits::response::{
     ResultPage, WorkunitInfo, parse_created, parse_info, parse_response, parse_result,
 };
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::client::EspClient;
-use super::response::WorkunitInfo;
 use crate::poll::Poll;
+use crate::workload::ecl::wsworkunits::client::EspClient;
+use crate::workload::ecl::wsworkunits::response::WorkunitInfo;
 
 /// How long and how often to poll a workunit.
 #[derive(Debug, Clone)]

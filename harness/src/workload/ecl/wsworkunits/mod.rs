@@ -38,5 +38,4 @@ pub use state::WuState;
 /// The Thor target a workunit is submitted to by default (values.yaml's
 /// `thor: [{name: thor}]`).
 pub const DEFAULT_TARGET: &str = "thor";
-/// The ESP service this client speaks to.
-pub const SERVICE: &str = "WsWorkunits";
+pub use request::SERVICE;

@@ -1,6 +1,7 @@
 //! Requests: the method and its form fields, one builder per method used.
 
-use super::SERVICE;
+/// The ESP service this client speaks to.
+pub const SERVICE: &str = "WsWorkunits";
 
 /// One request: the method and its form fields.
 #[derive(Debug, Clone, PartialEq, Eq)]

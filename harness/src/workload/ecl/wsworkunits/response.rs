@@ -6,8 +6,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::request::EspRequest;
-use super::state::WuState;
+use crate::workload::ecl::wsworkunits::request::EspRequest;
+use crate::workload::ecl::wsworkunits::state::WuState;
 
 /// An ECLException of a workunit (compile or run-time error, warning).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -270,8 +270,8 @@ pub fn parse_result(req: &EspRequest, resp: &Value) -> Result<ResultPage> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::request::{self, ResultRef};
     use super::*;
+    use crate::workload::ecl::wsworkunits::request::{self, ResultRef};
     use serde_json::json;
 
     #[test]

@@ -1,0 +1,101 @@
+//! The files of a new local cluster's state directory: certificates,
+//! kubeconfigs and component configuration, written with mode 0600.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::cluster::client::kubeconfig_text;
+use crate::cluster::local::certs::{self, Ca, CertPair};
+use crate::cluster::local::components::{APISERVER, CONTROLLER_MANAGER, JOBSET, SCHEDULER};
+use crate::cluster::local::identity::{AUDIT_POLICY, IDENTITIES};
+use crate::cluster::local::layout::{Layout, Ports};
+use crate::cluster::local::{flags, kwok};
+use crate::cluster::spec::ClusterSpec;
+
+fn write_private(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(())
+}
+
+fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
+    write_private(&layout.pki(&format!("{name}.crt")), &pair.cert_pem)?;
+    write_private(&layout.pki(&format!("{name}.key")), &pair.key_pem)
+}
+
+/// Write a new cluster's state directory: the CA and every certificate,
+/// one kubeconfig per identity (and anonymous ones for the components'
+/// health ports), the audit policy, and the JobSet controller's and
+/// kwok's configuration.
+pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> {
+    let ca = Ca::generate(&spec.name)?;
+    write_pair(l, "ca", &ca.pair)?;
+    write_pair(
+        l,
+        "apiserver",
+        &ca.serving(
+            APISERVER,
+            &[
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+                "10.96.0.1",
+            ],
+        )?,
+    )?;
+    write_pair(
+        l,
+        "controller-manager-serving",
+        &ca.serving(CONTROLLER_MANAGER, &[])?,
+    )?;
+    write_pair(l, "scheduler-serving", &ca.serving(SCHEDULER, &[])?)?;
+    let webhook = ca.serving(JOBSET, &[])?;
+    write_private(&l.jobset_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
+    write_private(&l.jobset_cert_dir().join("tls.key"), &webhook.key_pem)?;
+    let (sa_key, sa_pub) = certs::service_account_keys()?;
+    write_private(&l.pki("sa.key"), &sa_key)?;
+    write_private(&l.pki("sa.pub"), &sa_pub)?;
+
+    let server = ports.apiserver_url();
+    let cluster_name = format!("harness-{}", spec.name);
+    for (file, user, groups) in IDENTITIES {
+        let pair = ca.client(user, groups)?;
+        write_pair(l, &format!("client-{file}"), &pair)?;
+        let text = kubeconfig_text(
+            &cluster_name,
+            &server,
+            &l.ca_cert(),
+            Some((
+                user,
+                &l.pki(&format!("client-{file}.crt")),
+                &l.pki(&format!("client-{file}.key")),
+            )),
+        );
+        let path = if *file == "admin" {
+            l.admin_kubeconfig()
+        } else {
+            l.kubeconfig(file)
+        };
+        write_private(&path, &text)?;
+    }
+    // Anonymous kubeconfigs to probe the components' own /healthz.
+    for (name, port) in [
+        (CONTROLLER_MANAGER, ports.controller_manager),
+        (SCHEDULER, ports.scheduler),
+    ] {
+        let text = kubeconfig_text(
+            name,
+            &format!("https://127.0.0.1:{port}"),
+            &l.ca_cert(),
+            None,
+        );
+        write_private(&l.kubeconfig(&format!("{name}-health")), &text)?;
+    }
+    write_private(&l.audit_policy(), AUDIT_POLICY)?;
+    write_private(&l.jobset_config(), &flags::jobset_config(l, ports))?;
+    write_private(&l.kwok_config(), &kwok::config()?)?;
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! Who is who on a local cluster: the client identities (each gets a
+//! certificate and a kubeconfig; the audit log names them) and the audit
+//! policy that makes per-client attribution possible.
+
+use crate::cluster::local::components::{CONTROLLER_MANAGER, JOBSET, KWOK, SCHEDULER};
+
+/// The audit policy applied to every cluster (our own file in manifests/).
+pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
+
+/// Client identities and their groups. Each gets a certificate and a
+/// kubeconfig; the audit log names them.
+pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
+    // (kubeconfig name, user name, groups)
+    ("admin", "admin", &["system:masters"]),
+    (CONTROLLER_MANAGER, "system:kube-controller-manager", &[]),
+    (SCHEDULER, "system:kube-scheduler", &[]),
+    (JOBSET, "jobset-controller", &[]),
+    (KWOK, "kwok-controller", &["system:masters"]),
+    // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
+    ("thor-agent", "thor-agent", &[]),
+];
+
+/// The user the harness acts as (its kubeconfig is what `up` prints).
+pub const ADMIN_USER: &str = "admin";
+
+/// The user name the JobSet controller runs as (RBAC binds it).
+pub const JOBSET_USER: &str = "jobset-controller";

@@ -1,0 +1,68 @@
+//! The one trait every provider implements: what workloads and commands
+//! may ask of a running cluster, whichever provider made it.
+
+use std::future::Future;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::cluster::audit::AuditEvent;
+use crate::cluster::pool::NodePool;
+use crate::cluster::spec::{ComponentHealth, NodeSpec};
+
+/// A running cluster, whichever provider made it.
+pub trait Cluster: Sync {
+    fn name(&self) -> &str;
+    fn kubeconfig(&self) -> &Path;
+    /// A client with the cluster-admin identity. Fails, naming the
+    /// component, when part of the control plane is down.
+    fn client(&self) -> impl Future<Output = Result<kube::Client>> + Send;
+    /// The API server's Prometheus metrics text, read through the admin
+    /// client (so a provider's `client` checks apply).
+    fn apiserver_metrics(&self) -> impl Future<Output = Result<String>> + Send {
+        async move { crate::cluster::client::client_get(&self.client().await?, "/metrics").await }
+    }
+    /// etcd's Prometheus metrics text.
+    fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
+    /// kube-scheduler's Prometheus metrics text, when the provider can
+    /// reach it (None otherwise).
+    fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
+        async { Ok(None) }
+    }
+    /// The user names the harness itself acts as on this cluster (its
+    /// setup, watches, scrapes): measurement counts their requests apart.
+    fn harness_users(&self) -> Vec<String>;
+    /// Audit events written since byte `offset` of the audit log, and the
+    /// offset to read from next time.
+    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)>;
+    /// The audit log's current end (after its last complete event).
+    fn audit_end(&self) -> Result<u64>;
+    /// Make the cluster's schedulable capacity exactly `nodes`.
+    fn set_capacity(&self, nodes: &NodeSpec) -> impl Future<Output = Result<()>> + Send;
+    /// Add a pool of nodes for one workload and wait until they are Ready;
+    /// their names. Providers whose nodes are not fake refuse (exit 2).
+    fn add_pool(&self, pool: &NodePool) -> impl Future<Output = Result<Vec<String>>> + Send {
+        let name = self.name().to_string();
+        let n = pool.count;
+        async move {
+            Err(crate::error::bad_input(format!(
+                "cluster {name:?} cannot add nodes (asked for {n}): its provider runs real nodes"
+            )))
+        }
+    }
+    /// Remove nodes a pool added.
+    fn remove_nodes(&self, names: &[String]) -> impl Future<Output = Result<()>> + Send {
+        let n = names.len();
+        async move {
+            if n == 0 {
+                Ok(())
+            } else {
+                Err(crate::error::bad_input("this provider adds no nodes"))
+            }
+        }
+    }
+    /// Per-component health.
+    fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
+    /// Stop everything; keep the state directory when `keep`.
+    fn down(self, keep: bool) -> Result<()>;
+}
