@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Module structure checks, run by .ci/run:
-# 1. no import cycles between modules (cargo-cycles, from crates.io);
-# 2. the code imports by absolute path (`crate::a::b`), never `super::`
-#    or `self::` outside test modules — cargo-cycles resolves `crate::`
-#    paths, so this keeps every edge visible to it. Test modules may
-#    `use super::*;` (the module they test).
+# Module structure, run by .ci/run (the layer order, the cycle check over
+# every `crate::` path and the 600-line cap are harness/tests/architecture.rs,
+# run by cargo test):
+# 1. cargo-cycles (crates.io, pinned in harness/src/tools/versions.rs,
+#    installed once under the harness cache dir) finds no import cycle;
+# 2. code imports by absolute path (`crate::a::b`), never `super::` or
+#    `self::` outside test modules, so cargo-cycles sees every `use` edge.
+#    Test modules may `use super::*;` (the module they test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo-cycles 2>&1 | tee /tmp/cargo-cycles.$$ >&2
-if grep -Eq "Found [0-9]+ circular" /tmp/cargo-cycles.$$; then
-  rm -f /tmp/cargo-cycles.$$
-  echo "module import cycles found (see above)" >&2
+version=$(bash ci/pinned.sh CARGO_CYCLES_VERSION)
+root="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness}/ci-lint/cargo-cycles-$version"
+if [ ! -x "$root/bin/cargo-cycles" ]; then
+  echo "check-modules: installing cargo-cycles v$version from crates.io" >&2
+  cargo install --locked --quiet cargo-cycles --version "$version" --root "$root" >&2
+fi
+cycles="$root/bin/cargo-cycles"
+report=$("$cycles" 2>&1) || true
+if grep -Eq "Found [0-9]+ circular" <<<"$report"; then
+  echo "$report" >&2
+  echo "check-modules: module import cycles (see above)" >&2
   exit 1
 fi
-rm -f /tmp/cargo-cycles.$$
-bad=$(cargo-cycles --check-absolute-paths 2>&1 | grep "uses relative path" | grep -v "uses relative path \`super::\*\`" || true)
-if [ -n "$bad" ]; then
-  echo "imports by relative path (use crate::…, so the cycle check sees them):" >&2
-  echo "$bad" >&2
+relative=$("$cycles" --check-absolute-paths 2>&1 | grep "uses relative path" | grep -v 'uses relative path `super::\*`' || true)
+if [ -n "$relative" ]; then
+  echo "check-modules: imports by relative path (write crate::…, so the cycle check sees them):" >&2
+  echo "$relative" >&2
   exit 1
 fi
-echo "modules: no import cycles; every import is by absolute path"
+echo "check-modules: cargo-cycles $version finds no import cycle; every import is by absolute path"

@@ -10,7 +10,7 @@
 //! `target/gang-report/`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use harness::cluster::{ClusterSpec, NodeSpec};
@@ -29,6 +29,7 @@ struct Group {
     fixture: OnceLock<Result<Fixture, String>>,
     /// Trials of this group still to run; at 0 the cluster stops.
     remaining: AtomicUsize,
+    stopped: AtomicBool,
 }
 
 impl Group {
@@ -67,8 +68,10 @@ impl Group {
         }
     }
 
+    /// Stop the group's cluster, once.
     fn stop(&self) {
         if let Some(Ok(fx)) = self.fixture.get()
+            && !self.stopped.swap(true, Ordering::SeqCst)
             && let Err(e) = fx.stop()
         {
             eprintln!("stopping cluster {}: {e:#}", self.name);
@@ -153,7 +156,12 @@ fn main() {
     };
     let cases: Vec<(String, Result<Case, String>)> = files
         .iter()
-        .map(|(name, path)| (name.clone(), case::load(path).map_err(|e| format!("{e:#}"))))
+        .map(|(name, path)| {
+            (
+                name.clone(),
+                harness::workload::gang::rules::load(path).map_err(|e| format!("{e:#}")),
+            )
+        })
         .collect();
     let pid = std::process::id();
     let mut releases: Vec<K8sRelease> = K8S_RELEASES.to_vec();
@@ -168,6 +176,7 @@ fn main() {
                 name: format!("gang-{}-{}-{pid}", r.minor.replace('.', ""), profile.name()),
                 fixture: OnceLock::new(),
                 remaining: AtomicUsize::new(0),
+                stopped: AtomicBool::new(false),
             }));
         }
     }

@@ -20,18 +20,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::error::env_missing;
+use crate::k8s::K8sRelease;
 use crate::progress::Step;
 use crate::tools::component::{Component, GoSource};
-use crate::tools::resolve::{Resolver, output_with_timeout, probe_version};
+use crate::tools::exec::{find_go, output_with_timeout, probe_version};
 use crate::tools::versions::MIN_GO;
-
-/// Find the Go toolchain: `$HARNESS_GO`, else `go` on PATH.
-pub fn find_go() -> Option<PathBuf> {
-    if let Some(go) = std::env::var_os("HARNESS_GO").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(go));
-    }
-    which::which("go").ok()
-}
 
 fn go_version(go: &Path) -> Result<(u32, u32, String)> {
     let out = output_with_timeout(
@@ -53,22 +46,22 @@ fn go_version(go: &Path) -> Result<(u32, u32, String)> {
     }
 }
 
-fn missing_fix(r: &Resolver, c: Component) -> String {
+fn missing_fix(k8s: K8sRelease, c: Component) -> String {
     format!(
         "install Go ≥ {}.{} (put `go` on PATH or set HARNESS_GO), or provide {} v{} yourself: \
          set {}=/path/to/{} or put it on PATH",
         MIN_GO.0,
         MIN_GO.1,
         c.name(),
-        c.version(r.k8s),
+        c.version(k8s),
         c.env_var(),
         c.name()
     )
 }
 
 /// Build `c` into the cache and return its path.
-pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
-    let version = c.version(r.k8s);
+pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) -> Result<PathBuf> {
+    let version = c.version(k8s);
     let Some(go) = find_go() else {
         return Err(env_missing(
             format!(
@@ -76,13 +69,13 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
                 c.name(),
                 tried.join("; ")
             ),
-            missing_fix(r, c),
+            missing_fix(k8s, c),
         ));
     };
     let (major, minor, gov) = go_version(&go).map_err(|e| {
         env_missing(
             format!("the Go toolchain at {} does not work: {e:#}", go.display()),
-            missing_fix(r, c),
+            missing_fix(k8s, c),
         )
     })?;
     if (major, minor) < MIN_GO {
@@ -94,12 +87,12 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
                 MIN_GO.0,
                 MIN_GO.1
             ),
-            missing_fix(r, c),
+            missing_fix(k8s, c),
         ));
     }
 
-    let src = c.go_source(r.k8s);
-    let locks = r.cache_dir.join("locks");
+    let src = c.go_source(k8s);
+    let locks = cache_dir.join("locks");
     fs::create_dir_all(&locks).with_context(|| format!("creating {}", locks.display()))?;
     let lock_path = locks.join(format!("{}.lock", src.tree));
     let lock =
@@ -114,14 +107,14 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
         wait.done("done");
     }
     // Another process may have built it while we waited.
-    let target = r.cached_path(c);
+    let target = c.cached_path(cache_dir, k8s);
     if target.exists() && probe_version(c, &target).is_ok_and(|v| v == version) {
         return Ok(target);
     }
 
-    let tree = r.cache_dir.join("go").join(&src.tree);
+    let tree = cache_dir.join("go").join(&src.tree);
     fs::create_dir_all(&tree).with_context(|| format!("creating {}", tree.display()))?;
-    let logs = r.cache_dir.join("logs");
+    let logs = cache_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let log_path = logs.join(format!("build-{}-{version}.log", c.name()));
     let mut log =
@@ -141,11 +134,11 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
                 c.name(),
                 log_path.display()
             ),
-            missing_fix(r, c),
+            missing_fix(k8s, c),
         )
     };
 
-    prepare_tree(r, &go, &src, &tree, &mut log, &step)
+    prepare_tree(k8s, &go, &src, &tree, &mut log, &step)
         .map_err(|e| fail("preparing the wrapper module", e))?;
 
     fs::create_dir_all(target.parent().expect("cached path has a parent"))?;
@@ -172,7 +165,7 @@ pub fn build(r: &Resolver, c: Component, tried: &[String]) -> Result<PathBuf> {
 
 /// Write the wrapper go.mod and resolve its dependencies (once per tree).
 fn prepare_tree(
-    r: &Resolver,
+    k8s: K8sRelease,
     go: &Path,
     src: &GoSource,
     tree: &Path,
@@ -207,7 +200,7 @@ fn prepare_tree(
     gomod.push('\n');
     // Every command built from this tree, so the go.mod is the same whichever is built first.
     for c in Component::ALL {
-        let other = c.go_source(r.k8s);
+        let other = c.go_source(k8s);
         if other.tree == src.tree {
             gomod.push_str(&format!("tool {}\n", other.package));
         }

@@ -81,6 +81,13 @@ impl Component {
     }
 
     /// The pinned version (no leading v) for a Kubernetes release.
+    /// Where the cache keeps this component at its pinned version.
+    pub fn cached_path(self, cache_dir: &std::path::Path, k8s: K8sRelease) -> std::path::PathBuf {
+        cache_dir
+            .join("bin")
+            .join(format!("{}-{}", self.name(), self.version(k8s)))
+    }
+
     pub fn version(self, k8s: K8sRelease) -> String {
         match self {
             Component::Etcd => ETCD_VERSION.to_string(),

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod buildinfo;
 pub mod component;
+pub mod exec;
 pub mod modules;
 pub mod resolve;
 pub mod versions;

@@ -8,8 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::error::env_missing;
-use crate::tools::build::find_go;
-use crate::tools::resolve::output_with_timeout;
+use crate::tools::exec::{find_go, output_with_timeout};
 
 /// The module cache: `$GOMODCACHE`, else `$GOPATH/pkg/mod`, else `~/go/pkg/mod`.
 pub fn gomodcache() -> PathBuf {

@@ -5,16 +5,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::error::env_missing;
 use crate::k8s::K8sRelease;
-use crate::tools::buildinfo::BuildInfo;
 use crate::tools::component::Component;
+use crate::tools::exec::probe_version;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,9 +84,7 @@ impl Resolver {
 
     /// `<cache>/bin/<name>-<version>`
     pub fn cached_path(&self, c: Component) -> PathBuf {
-        self.cache_dir
-            .join("bin")
-            .join(format!("{}-{}", c.name(), c.version(self.k8s)))
+        c.cached_path(&self.cache_dir, self.k8s)
     }
 
     /// Resolve without building. Err carries what was tried and why each
@@ -195,7 +191,7 @@ impl Resolver {
                         ),
                     ));
                 }
-                let path = crate::tools::build::build(self, c, &skipped)?;
+                let path = crate::tools::build::build(self.k8s, &self.cache_dir, c, &skipped)?;
                 let version = probe_version(c, &path)
                     .with_context(|| format!("checking the freshly built {}", path.display()))?;
                 Ok(Resolved {
@@ -236,70 +232,6 @@ impl Tools {
             .map(|r| r.path.as_path())
             .with_context(|| format!("{} was not resolved", c.name()))
     }
-}
-
-/// Run `cmd` and wait at most `timeout`; kill it past that.
-pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<std::process::Output> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let deadline = Instant::now() + timeout;
-    loop {
-        if child.try_wait()?.is_some() {
-            return Ok(child.wait_with_output()?);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("did not finish within {} s", timeout.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The version a binary reports ("1.37.1"), by its version command or, for
-/// binaries without one, from its embedded Go build information.
-pub fn probe_version(c: Component, path: &Path) -> Result<String> {
-    if !path.is_file() {
-        bail!("no such file");
-    }
-    let Some(args) = c.version_args() else {
-        let info = BuildInfo::read(path)?;
-        let source = c.go_source(K8sRelease::default_release());
-        let v = info.module_version(source.module).with_context(|| {
-            format!(
-                "it was not built from {} (its Go build information does not name it)",
-                source.module
-            )
-        })?;
-        return Ok(v.trim_start_matches('v').to_string());
-    };
-    let out = output_with_timeout(Command::new(path).args(args), Duration::from_secs(20))
-        .with_context(|| format!("running {} {}", path.display(), args.join(" ")))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        bail!(
-            "`{} {}` failed ({}): {}",
-            path.display(),
-            args.join(" "),
-            out.status,
-            text.trim()
-        );
-    }
-    c.parse_version(&text).with_context(|| {
-        format!(
-            "`{} {}` printed no version I recognise: {:?}",
-            path.display(),
-            args.join(" "),
-            text.trim()
-        )
-    })
 }
 
 #[cfg(test)]

