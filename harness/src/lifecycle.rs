@@ -70,6 +70,10 @@ pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
 
 async fn finish_up(cluster: &LocalCluster, opts: &UpOptions) -> Result<()> {
     let client = cluster.client().await?;
+    let step = Step::start("creating the default StorageClass (hostPath provisioner)");
+    install::storage::install(&client).await?;
+    step.done("created");
+
     let step = Step::start("installing JobSet CRDs, RBAC and webhooks");
     install::jobset::install(&client, &cluster.jobset_webhook()?).await?;
     step.done("applied");

@@ -7,3 +7,4 @@ pub mod hpcc;
 pub mod jobset;
 pub mod kueue;
 pub mod release;
+pub mod storage;

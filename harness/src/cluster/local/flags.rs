@@ -130,6 +130,11 @@ pub fn controller_manager(_k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates
         format!("--cluster-signing-cert-file={}", p(l.ca_cert())),
         format!("--cluster-signing-key-file={}", p(l.pki("ca.key"))),
         "--service-cluster-ip-range=10.96.0.0/16".into(),
+        // Storage: the controller manager's own hostPath provisioner (real
+        // Kubernetes code, for single-machine clusters) serves the default
+        // StorageClass `install::storage` creates, so PVCs — HPCC's planes —
+        // bind here as a cloud's would. Its volumes live under /tmp.
+        "--enable-hostpath-provisioner=true".into(),
     ]);
     push_gates(&mut args, g);
     args
