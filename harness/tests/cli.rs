@@ -268,7 +268,8 @@ fn tools_list_reports_every_binary() {
             "kube-scheduler",
             "kubectl",
             "kwok",
-            "jobset-controller"
+            "jobset-controller",
+            "hpcc-kubectl"
         ]
     );
 }

@@ -40,6 +40,8 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Where each binary would come from right now, and what the kind provider would find.
+    Doctor(tools::DoctorArgs),
 }
 
 /// Warnings, less kube-rs's per-attempt connection errors while a
@@ -87,6 +89,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Status(args) => status::status(&args).await,
         Command::Validate(args) => validate::validate(&args),
         Command::Bench(c) => bench::run(c).await,
+        Command::Doctor(args) => tools::doctor(&args).await,
     }
 }
 

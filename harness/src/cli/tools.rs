@@ -1,13 +1,18 @@
-//! `harness tools install|list`: find or build the binaries, and show where
-//! each was found.
+//! `harness tools install|list`: find, download or build the binaries, and
+//! show where each was found; `harness doctor`: where each would come from
+//! right now, and what the kind provider would find.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use harness::error::bad_input;
+use harness::cluster::kind::commands::{Cmd, install_hint, output, parse_kind_version, tail};
+use harness::error::{bad_input, env_missing};
 use harness::k8s::K8sRelease;
-use harness::tools::{Component, Resolver};
+use harness::tools::doctor::{ToolsReport, Way, diagnose};
+use harness::tools::source::set_process_source;
+use harness::tools::versions::KIND_VERSION;
+use harness::tools::{Component, Resolver, SourceMode};
 
 use crate::cli::args::Format;
 use crate::cli::args::parse_bins;
@@ -31,6 +36,21 @@ pub struct ToolsArgs {
     /// jobset-controller). Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
+    /// Where a binary found nowhere on the machine comes from: download
+    /// (the release artifact, SHA-256 verified; exit 3 when it cannot),
+    /// build (from Go modules; never downloads) or auto (download, else
+    /// build, saying why) [default: auto].
+    #[arg(long, value_name = "download|build|auto", env = "HARNESS_SOURCE", value_parser = source_flag)]
+    pub source: Option<SourceMode>,
+}
+
+/// Parse `--source` (or `HARNESS_SOURCE`) and make it this process's
+/// source: `up` and the benches build their resolvers from the process
+/// environment, below the command line.
+fn source_flag(s: &str) -> std::result::Result<SourceMode, String> {
+    let mode: SourceMode = s.parse().map_err(|e: anyhow::Error| e.to_string())?;
+    set_process_source(mode);
+    Ok(mode)
 }
 
 impl ToolsArgs {
@@ -61,7 +81,14 @@ pub struct ToolsListArgs {
 
 pub fn resolver(args: &ToolsArgs) -> Result<Resolver> {
     let k8s = K8sRelease::parse(args.k8s_version())?;
-    Ok(Resolver::from_env(k8s, parse_bins(&args.bins)?))
+    let mut r = Resolver::from_env(k8s, parse_bins(&args.bins)?);
+    if let Some(mode) = args.source {
+        r.source = mode;
+    }
+    if let Some(problem) = &r.invalid_env {
+        return Err(bad_input(problem.clone()));
+    }
+    Ok(r)
 }
 
 pub async fn run(c: ToolsCommand) -> Result<i32> {
@@ -98,12 +125,12 @@ async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
         rows.push((resolved, started.elapsed()));
     }
     println!(
-        "{:<24} {:<9} {:<7} {:>8}  PATH",
+        "{:<24} {:<9} {:<10} {:>8}  PATH",
         "BINARY", "VERSION", "SOURCE", "TIME"
     );
     for (r, took) in rows {
         println!(
-            "{:<24} {:<9} {:<7} {:>7.1}s  {}",
+            "{:<24} {:<9} {:<10} {:>7.1}s  {}",
             r.component,
             r.version,
             r.source.to_string(),
@@ -164,4 +191,220 @@ fn tools_list(args: &ToolsListArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// One program the kind provider runs.
+#[derive(Debug, serde::Serialize)]
+struct ProgramCheck {
+    program: &'static str,
+    path: Option<std::path::PathBuf>,
+    ok: bool,
+    detail: String,
+}
+
+/// Run `program args` for at most 10 s: its status and output, or why not.
+async fn ask(program: &std::path::Path, args: &[&str]) -> Result<std::process::Output> {
+    let cmd = Cmd::new(program, args);
+    tokio::time::timeout(Duration::from_secs(10), output(&cmd))
+        .await
+        .map_err(|_| anyhow::anyhow!("`{}` did not finish within 10 s", cmd.display()))?
+}
+
+/// docker (and its daemon), kind (at the pinned release or newer), kubectl
+/// and helm: what the kind provider needs, as found on PATH.
+async fn kind_provider_checks() -> Vec<ProgramCheck> {
+    let mut out = Vec::new();
+    for program in ["docker", "kind", "kubectl", "helm"] {
+        let path = if program == "helm" {
+            harness::install::hpcc::find_helm().ok()
+        } else {
+            which::which(program).ok()
+        };
+        let Some(path) = path else {
+            out.push(ProgramCheck {
+                program,
+                path: None,
+                ok: false,
+                detail: format!("not on PATH: install {}", install_hint(program)),
+            });
+            continue;
+        };
+        let args: &[&str] = match program {
+            "docker" => &["info", "--format", "{{.ServerVersion}}"],
+            "kind" => &["version"],
+            "kubectl" => &["version", "--client"],
+            _ => &["version", "--short"],
+        };
+        let (ok, detail) = match ask(&path, args).await {
+            Err(e) => (false, format!("{e:#}")),
+            Ok(o) if !o.status.success() => (
+                false,
+                format!(
+                    "`{program} {}` failed ({}):\n{}",
+                    args.join(" "),
+                    o.status,
+                    tail(&o, 4)
+                ),
+            ),
+            Ok(o) => {
+                let text = String::from_utf8_lossy(&o.stdout);
+                let first = text.lines().next().unwrap_or_default().trim().to_string();
+                match program {
+                    "docker" => (true, format!("daemon answers (server {first})")),
+                    "kind" => {
+                        let want = parse_kind_version(&format!("v{KIND_VERSION}"));
+                        match parse_kind_version(&first) {
+                            Some(v) if Some(v) >= want => (true, first),
+                            _ => (
+                                false,
+                                format!(
+                                    "{first:?}: older than v{KIND_VERSION} or unreadable; install {}",
+                                    install_hint("kind")
+                                ),
+                            ),
+                        }
+                    }
+                    _ => (true, first),
+                }
+            }
+        };
+        out.push(ProgramCheck {
+            program,
+            path: Some(path),
+            ok,
+            detail,
+        });
+    }
+    out
+}
+
+/// `harness doctor`: exit 0 when everything the local provider runs can be
+/// had, 3 (saying what to install) otherwise.
+pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
+    let r = resolver(&args.tools)?;
+    let report = tokio::task::spawn_blocking(move || diagnose(&r, &Component::ALL))
+        .await
+        .context("the doctor's checks panicked")?;
+    let kind = kind_provider_checks().await;
+    let kind_ready = kind.iter().all(|k| k.ok);
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "tools": &report,
+                "local_ready": report.local_ready(),
+                "kind_provider": &kind,
+                "kind_ready": kind_ready,
+                "fixes": report.fixes(),
+            }))?
+        ),
+        Format::Text => print_doctor(&report, &kind, kind_ready),
+    }
+    if report.local_ready() {
+        return Ok(0);
+    }
+    let fixes = report.fixes();
+    Err(env_missing(
+        fixes.first().cloned().unwrap_or_default(),
+        fixes[1..].join("; "),
+    ))
+}
+
+fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
+    let mirror = report
+        .download_base
+        .as_deref()
+        .map_or("the release hosts".to_string(), |b| {
+            format!("the mirror {b}")
+        });
+    println!(
+        "Kubernetes {}; binaries the machine lacks: --source {} (downloads from {mirror})\n",
+        report.k8s_version, report.source
+    );
+    println!(
+        "{:<24} {:<8} {:<9} {:>12}  DETAIL",
+        "BINARY", "VERSION", "FROM", "TAKES"
+    );
+    for c in &report.components {
+        let takes = match (c.way, c.estimate_s) {
+            (Way::Found | Way::Cached, _) => "now".to_string(),
+            (Way::Download, _) => "download".to_string(),
+            (Way::Build, Some(s)) => format!(
+                "≈ {}",
+                harness::tools::doctor::human_duration(Duration::from_secs(s))
+            ),
+            (Way::Build, None) => "≈ minutes".to_string(),
+            (Way::Missing, _) => "-".to_string(),
+        };
+        let role = if c.needed_for_local {
+            ""
+        } else {
+            " (Thor bench only)"
+        };
+        println!(
+            "{:<24} {:<8} {:<9} {:>12}  {}{role}",
+            c.binary,
+            c.version,
+            c.way.to_string(),
+            takes,
+            c.detail
+        );
+    }
+    let go = &report.go;
+    println!(
+        "\nGo toolchain: {} {} ({})",
+        go.path
+            .as_deref()
+            .map_or("-".into(), |p| p.display().to_string()),
+        go.version.as_deref().unwrap_or("-"),
+        go.note
+    );
+    // One line per download host: the first answer about it.
+    let mut hosts = std::collections::BTreeMap::new();
+    for c in &report.components {
+        if let Some(url) = &c.download.url {
+            let host = url.split('/').nth(2).unwrap_or(url).to_string();
+            hosts.entry(host).or_insert_with(|| {
+                if c.download.reachable {
+                    "reachable".to_string()
+                } else {
+                    c.download.note.clone()
+                }
+            });
+        }
+    }
+    for (host, state) in hosts {
+        println!("release downloads from {host}: {state}");
+    }
+    println!(
+        "\nkind provider: {}",
+        if kind_ready { "ready" } else { "not ready" }
+    );
+    for k in kind {
+        println!(
+            "  {:<8} {:<4} {}{}",
+            k.program,
+            if k.ok { "ok" } else { "NO" },
+            k.path
+                .as_deref()
+                .map_or(String::new(), |p| format!("{}: ", p.display())),
+            k.detail.replace('\n', "\n           ")
+        );
+    }
+    println!(
+        "\nlocal provider: {}",
+        if report.local_ready() {
+            "every binary can be had"
+        } else {
+            "NOT every binary can be had (see below)"
+        }
+    );
 }

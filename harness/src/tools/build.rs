@@ -2,7 +2,8 @@
 //!
 //! Each source tree is a wrapper module under `<cache>/go/<tree>/` that
 //! requires the upstream module and lists the commands as `tool`
-//! directives. For k8s.io/kubernetes the staging replaces are derived from
+//! directives, or, for a command whose `main` is not in its module
+//! (kubectl), holds a main.go of the harness's own and builds itself. For k8s.io/kubernetes the staging replaces are derived from
 //! the real go.mod of that release (its `=> ./staging/src/...` lines), so a
 //! release that adds a staging module needs no code change here.
 //!
@@ -26,7 +27,8 @@ use crate::tools::component::{Component, GoSource};
 use crate::tools::exec::{find_go, output_with_timeout, probe_version};
 use crate::tools::versions::MIN_GO;
 
-fn go_version(go: &Path) -> Result<(u32, u32, String)> {
+/// The toolchain's (major, minor, "go1.26.8").
+pub fn go_version(go: &Path) -> Result<(u32, u32, String)> {
     let out = output_with_timeout(
         Command::new(go)
             .args(["env", "GOVERSION"])
@@ -201,21 +203,32 @@ fn prepare_tree(
     // Every command built from this tree, so the go.mod is the same whichever is built first.
     for c in Component::ALL {
         let other = c.go_source(k8s);
-        if other.tree == src.tree {
+        if other.tree == src.tree && other.main_go.is_none() {
             gomod.push_str(&format!("tool {}\n", other.package));
         }
     }
     let gomod_path = tree.join("go.mod");
+    let main_path = tree.join("main.go");
     let marker = tree.join(".tidy-done");
-    let unchanged = fs::read_to_string(&gomod_path).is_ok_and(|old| old == gomod)
-        && fs::read_to_string(&marker).is_ok_and(|m| m == gomod);
+    // The marker records what tidy ran on: the generated go.mod and main.go.
+    let tidied = format!("{gomod}{}", src.main_go.as_deref().unwrap_or_default());
+    let main_unchanged = match &src.main_go {
+        Some(main) => fs::read_to_string(&main_path).is_ok_and(|old| &old == main),
+        None => true,
+    };
+    let unchanged = main_unchanged
+        && fs::read_to_string(&gomod_path).is_ok_and(|old| old == gomod)
+        && fs::read_to_string(&marker).is_ok_and(|m| m == tidied);
     if unchanged {
         return Ok(());
     }
     fs::write(&gomod_path, &gomod).with_context(|| format!("writing {}", gomod_path.display()))?;
+    if let Some(main) = &src.main_go {
+        fs::write(&main_path, main).with_context(|| format!("writing {}", main_path.display()))?;
+    }
     let _ = fs::remove_file(&marker);
     run_logged(go, tree, &["mod".as_ref(), "tidy".as_ref()], log, step)?;
-    fs::write(&marker, &gomod)?;
+    fs::write(&marker, &tidied).with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
 }
 

@@ -20,13 +20,29 @@ pub fn find_go() -> Option<PathBuf> {
     which::which("go").ok()
 }
 
+/// Start `cmd`, retrying briefly on ETXTBSY: an executable written a moment
+/// ago (a download, a build) can still be open for writing in a child that
+/// another thread forked and has not yet exec'd.
+fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Run `cmd` and wait at most `timeout`; kill it past that.
 pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<std::process::Output> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let mut child = spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )?;
     let deadline = Instant::now() + timeout;
     loop {
         if child.try_wait()?.is_some() {

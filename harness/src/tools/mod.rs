@@ -1,13 +1,26 @@
-//! Finding or building the binaries a provider needs. One version table
-//! (`versions`), one resolution order (`resolve`), one builder (`build`).
+//! Finding, downloading or building the binaries a provider needs. One
+//! version table (`versions`), one resolution order (`resolve`), one
+//! download source (`release` layouts, `download`, `verify`), one builder
+//! (`build`), and `doctor`: where each would come from right now.
 
 pub mod build;
 pub mod buildinfo;
 pub mod component;
+pub mod doctor;
+pub mod download;
 pub mod exec;
+pub mod http;
+/// Test support (the download mirror test server): built for this crate's
+/// tests and, with the `testkit` feature, for its integration tests.
+#[cfg(any(test, feature = "testkit"))]
+pub mod mirror;
 pub mod modules;
+pub mod release;
 pub mod resolve;
+pub mod source;
+pub mod verify;
 pub mod versions;
 
 pub use component::Component;
 pub use resolve::{Resolved, Resolver, Source, Tools};
+pub use source::SourceMode;

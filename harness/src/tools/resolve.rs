@@ -1,6 +1,8 @@
 //! Finding each binary, in the order a user expects:
 //! explicit flag → environment variable → PATH → the harness cache →
-//! build from Go modules. Every candidate is checked by reading its version.
+//! the official release artifact (verified) → build from Go modules.
+//! Which of the last two may run is the source mode (`--source`,
+//! `HARNESS_SOURCE`). Every candidate is checked by reading its version.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -9,10 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::error::env_missing;
+use crate::error::{bad_input, env_missing};
 use crate::k8s::K8sRelease;
 use crate::tools::component::Component;
+use crate::tools::download::download;
 use crate::tools::exec::probe_version;
+use crate::tools::http::DownloadConfig;
+use crate::tools::source::{SourceMode, process_source};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -21,6 +26,7 @@ pub enum Source {
     Env,
     Path,
     Cache,
+    Downloaded,
     Built,
 }
 
@@ -31,6 +37,7 @@ impl std::fmt::Display for Source {
             Source::Env => "env",
             Source::Path => "PATH",
             Source::Cache => "cache",
+            Source::Downloaded => "downloaded",
             Source::Built => "built",
         })
     }
@@ -61,6 +68,13 @@ pub struct Resolver {
     pub env: BTreeMap<Component, PathBuf>,
     /// The PATH to search (None: do not search PATH).
     pub path_var: Option<OsString>,
+    /// Where a binary found nowhere above comes from.
+    pub source: SourceMode,
+    /// The release hosts (or mirror) and time limits of downloads.
+    pub download: DownloadConfig,
+    /// An unusable `HARNESS_SOURCE` or `HARNESS_DOWNLOAD_BASE`: resolving
+    /// fails with it (exit 2) rather than guessing.
+    pub invalid_env: Option<String>,
 }
 
 impl Resolver {
@@ -73,12 +87,24 @@ impl Resolver {
                     .map(|v| (c, PathBuf::from(v)))
             })
             .collect();
+        let mut invalid_env = None;
+        let source = process_source().unwrap_or_else(|e| {
+            invalid_env = Some(format!("{e:#}"));
+            SourceMode::Auto
+        });
+        let download = DownloadConfig::from_env().unwrap_or_else(|e| {
+            invalid_env = Some(format!("{e:#}"));
+            DownloadConfig::default()
+        });
         Resolver {
             k8s,
             cache_dir: crate::paths::cache_dir(),
             flags,
             env,
             path_var: std::env::var_os("PATH"),
+            source,
+            download,
+            invalid_env,
         }
     }
 
@@ -124,7 +150,7 @@ impl Resolver {
             }
         }
         if let Some(path_var) = &self.path_var
-            && let Ok(path) = which::which_in(c.name(), Some(path_var), "/")
+            && let Ok(path) = which::which_in(c.path_name(), Some(path_var), "/")
         {
             match probe_version(c, &path) {
                 Ok(v) if v == wanted => {
@@ -169,11 +195,15 @@ impl Resolver {
         Err(skipped)
     }
 
-    /// Resolve, building from Go modules when nothing else has it.
+    /// Resolve, downloading or building (per the source mode) what
+    /// nothing on the machine has.
     pub fn resolve(&self, c: Component) -> Result<Resolved> {
+        if let Some(problem) = &self.invalid_env {
+            return Err(bad_input(problem.clone()));
+        }
         match self.find(c) {
             Ok(r) => Ok(r),
-            Err(skipped) => {
+            Err(mut skipped) => {
                 let explicit = self.flags.contains_key(&c) || self.env.contains_key(&c);
                 if explicit {
                     return Err(env_missing(
@@ -191,25 +221,62 @@ impl Resolver {
                         ),
                     ));
                 }
-                let path = crate::tools::build::build(self.k8s, &self.cache_dir, c, &skipped)?;
+                let (path, source) = self.obtain(c, &mut skipped)?;
                 let version = probe_version(c, &path)
-                    .with_context(|| format!("checking the freshly built {}", path.display()))?;
+                    .with_context(|| format!("checking the new {}", path.display()))?;
                 Ok(Resolved {
                     component: c.name(),
                     path,
                     version,
                     wanted: c.version(self.k8s),
-                    source: Source::Built,
+                    source,
                     skipped,
                 })
             }
         }
     }
 
+    /// Download or build `c` into the cache, as the source mode says. In
+    /// auto mode one line says which it used and why.
+    fn obtain(&self, c: Component, skipped: &mut Vec<String>) -> Result<(PathBuf, Source)> {
+        let label = format!("{} v{}", c.name(), c.version(self.k8s));
+        let build = |skipped: &[String]| {
+            crate::tools::build::build(self.k8s, &self.cache_dir, c, skipped)
+                .map(|p| (p, Source::Built))
+        };
+        if self.source == SourceMode::Build {
+            return build(skipped);
+        }
+        match download(c, self.k8s, &self.cache_dir, &self.download) {
+            Ok(d) => {
+                if self.source == SourceMode::Auto {
+                    eprintln!(
+                        "harness: {label}: downloaded {} (sha256 checked against {})",
+                        d.url, d.checked_against
+                    );
+                }
+                Ok((d.path, Source::Downloaded))
+            }
+            Err(f) if self.source == SourceMode::Download => {
+                Err(f.error.context("--source download (nothing is built)"))
+            }
+            Err(f) if f.falls_back() => {
+                eprintln!(
+                    "harness: {label}: could not download ({}): building from Go modules",
+                    f.reason
+                );
+                skipped.push(format!("download: {}", f.reason));
+                build(skipped)
+            }
+            Err(f) => Err(f.error),
+        }
+    }
+
     /// Resolve every component a local cluster needs.
+    /// Resolve what a local cluster runs (`Component::CLUSTER`).
     pub fn resolve_all(&self) -> Result<Tools> {
         let mut tools = Tools::default();
-        for c in Component::ALL {
+        for c in Component::CLUSTER {
             let r = self.resolve(c)?;
             tools.bins.insert(c, r);
         }
@@ -256,6 +323,9 @@ mod tests {
             flags: BTreeMap::new(),
             env: BTreeMap::new(),
             path_var: Some(root.join("path").into_os_string()),
+            source: SourceMode::Build,
+            download: DownloadConfig::default(),
+            invalid_env: None,
         }
     }
 
@@ -316,6 +386,26 @@ mod tests {
     }
 
     #[test]
+    fn hpcc_kubectl_takes_only_a_kubectl_1_29_7_from_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let r = resolver(root);
+        let h = Component::HpccKubectl;
+        fake(&root.join("path"), "kubectl", "Client Version: v1.37.1");
+        let skipped = r.find(h).unwrap_err();
+        assert!(
+            skipped[0].contains("v1.37.1, not the pinned v1.29.7"),
+            "{skipped:?}"
+        );
+        // The cluster's own kubectl is happy with the 1.37.1 on PATH.
+        assert_eq!(r.find(Component::Kubectl).unwrap().source, Source::Path);
+        let on_path = fake(&root.join("path"), "kubectl", "Client Version: v1.29.7");
+        let found = r.find(h).unwrap();
+        assert_eq!((found.source, &found.path), (Source::Path, &on_path));
+        assert_eq!(found.version, "1.29.7");
+    }
+
+    #[test]
     fn explicit_binary_at_another_version_is_used_with_a_note() {
         let tmp = tempfile::tempdir().unwrap();
         let mut r = resolver(tmp.path());
@@ -336,6 +426,33 @@ mod tests {
         let text = format!("{err:#}");
         assert!(text.contains("HARNESS_KUBE_SCHEDULER_BIN"), "{text}");
         assert!(text.contains("no such file"), "{text}");
+    }
+
+    #[test]
+    fn an_unusable_source_setting_is_bad_input_before_anything_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.invalid_env = Some("HARNESS_SOURCE=mirror: not a binary source".into());
+        let err = r.resolve(C).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
+        assert!(err.to_string().contains("HARNESS_SOURCE=mirror"), "{err}");
+    }
+
+    #[test]
+    fn download_mode_fails_with_exit_3_and_never_builds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.source = SourceMode::Download;
+        // JobSet has no release binary: download mode cannot have it.
+        let err = r.resolve(Component::Jobset).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("--source download (nothing is built): jobset-controller v0.12.0 cannot be downloaded")
+                && text.contains("container image"),
+            "{text}"
+        );
+        assert!(!tmp.path().join("cache/go").exists(), "a build was started");
     }
 
     #[test]

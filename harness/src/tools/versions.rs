@@ -5,6 +5,45 @@
 pub const ETCD_VERSION: &str = "3.6.16";
 pub const KWOK_VERSION: &str = "0.8.0";
 pub const JOBSET_VERSION: &str = "0.12.0";
+
+/// The SHA-256 of kwok's release binaries (`kwok-linux-<arch>` on its
+/// GitHub release): kwok publishes no checksum file, so the download
+/// source (tools/release.rs) verifies against these pins and has no kwok
+/// download for a version or architecture missing here (it builds kwok
+/// from its Go module instead). Sources, checked by hand, not fetched
+/// here: linux/amd64 from two independent public pins of the v0.8.0 asset
+/// (the AUR package kwok-bin 0.8.0-1's `sha256sums_x86_64`, and a
+/// project's `tools.txt` pin line for the same URL); linux/arm64 from the
+/// AUR package alone (`sha256sums_aarch64`, verified by every makepkg run
+/// that installs it). A wrong pin fails closed: the download is refused
+/// and deleted, never installed. To refresh, read each asset's `digest`
+/// from `GET https://api.github.com/repos/kubernetes-sigs/kwok/releases/tags/v<V>`.
+pub const KWOK_RELEASE_SHA256: &[(&str, &str, &str)] = &[
+    (
+        "0.8.0",
+        "amd64",
+        "f5a4385a2ae1b9dd7f8acae18e002a75c0ebba124ae9d7259aa8dadb50711f46",
+    ),
+    (
+        "0.8.0",
+        "arm64",
+        "628f7d277860f524a2a775c217adcc58828e7b59ab0933680315784f1b8b0e37",
+    ),
+];
+
+/// The pinned SHA-256 of kwok `version`'s release binary for `arch`.
+pub fn kwok_release_sha256(version: &str, arch: &str) -> Option<&'static str> {
+    KWOK_RELEASE_SHA256
+        .iter()
+        .find(|(v, a, _)| *v == version && *a == arch)
+        .map(|(_, _, hex)| *hex)
+}
+/// The kubectl HPCC Systems' platform image ships, which Thor forks for
+/// every Kubernetes call. From HPCC-Platform's
+/// dockerfiles/platform-core-*.dockerfile (its kubectl download), the same
+/// on the candidate-9.14.x … candidate-10.6.x branches and on master.
+/// Built from k8s.io/kubectl v0.29.7 (`Component::HpccKubectl`).
+pub const HPCC_KUBECTL_VERSION: &str = "1.29.7";
 /// The HPCC Platform Helm chart: repository, chart and the newest release
 /// in the repository's index (docs/index.yaml of hpcc-systems/helm-chart,
 /// created 2026-10-06; chart digest sha256:dd57a6e8…57a0). The chart
@@ -114,5 +153,19 @@ mod tests {
             assert!(img.reference().starts_with("kindest/node:v1."));
         }
         assert!(jobset_manifest_url().contains(&format!("v{JOBSET_VERSION}/")));
+    }
+
+    #[test]
+    fn kwok_pins_cover_the_pinned_version_and_are_sha256_hex() {
+        for arch in ["amd64", "arm64"] {
+            let hex = kwok_release_sha256(KWOK_VERSION, arch).expect("a pin per arch");
+            assert_eq!(hex.len(), 64, "{arch}");
+            assert!(
+                hex.chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+        }
+        assert_eq!(kwok_release_sha256("0.0.1", "amd64"), None);
+        assert_eq!(kwok_release_sha256(KWOK_VERSION, "s390x"), None);
     }
 }
