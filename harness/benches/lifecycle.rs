@@ -48,6 +48,7 @@ fn main() -> anyhow::Result<()> {
                 feature_gates: Default::default(),
                 runtime_config: Default::default(),
                 nodes: NodeSpec::default(),
+                kubelet: Default::default(),
             },
             bins: Default::default(),
             timeout: Duration::from_secs(120),

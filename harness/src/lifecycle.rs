@@ -38,14 +38,29 @@ pub async fn resolve_tools(k8s: K8sRelease, bins: BTreeMap<Component, PathBuf>) 
         .context("tool resolution panicked")?
 }
 
+/// Find or build one binary (one the local provider does not start, such
+/// as HPCC's kubectl).
+pub async fn resolve_tool(
+    k8s: K8sRelease,
+    bins: BTreeMap<Component, PathBuf>,
+    c: Component,
+) -> Result<PathBuf> {
+    tokio::task::spawn_blocking(move || Resolver::from_env(k8s, bins).resolve(c).map(|r| r.path))
+        .await
+        .context("tool resolution panicked")?
+}
+
 /// Bring a local cluster up and wait until it is ready for work. On any
 /// failure, what was started is stopped (logs stay in the state dir).
 pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
     let k8s = K8sRelease::parse(&opts.spec.k8s_minor)?;
     let tools = resolve_tools(k8s, opts.bins.clone()).await?;
     let started = Instant::now();
-    let cluster = LocalCluster::start(&opts.spec, &tools).await?;
-    match finish_up(&cluster, opts).await {
+    let mut cluster = LocalCluster::start(&opts.spec, &tools).await?;
+    match finish_up(&cluster, opts)
+        .await
+        .and_then(|()| cluster.mark_ready())
+    {
         Ok(()) => {
             tracing::info!(
                 "cluster {} ready in {:.1} s",
@@ -300,4 +315,50 @@ pub fn down_all(prefix: &str) -> Result<()> {
         abandon_local(&name)?;
     }
     Ok(())
+}
+
+/// What `down` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Down {
+    Stopped,
+    /// A directory a start left without its state file, removed.
+    RemovedHalfMade,
+}
+
+/// Stop cluster `name` (or remove what a start that died left behind).
+pub fn down(name: &str, keep: bool) -> Result<Down> {
+    let dir = crate::cluster::state::cluster_dir(name);
+    crate::cluster::state::validate_name(name)?;
+    if dir.is_dir() && !dir.join("state.json").exists() {
+        let _lock = crate::cluster::state::lock(name)?;
+        if !keep {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+        }
+        return Ok(Down::RemovedHalfMade);
+    }
+    crate::cluster::AnyCluster::load(name)?.down(keep)?;
+    Ok(Down::Stopped)
+}
+
+/// Run `work` on `cluster`, checking every second that the cluster's parts
+/// are alive: a component that dies ends the work at once, named with its
+/// log's tail, instead of surfacing later as a connection reset or a
+/// timeout.
+pub async fn while_alive<T>(
+    cluster: &impl Cluster,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            r = &mut work => {
+                // An error while a component is dead is about that death.
+                return match (r, cluster.check_alive()) {
+                    (Err(e), Err(dead)) => Err(dead.context(format!("(the work failed meanwhile: {e:#})"))),
+                    (r, _) => r,
+                };
+            }
+            _ = tokio::time::sleep(Duration::from_secs(1)) => cluster.check_alive()?,
+        }
+    }
 }

@@ -27,11 +27,20 @@ pub fn cache_dir() -> PathBuf {
 /// `$HARNESS_STATE_DIR`, else `$XDG_STATE_HOME/harness/clusters`,
 /// else `~/.local/state/harness/clusters`. One sub-directory per cluster.
 pub fn clusters_dir() -> PathBuf {
-    non_empty_env("HARNESS_STATE_DIR").unwrap_or_else(|| {
+    let dir = non_empty_env("HARNESS_STATE_DIR").unwrap_or_else(|| {
         non_empty_env("XDG_STATE_HOME")
             .unwrap_or_else(|| home().join(".local/state"))
             .join("harness/clusters")
-    })
+    });
+    // A relative directory would resolve differently for every component
+    // started in its own working directory.
+    if dir.is_relative() {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(&dir))
+            .unwrap_or(dir)
+    } else {
+        dir
+    }
 }
 
 /// The repository root: the nearest ancestor of `start` with Cargo.toml

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use anyhow::Context;
 use serde_json::{Map, Number, Value};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span};
 
@@ -200,19 +199,86 @@ fn plain_scalar(s: &str, pos: Pos) -> Node {
 }
 
 enum Frame {
-    Seq(Vec<Node>, Pos, usize),
-    /// entries, pending key, position, anchor
-    Map(Vec<(String, Pos, Node)>, Option<(String, Pos)>, Pos, usize),
+    /// items, position, anchor, nodes below
+    Seq(Vec<Node>, Pos, usize, u64),
+    /// entries, key index (→ entry, written explicitly rather than merged),
+    /// pending key, position, anchor, nodes below
+    Map(
+        Vec<(String, Pos, Node)>,
+        HashMap<String, (usize, bool)>,
+        Option<(String, Pos)>,
+        Pos,
+        usize,
+        u64,
+    ),
+}
+
+/// The most nodes aliases may produce in one stream: a few hundred bytes of
+/// nested aliases ("billion laughs") would otherwise expand to gigabytes.
+/// Generous for real files: 100 000 nodes, or 10 per byte of text.
+pub fn alias_budget(text_len: usize) -> u64 {
+    (text_len as u64 * 10).max(100_000)
+}
+
+/// YAML's merge key (`<<: *base` or `<<: [*a, *b]`).
+const MERGE_KEY: &str = "<<";
+
+/// Merge `from`'s entries into `entries` where their keys are absent.
+fn merge_into(
+    entries: &mut Vec<(String, Pos, Node)>,
+    index: &mut HashMap<String, (usize, bool)>,
+    from: Node,
+) -> Result<(), YamlError> {
+    let maps = match from {
+        Node::Map(m, _) => vec![m],
+        Node::Seq(items, pos) => items
+            .into_iter()
+            .map(|n| match n {
+                Node::Map(m, _) => Ok(m),
+                other => Err(YamlError {
+                    pos: other.pos(),
+                    message: "a merge key (<<) takes a mapping or a list of mappings".into(),
+                }),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| YamlError {
+                pos: e.pos.max(pos),
+                ..e
+            })?,
+        other => {
+            return Err(YamlError {
+                pos: other.pos(),
+                message: "a merge key (<<) takes a mapping or a list of mappings".into(),
+            });
+        }
+    };
+    for m in maps {
+        for (k, kp, v) in m {
+            if !index.contains_key(&k) {
+                index.insert(k.clone(), (entries.len(), false));
+                entries.push((k, kp, v));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn node_count(frame_below: u64) -> u64 {
+    frame_below + 1
 }
 
 /// Parse every document of a YAML stream. A syntax error stops the parse
-/// and is returned with its position.
+/// and is returned with its position; so does alias expansion past
+/// `alias_budget`.
 pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    // anchor id → (node, nodes in it)
+    let mut anchors: HashMap<usize, (Node, u64)> = HashMap::new();
     let mut problems = Vec::new();
     let mut root: Option<Node> = None;
+    let budget = alias_budget(text.len());
+    let mut expanded: u64 = 0;
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| YamlError {
             pos: Pos {
@@ -222,7 +288,7 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
             message: e.info().to_string(),
         })?;
         let pos = Pos::of(&span);
-        let finished: Option<(Node, usize)> = match event {
+        let finished: Option<(Node, usize, u64)> = match event {
             Event::StreamStart | Event::StreamEnd | Event::Anchor(..) => None,
             Event::DocumentStart(..) => {
                 root = None;
@@ -238,7 +304,18 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 None
             }
             Event::Alias(id) => match anchors.get(&id) {
-                Some(n) => Some((n.clone(), 0)),
+                Some((n, count)) => {
+                    expanded = expanded.saturating_add(*count);
+                    if expanded > budget {
+                        return Err(YamlError {
+                            pos,
+                            message: format!(
+                                "aliases expand to more than {budget} nodes: refusing (an alias bomb?)"
+                            ),
+                        });
+                    }
+                    Some((n.clone(), 0, *count))
+                }
                 None => {
                     return Err(YamlError {
                         pos,
@@ -259,79 +336,110 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 } else {
                     Node::Str(value.into_owned(), pos)
                 };
-                Some((node, anchor))
+                Some((node, anchor, 1))
             }
             Event::SequenceStart(_, anchor, _) => {
-                stack.push(Frame::Seq(Vec::new(), pos, anchor));
+                stack.push(Frame::Seq(Vec::new(), pos, anchor, 0));
                 None
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map(Vec::new(), None, pos, anchor));
+                stack.push(Frame::Map(Vec::new(), HashMap::new(), None, pos, anchor, 0));
                 None
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq(items, p, anchor)) => Some((Node::Seq(items, p), anchor)),
+                Some(Frame::Seq(items, p, anchor, below)) => {
+                    Some((Node::Seq(items, p), anchor, node_count(below)))
+                }
                 _ => unreachable!("the parser balances sequence events"),
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(entries, _, p, anchor)) => Some((Node::Map(entries, p), anchor)),
+                Some(Frame::Map(entries, _, _, p, anchor, below)) => {
+                    Some((Node::Map(entries, p), anchor, node_count(below)))
+                }
                 _ => unreachable!("the parser balances mapping events"),
             },
             #[allow(unreachable_patterns)]
             _ => None,
         };
-        let Some((node, anchor)) = finished else {
+        let Some((node, anchor, count)) = finished else {
             continue;
         };
         if anchor != 0 {
-            anchors.insert(anchor, node.clone());
+            anchors.insert(anchor, (node.clone(), count));
         }
         match stack.last_mut() {
             None => root = Some(node),
-            Some(Frame::Seq(items, _, _)) => items.push(node),
-            Some(Frame::Map(entries, pending, _, _)) => match pending.take() {
-                None => {
-                    let key = match &node {
-                        Node::Str(s, _) => s.clone(),
-                        Node::Int(i, _) => i.to_string(),
-                        Node::Bool(b, _) => b.to_string(),
-                        Node::Null(_) => "null".into(),
-                        Node::Float(f, _) => f.to_string(),
-                        _ => {
-                            return Err(YamlError {
+            Some(Frame::Seq(items, _, _, below)) => {
+                *below += count;
+                items.push(node);
+            }
+            Some(Frame::Map(entries, index, pending, _, _, below)) => {
+                *below += count;
+                match pending.take() {
+                    None => {
+                        let key = match &node {
+                            Node::Str(s, _) => s.clone(),
+                            Node::Int(i, _) => i.to_string(),
+                            Node::Bool(b, _) => b.to_string(),
+                            Node::Null(_) => "null".into(),
+                            Node::Float(f, _) => f.to_string(),
+                            _ => {
+                                return Err(YamlError {
+                                    pos: node.pos(),
+                                    message: "a mapping key must be a scalar".into(),
+                                });
+                            }
+                        };
+                        if let Some(&(at, true)) = index.get(&key)
+                            && key != MERGE_KEY
+                        {
+                            let first = entries[at].1;
+                            problems.push(YamlError {
                                 pos: node.pos(),
-                                message: "a mapping key must be a scalar".into(),
+                                message: format!(
+                                    "duplicate key {key:?} (first at line {}, column {})",
+                                    first.line, first.column
+                                ),
                             });
                         }
-                    };
-                    if let Some((_, first, _)) = entries.iter().find(|(k, _, _)| *k == key) {
-                        problems.push(YamlError {
-                            pos: node.pos(),
-                            message: format!(
-                                "duplicate key {key:?} (first at line {}, column {})",
-                                first.line, first.column
-                            ),
-                        });
+                        *pending = Some((key, node.pos()));
                     }
-                    *pending = Some((key, node.pos()));
+                    Some((key, _)) if key == MERGE_KEY => merge_into(entries, index, node)?,
+                    Some((key, kpos)) => match index.get(&key) {
+                        // A duplicate key: the later value wins, as in
+                        // Kubernetes (and over a merged value).
+                        Some(&(at, _)) => {
+                            index.insert(key.clone(), (at, true));
+                            entries[at] = (key, kpos, node);
+                        }
+                        None => {
+                            index.insert(key.clone(), (entries.len(), true));
+                            entries.push((key, kpos, node));
+                        }
+                    },
                 }
-                Some((key, kpos)) => {
-                    // A duplicate key: the later value wins, as in Kubernetes.
-                    entries.retain(|(k, _, _)| *k != key);
-                    entries.push((key, kpos, node));
-                }
-            },
+            }
         }
     }
     Ok(docs)
 }
 
-/// Parse every document of a YAML stream (empty documents are dropped).
+/// Parse every document of a YAML stream (empty documents are dropped),
+/// with the same limits as `parse`.
 pub fn documents(text: &str, origin: &str) -> anyhow::Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(anyhow::Error::new)
-        .with_context(|| format!("parsing YAML {origin}"))?;
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+    let docs = parse(text).map_err(|e| {
+        anyhow::anyhow!(
+            "parsing YAML {origin}:{}:{}: {}",
+            e.pos.line,
+            e.pos.column,
+            e.message
+        )
+    })?;
+    Ok(docs
+        .into_iter()
+        .map(|d| d.root.to_json())
+        .filter(|d| !d.is_null())
+        .collect())
 }
 
 #[cfg(test)]
@@ -392,6 +500,45 @@ mod tests {
     fn anchors_expand() {
         let docs = parse("base: &b {x: 1}\nuse: *b\n").unwrap();
         assert_eq!(docs[0].root.to_json()["use"], serde_json::json!({"x": 1}));
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_quickly_and_merge_keys_merge() {
+        // 9 levels × 10 aliases: 10^9 nodes if expanded.
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..=9 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        let t = std::time::Instant::now();
+        let e = parse(&bomb).unwrap_err();
+        assert!(e.message.contains("aliases expand"), "{e:?}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        let docs = parse("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  y: 3\n").unwrap();
+        assert_eq!(
+            docs[0].root.to_json()["use"],
+            serde_json::json!({"x": 1, "y": 3})
+        );
+        assert!(docs[0].problems.is_empty(), "{:?}", docs[0].problems);
+    }
+
+    #[test]
+    fn duplicate_detection_is_linear() {
+        let mut big = String::new();
+        for i in 0..80_000 {
+            big.push_str(&format!("k{i}: {i}\n"));
+        }
+        big.push_str("k5: again\n");
+        let t = std::time::Instant::now();
+        let docs = parse(&big).unwrap();
+        assert_eq!(docs[0].problems.len(), 1);
+        // Quadratic took 33 s here; linear is well under a second even in
+        // a debug build.
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

@@ -119,6 +119,7 @@ pub fn test_spec(name: &str) -> ClusterSpec {
             memory: "64Gi".into(),
             pods: 110,
         },
+        kubelet: Default::default(),
     }
 }
 

@@ -51,6 +51,7 @@ impl Group {
                 count: 0,
                 ..NodeSpec::default()
             },
+            kubelet: Default::default(),
         }
     }
 

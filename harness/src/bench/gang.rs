@@ -100,6 +100,7 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
                     count: 0,
                     ..NodeSpec::default()
                 },
+                kubelet: Default::default(),
             },
             bins: opts.bins.clone(),
             timeout: Duration::from_secs(180),

@@ -22,16 +22,29 @@ pub struct StatusArgs {
 pub async fn status(args: &StatusArgs) -> Result<i32> {
     let names = match &args.name {
         Some(n) => vec![n.clone()],
-        None => harness::cluster::state::list_clusters()?,
+        None => harness::cluster::state::list_dirs()?,
     };
     let mut all_healthy = true;
     let mut report = Vec::new();
+    let mut half_made = Vec::new();
     for name in &names {
+        let dir = harness::cluster::state::cluster_dir(name);
+        if dir.is_dir() && !dir.join("state.json").exists() {
+            half_made.push(name.clone());
+            all_healthy = false;
+            continue;
+        }
         let c = harness::cluster::AnyCluster::load(name)?;
         let health = c.health().await;
         let healthy = health.iter().all(|h| h.healthy);
         all_healthy &= healthy;
         report.push((c, health, healthy));
+    }
+    for name in &half_made {
+        eprintln!(
+            "{name}: INCOMPLETE — {} has no state.json (a start that died before writing it); `harness down --name {name}` removes it",
+            harness::cluster::state::cluster_dir(name).display()
+        );
     }
     match args.format {
         Format::Json => {
@@ -48,7 +61,7 @@ pub async fn status(args: &StatusArgs) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Text => {
-            if report.is_empty() {
+            if report.is_empty() && half_made.is_empty() {
                 println!(
                     "no clusters (state dir {})",
                     harness::paths::clusters_dir().display()

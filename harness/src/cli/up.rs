@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use harness::cluster::spec::KubeletModel;
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
 use harness::error::bad_input;
 use harness::k8s::K8sRelease;
@@ -52,6 +53,11 @@ pub struct UpArgs {
     /// Seconds to wait for readiness after the processes started.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    /// The fake kubelets' API traffic per pod: kwok's own stages
+    /// (kwok-minimal) or the status PATCHes and events of a real kubelet
+    /// (kubelet-like; manifests/kwok/README.md).
+    #[arg(long, default_value = "kwok-minimal", value_parser = parse_kubelet)]
+    pub kubelet: KubeletModel,
     #[command(flatten)]
     pub hpcc: HpccArgs,
     #[command(flatten)]
@@ -115,6 +121,10 @@ impl HpccArgs {
     }
 }
 
+fn parse_kubelet(s: &str) -> Result<KubeletModel, String> {
+    s.parse()
+}
+
 #[derive(Args, Debug)]
 pub struct DownArgs {
     #[arg(long, default_value = "dev")]
@@ -155,6 +165,11 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
     if !args.tools.bins.is_empty() {
         return Err(bad_input(
             "--bin: the kind provider runs the binaries of its node image; --bin is for --provider local",
+        ));
+    }
+    if args.kubelet != KubeletModel::default() {
+        return Err(bad_input(
+            "--kubelet: kind nodes run real kubelets; --kubelet is for --provider local",
         ));
     }
     let config = match &args.kind.config {
@@ -245,6 +260,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
             memory: args.node_memory.clone(),
             pods: args.node_pods,
         },
+        kubelet: args.kubelet,
     };
     let opts = UpOptions {
         spec,
@@ -274,7 +290,14 @@ async fn up_local(args: UpArgs) -> Result<i32> {
 
 pub fn down(args: &DownArgs) -> Result<i32> {
     let started = Instant::now();
-    harness::cluster::AnyCluster::load(&args.name)?.down(args.keep)?;
+    if lifecycle::down(&args.name, args.keep)? == lifecycle::Down::RemovedHalfMade {
+        eprintln!(
+            "cluster {:?} had no state file (a start that died half-way): its directory was {}",
+            args.name,
+            if args.keep { "kept" } else { "removed" }
+        );
+        return Ok(0);
+    }
     eprintln!(
         "cluster {:?} stopped in {:.1} s{}",
         args.name,

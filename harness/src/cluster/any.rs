@@ -89,6 +89,9 @@ impl Cluster for AnyCluster {
     fn harness_users(&self) -> Vec<String> {
         each!(self, c => c.harness_users())
     }
+    fn check_alive(&self) -> Result<()> {
+        each!(self, c => c.check_alive())
+    }
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
         each!(self, c => c.audit_events(offset))
     }

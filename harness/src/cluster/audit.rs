@@ -46,7 +46,7 @@ pub struct AuditEvent {
     pub stage: String,
     #[serde(default)]
     pub verb: String,
-    #[serde(default)]
+    #[serde(default, rename = "requestURI")]
     pub request_uri: String,
     #[serde(default)]
     pub user: AuditUser,

@@ -61,6 +61,12 @@ pub trait Cluster: Sync {
             }
         }
     }
+    /// Err naming every part of the cluster that has died (with its log's
+    /// tail where there is one); Ok when the provider sees nothing wrong.
+    /// Cheap: commands check it while they run.
+    fn check_alive(&self) -> Result<()> {
+        Ok(())
+    }
     /// Per-component health.
     fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
     /// Stop everything; keep the state directory when `keep`.

@@ -36,6 +36,50 @@ pub struct ClusterSpec {
     pub feature_gates: BTreeMap<String, bool>,
     pub runtime_config: BTreeMap<String, String>,
     pub nodes: NodeSpec,
+    /// How much API traffic kwok's fake kubelets make per pod.
+    #[serde(default)]
+    pub kubelet: KubeletModel,
+}
+
+/// The pod Stages kwok runs, i.e. how much API traffic a fake kubelet
+/// makes per pod (manifests/kwok/README.md has the counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KubeletModel {
+    /// kwok's own fast stages: one status PATCH per transition, no events.
+    #[default]
+    KwokMinimal,
+    /// The harness's Stages (manifests/kwok/kubelet-like/): the status
+    /// PATCHes and container events a real kubelet makes for a pod.
+    KubeletLike,
+}
+
+impl KubeletModel {
+    pub const ALL: [KubeletModel; 2] = [KubeletModel::KwokMinimal, KubeletModel::KubeletLike];
+
+    /// The name the CLI and the cluster state use.
+    pub fn name(self) -> &'static str {
+        match self {
+            KubeletModel::KwokMinimal => "kwok-minimal",
+            KubeletModel::KubeletLike => "kubelet-like",
+        }
+    }
+}
+
+impl std::str::FromStr for KubeletModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        KubeletModel::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown kubelet model {s:?} (kwok-minimal, kubelet-like)"))
+    }
+}
+
+impl std::fmt::Display for KubeletModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Health of one component, for `harness status`.
@@ -55,4 +99,30 @@ pub fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_model_is_kebab_case_and_defaults_to_kwok_minimal() {
+        for m in KubeletModel::ALL {
+            assert_eq!(
+                serde_json::to_value(m).unwrap(),
+                serde_json::json!(m.name())
+            );
+        }
+        let old = serde_json::json!({
+            "name": "a", "k8s_minor": "1.37", "feature_gates": {},
+            "runtime_config": {},
+            "nodes": {"count": 1, "cpu": "1", "memory": "1Gi", "pods": 10}
+        });
+        let spec: ClusterSpec = serde_json::from_value(old).unwrap();
+        assert_eq!(spec.kubelet, KubeletModel::KwokMinimal);
+        let like: KubeletModel = serde_json::from_str("\"kubelet-like\"").unwrap();
+        assert_eq!(like, KubeletModel::KubeletLike);
+        assert_eq!("kubelet-like".parse(), Ok(KubeletModel::KubeletLike));
+        assert!("kubelet".parse::<KubeletModel>().is_err());
+    }
 }

@@ -82,6 +82,36 @@ pub fn label_key(s: &str) -> Result<(), String> {
     label_value(name).map_err(|e| format!("label key {s:?}: {e}"))
 }
 
+/// A resource quantity as Kubernetes accepts it ("32", "500m", "256Gi",
+/// "1e3"): a decimal number with an optional binary (Ki…Ei) or decimal
+/// (n, u, m, k, M, G, T, P, E) suffix or an exponent.
+pub fn quantity(s: &str) -> Result<(), String> {
+    let bad = || {
+        Err(format!(
+            "{s:?} is not a Kubernetes quantity (e.g. 32, 500m, 256Gi)"
+        ))
+    };
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let digits_end = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (number, suffix) = body.split_at(digits_end);
+    let dots = number.matches('.').count();
+    if number.is_empty() || number == "." || dots > 1 || s.len() > 64 {
+        return bad();
+    }
+    let exponent_ok = |e: &str| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && e.len() <= 3 && e.chars().all(|c| c.is_ascii_digit())
+    };
+    match suffix {
+        "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => Ok(()),
+        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => Ok(()),
+        e if (e.starts_with('e') || e.starts_with('E')) && exponent_ok(&e[1..]) => Ok(()),
+        _ => bad(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +136,15 @@ mod tests {
         label_key("app").unwrap();
         assert!(label_key("a/b/c").is_err());
         assert!(label_key("example.com/").is_err());
+    }
+
+    #[test]
+    fn quantities() {
+        for ok in ["32", "500m", "256Gi", "1.5", "1e3", "0.5Ti", "+4k"] {
+            assert!(quantity(ok).is_ok(), "{ok}");
+        }
+        for bad in ["banana", "", "1.2.3", "Gi", "5 Gi", "12XB", "1e", "1e4000"] {
+            assert!(quantity(bad).is_err(), "{bad}");
+        }
     }
 }

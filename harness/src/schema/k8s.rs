@@ -118,6 +118,17 @@ pub fn check_document(ctx: &Ctx<'_>, v: &Value) -> Vec<Finding> {
                 }
                 f
             }
+            ("kwok.x-k8s.io/v1alpha1", "Stage") => {
+                let (st, mut f) =
+                    decode::<models::KwokStage>(ctx, v, "kwok.x-k8s.io/v1alpha1 Stage");
+                if let Some(st) = st
+                    && st.spec.next.is_none()
+                    && st.spec.steps.is_empty()
+                {
+                    f.push(ctx.finding(&[key("spec")], "a Stage needs `next` or `steps`"));
+                }
+                f
+            }
             ("audit.k8s.io/v1", "Policy") => {
                 let (p, mut f) = decode::<models::AuditPolicy>(ctx, v, "audit.k8s.io/v1 Policy");
                 if let Some(p) = p {

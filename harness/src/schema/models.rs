@@ -1,7 +1,7 @@
 //! The harness's own typed models of objects k8s-openapi does not carry:
 //! JobSet (jobset.x-k8s.io/v1alpha2, as served by JobSet v0.12.0), the
-//! 1.36 Workload/PodGroup (scheduling.k8s.io/v1alpha2), the audit Policy
-//! and the kind Cluster config fields the harness uses. Unknown fields are
+//! 1.36 Workload/PodGroup (scheduling.k8s.io/v1alpha2), the audit Policy,
+//! kwok's Stage and the kind Cluster config fields the harness uses. Unknown fields are
 //! reported by the decoder (serde_ignored), so the models list every field
 //! they accept and nothing else.
 
@@ -264,4 +264,167 @@ pub struct KindNetworking {
     pub disable_default_cni: Option<bool>,
     pub kube_proxy_mode: Option<String>,
     pub dns_search: Option<Vec<String>>,
+}
+
+/// kwok's Stage (kwok.x-k8s.io/v1alpha1, as of kwok v0.8.0's
+/// pkg/apis/v1alpha1/stage_types.go): its fields; unknown ones are
+/// reported like every model's; templates stay text.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokStage {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: KwokStageSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokStageSpec {
+    pub resource_ref: KwokResourceRef,
+    #[serde(default)]
+    pub selector: Option<KwokSelector>,
+    #[serde(default)]
+    pub weight: Option<i64>,
+    #[serde(default)]
+    pub weight_from: Option<KwokExpressionFrom>,
+    #[serde(default)]
+    pub delay: Option<KwokDelay>,
+    #[serde(default)]
+    pub next: Option<KwokNext>,
+    #[serde(default)]
+    pub immediate_next_stage: Option<bool>,
+    #[serde(default)]
+    pub steps: Vec<KwokStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokResourceRef {
+    #[serde(default)]
+    pub api_group: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<KwokMatchExpression>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokMatchExpression {
+    #[serde(default)]
+    pub jq: Option<KwokSelectorJq>,
+    #[serde(default)]
+    pub cel: Option<KwokExpression>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokSelectorJq {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokExpression {
+    pub expression: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokExpressionFrom {
+    #[serde(default)]
+    pub jq: Option<KwokExpressionJq>,
+    #[serde(default)]
+    pub cel: Option<KwokExpression>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokExpressionJq {
+    pub expression: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokDelay {
+    #[serde(default)]
+    pub duration_milliseconds: Option<i64>,
+    #[serde(default)]
+    pub duration_from: Option<KwokExpressionFrom>,
+    #[serde(default)]
+    pub jitter_duration_milliseconds: Option<i64>,
+    #[serde(default)]
+    pub jitter_duration_from: Option<KwokExpressionFrom>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokEvent {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokPatch {
+    #[serde(default)]
+    pub subresource: String,
+    #[serde(default)]
+    pub root: String,
+    #[serde(default)]
+    pub template: String,
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    #[serde(default)]
+    pub impersonation: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokNext {
+    #[serde(default)]
+    pub event: Option<KwokEvent>,
+    #[serde(default)]
+    pub finalizers: Option<serde_json::Value>,
+    #[serde(default)]
+    pub delete: bool,
+    #[serde(default)]
+    pub patches: Vec<KwokPatch>,
+    #[serde(default)]
+    pub status_template: String,
+    #[serde(default)]
+    pub status_subresource: Option<String>,
+    #[serde(default)]
+    pub status_patch_as: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KwokStep {
+    #[serde(default)]
+    pub patch: Option<KwokPatch>,
+    #[serde(default)]
+    pub event: Option<KwokEvent>,
+    #[serde(default)]
+    pub finalizers: Option<serde_json::Value>,
+    #[serde(default)]
+    pub delete: bool,
+    #[serde(default)]
+    pub apply: Option<serde_json::Value>,
 }

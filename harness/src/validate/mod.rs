@@ -19,7 +19,6 @@ use crate::schema::{check_yaml, k8s, kind};
 
 use crate::bench::thor::baseline::Baseline;
 use crate::error::bad_input;
-use crate::workload::thor::scenario::ThorScenario;
 use crate::yaml::Seg;
 
 /// The directories a whole-repository run covers.
@@ -62,6 +61,9 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
     }
 }
 
+/// Every file below `dir`, sorted. Symbolic links to directories are not
+/// followed (a link loop would recurse without end); links to files are
+/// kept and read through.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -73,8 +75,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         if name.to_string_lossy().starts_with('.') || name == "target" {
             continue;
         }
-        if p.is_dir() {
+        let own = std::fs::symlink_metadata(&p)?;
+        if own.is_dir() {
             walk(&p, out)?;
+        } else if own.file_type().is_symlink() && p.is_dir() {
+            continue;
         } else {
             out.push(p);
         }
@@ -108,13 +113,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
                 f
             }
             FileKind::Manifest => k8s::check_document(ctx, v),
-            FileKind::ThorScenario => {
-                let (s, mut f) = decode::<ThorScenario>(ctx, v, "Thor scenario");
-                if let Some(s) = s {
-                    f.extend(semantic(ctx, s.problems()));
-                }
-                f
-            }
+            FileKind::ThorScenario => crate::workload::thor::scenario::check(ctx, v).1,
             FileKind::Baseline => {
                 let (b, mut f) = decode::<Baseline>(ctx, v, "baseline");
                 if let Some(b) = b {
@@ -147,6 +146,13 @@ fn semantic(ctx: &Ctx<'_>, problems: Vec<(Vec<Seg>, String)>) -> Vec<Finding> {
 /// config directories) under `root`.
 pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
     let started = Instant::now();
+    if !root.is_dir() {
+        return Err(bad_input(format!(
+            "--root {}: not a directory",
+            root.display()
+        )));
+    }
+    let explicit = !paths.is_empty();
     let mut files = Vec::new();
     if paths.is_empty() {
         for d in REPO_DIRS {
@@ -164,7 +170,7 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             };
             if p.is_dir() {
                 walk(&p, &mut files)?;
-            } else if p.is_file() {
+            } else if p.exists() {
                 files.push(p);
             } else {
                 return Err(bad_input(format!(
@@ -182,10 +188,12 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             .unwrap_or(&path)
             .to_string_lossy()
             .replace('\\', "/");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::input::read(&path) {
             Ok(t) => t,
             Err(e) => {
-                if rel.ends_with(".yaml") || rel.ends_with(".yml") || rel.ends_with(".json") {
+                let ours =
+                    rel.ends_with(".yaml") || rel.ends_with(".yml") || rel.ends_with(".json");
+                if ours || explicit {
                     results.push(FileResult {
                         file: rel.clone(),
                         kind: "unreadable".into(),
@@ -195,7 +203,10 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
                             line: 1,
                             column: 1,
                             path: "(file)".into(),
-                            message: format!("cannot read: {e}"),
+                            message: format!(
+                                "cannot read: {}",
+                                crate::output::terminal_safe(&format!("{e:#}"))
+                            ),
                         }],
                     });
                 }
@@ -203,6 +214,11 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             }
         };
         let Some(kind) = classify(&rel, &text) else {
+            if explicit {
+                return Err(bad_input(format!(
+                    "{rel}: not a file validate checks (YAML under kind-configs/, manifests/, suites/; JSON under baselines/)"
+                )));
+            }
             continue;
         };
         templates_seen |= kind == FileKind::ThorTemplate;

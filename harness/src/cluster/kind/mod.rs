@@ -353,6 +353,10 @@ impl Cluster for KindCluster {
         vec!["kubernetes-admin".to_string()]
     }
 
+    fn check_alive(&self) -> Result<()> {
+        self.check_containers()
+    }
+
     fn kubeconfig(&self) -> &Path {
         &self.state.kubeconfig
     }

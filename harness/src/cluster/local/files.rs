@@ -96,6 +96,6 @@ pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> 
     }
     write_private(&l.audit_policy(), AUDIT_POLICY)?;
     write_private(&l.jobset_config(), &flags::jobset_config(l, ports))?;
-    write_private(&l.kwok_config(), &kwok::config()?)?;
+    write_private(&l.kwok_config(), &kwok::config(spec.kubelet)?)?;
     Ok(())
 }

@@ -18,6 +18,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     (KWOK, "kwok-controller", &["system:masters"]),
     // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
     ("thor-agent", "thor-agent", &[]),
+    // HPCC's eclccserver launching compile Jobs; RBAC in
+    // manifests/hpcc/rbac/eclccserver.yaml.
+    ("eclccserver", "eclccserver", &[]),
 ];
 
 /// The user the harness acts as (its kubeconfig is what `up` prints).
@@ -25,3 +28,14 @@ pub const ADMIN_USER: &str = "admin";
 
 /// The user name the JobSet controller runs as (RBAC binds it).
 pub const JOBSET_USER: &str = "jobset-controller";
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::local::identity::AUDIT_POLICY;
+
+    #[test]
+    fn audit_policy_is_metadata_level() {
+        assert!(AUDIT_POLICY.contains("level: Metadata"));
+        assert!(AUDIT_POLICY.contains("kind: Policy"));
+    }
+}

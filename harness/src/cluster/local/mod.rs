@@ -12,6 +12,7 @@ pub mod flags;
 pub mod identity;
 pub mod kwok;
 pub mod layout;
+pub mod nodes;
 pub mod ports;
 pub mod process;
 
@@ -23,8 +24,6 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::audit::AuditEvent;
@@ -38,8 +37,7 @@ use crate::cluster::provider::Cluster;
 use crate::cluster::spec::ClusterSpec;
 use crate::cluster::spec::ComponentHealth;
 use crate::cluster::spec::NodeSpec;
-use crate::cluster::spec::node_ready;
-use crate::cluster::state::{cluster_dir, validate_name};
+use crate::cluster::state::{NameLock, cluster_dir, validate_name};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::poll::Poll;
@@ -68,6 +66,10 @@ pub struct State {
     pub procs: Vec<Proc>,
     pub created_unix: u64,
     pub binaries: BTreeMap<String, String>,
+    /// Set when `up` finished (installs, nodes, readiness): a cluster
+    /// without it is incomplete, whatever runs.
+    #[serde(default)]
+    pub ready: bool,
 }
 
 pub struct LocalCluster {
@@ -75,6 +77,8 @@ pub struct LocalCluster {
     pub state: State,
     /// Handles of processes this harness process started (to reap them).
     children: Mutex<Vec<Child>>,
+    /// The name's lock while this process starts the cluster.
+    lock: Option<NameLock>,
     client: tokio::sync::OnceCell<kube::Client>,
     kubeconfig: PathBuf,
 }
@@ -93,6 +97,7 @@ impl LocalCluster {
     /// configuration files; start nothing.
     fn prepare(spec: &ClusterSpec, tools: &Tools) -> Result<LocalCluster> {
         validate_name(&spec.name)?;
+        let lock = crate::cluster::state::lock(&spec.name)?;
         let k8s = K8sRelease::parse(&spec.k8s_minor)?;
         let root = cluster_dir(&spec.name);
         if root.exists() {
@@ -125,7 +130,7 @@ impl LocalCluster {
         ] {
             builder
                 .create(&d)
-                .with_context(|| format!("creating {}", d.display()))?;
+                .map_err(|e| crate::cluster::state::state_dir_error(&d, e))?;
         }
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))?;
 
@@ -149,6 +154,7 @@ impl LocalCluster {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             binaries,
+            ready: false,
         };
         let cluster = LocalCluster {
             kubeconfig: layout.admin_kubeconfig(),
@@ -156,6 +162,7 @@ impl LocalCluster {
             state,
             children: Mutex::new(Vec::new()),
             client: tokio::sync::OnceCell::new(),
+            lock: Some(lock),
         };
         cluster.save()?;
         files::write_files(&cluster.layout, spec, &ports)?;
@@ -283,7 +290,29 @@ impl LocalCluster {
             state,
             children: Mutex::new(Vec::new()),
             client: tokio::sync::OnceCell::new(),
+            lock: None,
         })
+    }
+
+    /// `up` is done: record it and let go of the name's lock.
+    pub fn mark_ready(&mut self) -> Result<()> {
+        self.state.ready = true;
+        self.save()?;
+        self.lock = None;
+        Ok(())
+    }
+
+    /// Components of the cluster's spec with no recorded process (a start
+    /// that died half-way).
+    pub fn missing_components(&self) -> Vec<&'static str> {
+        self.components()
+            .map(|list| {
+                list.iter()
+                    .map(|c| c.name)
+                    .filter(|n| !self.state.procs.iter().any(|p| p.name == *n))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Err naming every component that is not running, with its log's tail.
@@ -428,6 +457,10 @@ impl Cluster for LocalCluster {
         vec![ADMIN_USER.to_string()]
     }
 
+    fn check_alive(&self) -> Result<()> {
+        self.check_processes()
+    }
+
     fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
         crate::cluster::audit::read_from(&self.layout.audit_log(), offset)
     }
@@ -437,91 +470,41 @@ impl Cluster for LocalCluster {
     }
 
     async fn set_capacity(&self, spec: &NodeSpec) -> Result<()> {
-        let client = self.client().await?;
-        let nodes: Api<Node> = Api::all(client);
-        let existing = nodes
-            .list(&ListParams::default().labels("type=kwok"))
-            .await
-            .context("listing kwok nodes")?;
-        let mut have = std::collections::BTreeSet::new();
-        for n in existing.items {
-            let name = n.metadata.name.clone().unwrap_or_default();
-            let index = name
-                .strip_prefix(kwok::NODE_PREFIX)
-                .and_then(|i| i.parse::<usize>().ok());
-            match index {
-                Some(i) if i < spec.count => {
-                    let want = kwok::node(i, spec);
-                    let patch = serde_json::json!({"status": {
-                        "capacity": want.status.as_ref().and_then(|s| s.capacity.clone()),
-                        "allocatable": want.status.as_ref().and_then(|s| s.allocatable.clone()),
-                    }});
-                    nodes
-                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .with_context(|| format!("setting the capacity of node {name}"))?;
-                    have.insert(i);
-                }
-                _ => {
-                    nodes
-                        .delete(&name, &DeleteParams::default())
-                        .await
-                        .with_context(|| format!("deleting node {name}"))?;
-                }
-            }
-        }
-        for i in (0..spec.count).filter(|i| !have.contains(i)) {
-            let node = kwok::node(i, spec);
-            nodes
-                .create(&PostParams::default(), &node)
-                .await
-                .with_context(|| format!("creating node {}{i}", kwok::NODE_PREFIX))?;
-        }
-        Ok(())
+        nodes::set_capacity(self.client().await?, spec).await
     }
 
     async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
-        let client = self.client().await?;
-        let nodes: Api<Node> = Api::all(client);
-        let names = pool.names();
-        for name in &names {
-            let node = pool.dress(kwok::node(0, &pool.spec()), name);
-            nodes
-                .create(&PostParams::default(), &node)
-                .await
-                .with_context(|| format!("creating pool node {name}"))?;
-        }
-        // Schedulable once kwok reports them Ready.
-        for name in &names {
-            Poll::new(format!("pool node {name} Ready"), Duration::from_secs(60))
-                .alive(|| self.check_processes())
-                .until(|| async {
-                    let n = nodes
-                        .get(name)
-                        .await
-                        .with_context(|| format!("reading node {name}"))?;
-                    Ok(node_ready(&n).then_some(()))
-                })
-                .await?;
-        }
-        Ok(names)
+        nodes::add_pool(self.client().await?, pool, || self.check_processes()).await
     }
 
     async fn remove_nodes(&self, names: &[String]) -> Result<()> {
-        let nodes: Api<Node> = Api::all(self.client().await?);
-        for n in names {
-            nodes
-                .delete(n, &DeleteParams::default())
-                .await
-                .with_context(|| format!("deleting pool node {n}"))?;
-        }
-        Ok(())
+        nodes::remove(self.client().await?, names).await
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {
         self.reap();
         let defs = self.components().unwrap_or_default();
         let mut out = Vec::new();
+        // A start that died half-way: components never started, or `up`
+        // never got to its installs and readiness.
+        for name in self.missing_components() {
+            out.push(ComponentHealth {
+                component: name.to_string(),
+                pid: None,
+                running: false,
+                health: "never started (`up` did not finish)".into(),
+                healthy: false,
+            });
+        }
+        if !self.state.ready {
+            out.push(ComponentHealth {
+                component: "up".into(),
+                pid: None,
+                running: false,
+                health: "incomplete: `up` did not finish its installs and readiness checks".into(),
+                healthy: false,
+            });
+        }
         for p in &self.state.procs {
             let running = p.is_running();
             let check: Result<String> = match defs.iter().find(|c| c.name == p.name) {
@@ -545,6 +528,12 @@ impl Cluster for LocalCluster {
     }
 
     fn down(self, keep: bool) -> Result<()> {
+        // Stopping is this process's alone, unless it started the cluster
+        // and holds the name already.
+        let _lock = match &self.lock {
+            Some(_) => None,
+            None => Some(crate::cluster::state::lock(&self.state.name)?),
+        };
         let killed = self.stop_processes();
         if !killed.is_empty() {
             tracing::warn!("had to SIGKILL {}", killed.join(", "));
@@ -568,16 +557,5 @@ impl Cluster for LocalCluster {
                 .with_context(|| format!("removing {}", self.layout.display()))?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn audit_policy_is_metadata_level() {
-        assert!(AUDIT_POLICY.contains("level: Metadata"));
-        assert!(AUDIT_POLICY.contains("kind: Policy"));
     }
 }

@@ -1,0 +1,348 @@
+//! kwok's kubelet models, measured. For each model a local cluster runs
+//! Jobs of 3 pods × 2 containers (the second a sidecar) that complete, are
+//! deleted while running, or are deleted while only the sidecar runs, and
+//! the audit log counts what kwok did per pod (user kwok-controller,
+//! deduplicated by auditID): PATCH pods/status, POST events (reasons read
+//! back from the Event objects), DELETE pods. The counts must be
+//! `harness::cluster::local::kwok::expected_calls` — the table
+//! manifests/kwok/README.md documents — and kwok-minimal's must stay below
+//! kubelet-like's.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use harness::cluster::Cluster;
+use harness::cluster::local::kwok::{
+    EVENT_REASONS, PodCalls, PodEnd, SIDECAR_EXIT_DELAY, SIDECAR_NAME, expected_calls,
+};
+use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
+use harness::cluster::spec::KubeletModel;
+use harness::poll::Poll;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use libtest_mimic::{Arguments, Trial};
+use serde_json::json;
+use suites::{Fixture, namespace, test_spec, trial_result, unique_name};
+
+/// The user kwok's client certificate names.
+const KWOK_USER: &str = "kwok-controller";
+/// kwok's event recorder's source component.
+const KWOK_SOURCE: &str = "kwok_controller";
+const PODS: usize = 3;
+const CONTAINERS: u32 = 2;
+
+/// A Job of PODS pods of a main container and a sidecar (`postrun`, as
+/// HPCC's), timed for `end`.
+fn job(name: &str, end: PodEnd) -> Result<Job> {
+    let (run, sidecar) = match end {
+        PodEnd::Completes => ("2s", "2s"),
+        PodEnd::DeletedRunning => ("1h", "2s"),
+        PodEnd::DeletedSidecarRunning => ("1s", "1h"),
+    };
+    let mut annotations = json!({
+        POD_COMPLETE_DELAY: run,
+        POD_COMPLETE_JITTER: run,
+        SIDECAR_EXIT_DELAY: sidecar,
+    });
+    if end == PodEnd::DeletedSidecarRunning {
+        // By name here; by default the last container is the sidecar.
+        annotations[SIDECAR_NAME] = json!("postrun");
+    }
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": PODS,
+            "completions": PODS,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "registry.invalid/main:none"},
+                        {"name": "postrun", "image": "registry.invalid/postrun:none"}
+                    ]
+                }
+            }
+        }
+    }))?)
+}
+
+fn container_state<'a>(p: &'a Pod, name: &str) -> Option<&'a str> {
+    let s = p
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == name)?
+        .state
+        .as_ref()?;
+    if s.running.is_some() {
+        Some("running")
+    } else if s.terminated.is_some() {
+        Some("terminated")
+    } else {
+        Some("waiting")
+    }
+}
+
+fn job_complete(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+/// Where the Job's pods must be before the Job is deleted.
+async fn wait_for(client: &kube::Client, ns: &str, name: &str, end: PodEnd) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let sel = format!("job-name={name}");
+    Poll::new(
+        format!("Job {ns}/{name} ready to delete ({end:?})"),
+        Duration::from_secs(120),
+    )
+    .every(Duration::from_millis(250))
+    .until_state(|| {
+        let (pods, jobs, sel) = (pods.clone(), jobs.clone(), sel.clone());
+        async move {
+            let list = pods.list(&ListParams::default().labels(&sel)).await?.items;
+            let states: Vec<(Option<&str>, Option<&str>)> = list
+                .iter()
+                .map(|p| (container_state(p, "main"), container_state(p, "postrun")))
+                .collect();
+            let ready = list.len() == PODS
+                && match end {
+                    PodEnd::Completes => job_complete(&jobs.get(name).await?),
+                    PodEnd::DeletedRunning => states
+                        .iter()
+                        .all(|s| *s == (Some("running"), Some("running"))),
+                    PodEnd::DeletedSidecarRunning => {
+                        states.iter().all(|s| s.0 == Some("terminated"))
+                    }
+                };
+            Ok(if ready {
+                Ok(())
+            } else {
+                Err(format!("{states:?}"))
+            })
+        }
+    })
+    .await
+}
+
+/// kwok's requests per pod in `ns` since audit offset `from`, with any
+/// other request kwok made there.
+fn audited_calls(
+    fx: &Fixture,
+    ns: &str,
+    from: u64,
+) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
+    let (events, _) = fx.cluster.audit_events(from)?;
+    let mut seen = BTreeSet::new();
+    let mut per_pod: BTreeMap<String, PodCalls> = BTreeMap::new();
+    let mut other = Vec::new();
+    for e in events {
+        if e.user.username != KWOK_USER || e.stage != "ResponseComplete" {
+            continue;
+        }
+        let Some(o) = e.object_ref.as_ref().filter(|o| o.namespace == ns) else {
+            continue;
+        };
+        if !seen.insert(e.audit_id.clone()) {
+            continue;
+        }
+        // Recorder events are named <pod>.<timestamp>.
+        let pod = o.name.split('.').next().unwrap_or_default().to_string();
+        let calls = per_pod.entry(pod).or_default();
+        match (e.verb.as_str(), o.resource.as_str(), o.subresource.as_str()) {
+            ("patch", "pods", "status") => calls.status_patches += 1,
+            ("delete", "pods", "") => calls.deletes += 1,
+            // By reason once the Event objects are read.
+            ("create", "events", "") => *calls.events.entry("POST".into()).or_default() += 1,
+            _ => other.push(format!("{} {}", e.key(), o.name)),
+        }
+    }
+    Ok((per_pod, other))
+}
+
+/// Event reasons kwok recorded per pod, from the Event objects (an event
+/// the recorder's correlator repeated has count > 1).
+async fn event_reasons(
+    client: &kube::Client,
+    ns: &str,
+) -> Result<BTreeMap<String, BTreeMap<String, u32>>> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let mut out: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+    for e in events.list(&ListParams::default()).await?.items {
+        if e.source.as_ref().and_then(|s| s.component.as_deref()) != Some(KWOK_SOURCE) {
+            continue;
+        }
+        let pod = e.involved_object.name.clone().unwrap_or_default();
+        let reason = e.reason.clone().unwrap_or_default();
+        let count = e.count.unwrap_or(1).max(1) as u32;
+        *out.entry(pod).or_default().entry(reason).or_default() += count;
+    }
+    Ok(out)
+}
+
+/// The per-pod calls: audit counts with the POSTs split by reason; checked
+/// against each other.
+async fn measure(
+    fx: &Fixture,
+    client: &kube::Client,
+    ns: &str,
+    from: u64,
+) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
+    let (mut per_pod, other) = audited_calls(fx, ns, from)?;
+    let reasons = event_reasons(client, ns).await?;
+    for (pod, calls) in per_pod.iter_mut() {
+        let posts = calls.events.remove("POST").unwrap_or(0);
+        let by_reason = reasons.get(pod).cloned().unwrap_or_default();
+        ensure!(
+            by_reason.values().sum::<u32>() == posts,
+            "pod {pod}: {posts} event POSTs in the audit log, Event objects {by_reason:?}"
+        );
+        calls.events = EVENT_REASONS.iter().map(|r| (r.to_string(), 0)).collect();
+        for (r, n) in by_reason {
+            *calls.events.entry(r).or_default() += n;
+        }
+    }
+    Ok((per_pod, other))
+}
+
+fn table(model: KubeletModel, end: PodEnd, per_pod: &BTreeMap<String, PodCalls>) -> String {
+    let mut s = format!(
+        "{model}, {}:\n  {:<24} {:>13} {:>6} {:>7} {:>7} {:>7} {:>6}\n",
+        end.name(),
+        "pod",
+        "PATCH status",
+        "Pulled",
+        "Created",
+        "Started",
+        "Killing",
+        "DELETE"
+    );
+    for (pod, c) in per_pod {
+        s.push_str(&format!(
+            "  {pod:<24} {:>13} {:>6} {:>7} {:>7} {:>7} {:>6}\n",
+            c.status_patches,
+            c.event_count("Pulled"),
+            c.event_count("Created"),
+            c.event_count("Started"),
+            c.event_count("Killing"),
+            c.deletes
+        ));
+    }
+    s
+}
+
+/// One Job for `end`: run it, delete it, count kwok's calls per pod.
+async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> {
+    let ns = format!("k-{}", end.name());
+    let client = namespace(&fx.cluster, &ns).await?;
+    let from = fx.cluster.audit_end()?;
+    let name = "pair";
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    jobs.create(&PostParams::default(), &job(name, end)?)
+        .await?;
+    wait_for(&client, &ns, name, end).await?;
+    jobs.delete(name, &DeleteParams::background()).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    Poll::new(
+        format!("the pods of {ns}/{name} gone"),
+        Duration::from_secs(90),
+    )
+    .until(|| {
+        let pods = pods.clone();
+        async move {
+            Ok(pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .is_empty()
+                .then_some(()))
+        }
+    })
+    .await?;
+    let want = expected_calls(model, CONTAINERS, true, end);
+    // Events are sent by kwok's recorder after the fact: wait until the
+    // counts are what the table says, then make sure nothing more arrives.
+    let matches = |per_pod: &BTreeMap<String, PodCalls>| {
+        per_pod.len() == PODS && per_pod.values().all(|c| want.contains(c))
+    };
+    let settled = Poll::new(
+        format!("kwok's calls for {ns} ({model})"),
+        Duration::from_secs(30),
+    )
+    .every(Duration::from_millis(500))
+    .until_state(|| async {
+        let (per_pod, other) = measure(fx, &client, &ns, from).await?;
+        let t = table(model, end, &per_pod);
+        Ok(if matches(&per_pod) && other.is_empty() {
+            Ok(per_pod)
+        } else {
+            Err(format!(
+                "want per pod {want:?}, other requests {other:?}, got\n{t}"
+            ))
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (per_pod, other) = measure(fx, &client, &ns, from).await?;
+    println!("{}", table(model, end, &per_pod));
+    settled?;
+    ensure!(
+        matches(&per_pod) && other.is_empty(),
+        "more calls arrived later: {other:?}\n{}",
+        table(model, end, &per_pod)
+    );
+    if model == KubeletModel::KwokMinimal {
+        let like = expected_calls(KubeletModel::KubeletLike, CONTAINERS, true, end).fewest;
+        for (pod, c) in &per_pod {
+            ensure!(
+                c.total() < like.total(),
+                "kwok-minimal pod {pod} made {} calls, kubelet-like makes {}",
+                c.total(),
+                like.total()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn run_model(model: KubeletModel) -> Result<()> {
+    let prefix = match model {
+        KubeletModel::KwokMinimal => "t-kubelet-min",
+        KubeletModel::KubeletLike => "t-kubelet-like",
+    };
+    let mut spec = test_spec(&unique_name(prefix));
+    spec.kubelet = model;
+    let fx = Fixture::start(spec)?;
+    let result = fx.rt.block_on(async {
+        for end in PodEnd::ALL {
+            scenario(&fx, model, end)
+                .await
+                .with_context(|| format!("{model}: {}", end.name()))?;
+        }
+        Ok::<(), anyhow::Error>(())
+    });
+    let stopped = fx.stop();
+    result?;
+    stopped
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = KubeletModel::ALL
+        .into_iter()
+        .map(|m| Trial::test(m.name(), move || trial_result(run_model(m))))
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
