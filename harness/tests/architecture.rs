@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["schema"],
     &["k8s"],
     &[
-        "lib", "yaml", "error", "paths", "output", "poll", "signal", "progress", "logs",
+        "lib", "input", "yaml", "error", "paths", "output", "poll", "signal", "progress", "logs",
     ],
 ];
 

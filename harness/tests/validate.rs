@@ -73,7 +73,7 @@ fn the_repository_validates_clean() {
     assert_eq!((b.client_objects, b.pods, b.containers), (4, 33, 66));
     assert_eq!(
         (j.client_objects, j.controller_objects, j.pods, j.containers),
-        (1, 3, 33, 66)
+        (3, 2, 33, 66)
     );
 }
 
@@ -239,7 +239,7 @@ thor:
   numWorkers: 10
   numWorkersPerPod: 2
   maxGraphs: 2
-instances: 4
+workunits: 4
 graphDuration: 3s
 modes: [baseline, jobset]
 cluster:
@@ -326,11 +326,12 @@ fn broken_thor_templates_are_caught_over_the_matrix() {
         "{:#?}",
         r.findings
     );
-    let js = thor::templates(Mode::Jobset)[0];
+    let js = thor::templates(Mode::Jobset)[2];
+    assert!(js.path.ends_with("thor-jobset.yaml"));
     let no_index = Template {
         text: leak(
             js.text
-                .replace("- --rank=$(JOB_COMPLETION_INDEX)", "- --rank=0"),
+                .replace("\"--rank=$(JOB_COMPLETION_INDEX)\"", "\"--rank=0\""),
         ),
         ..js
     };
@@ -338,7 +339,7 @@ fn broken_thor_templates_are_caught_over_the_matrix() {
     let f: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.message.contains("JOB_COMPLETION_INDEX"))
+        .filter(|f| f.message.contains("its rank from JOB_COMPLETION_INDEX"))
         .collect();
     assert_eq!(f.len(), 1, "{:#?}", r.findings);
     assert_eq!(f[0].file, "manifests/hpcc/jobset/thor-jobset.yaml");

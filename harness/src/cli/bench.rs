@@ -49,6 +49,10 @@ pub struct BenchThorArgs {
     /// Store this run as the baseline.
     #[arg(long)]
     pub record: bool,
+    /// Override a scenario value: KEY.PATH=VALUE (e.g.
+    /// jobset.enableDNSHostnames=true). Repeatable; not with --record.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
     /// Use this binary: NAME=PATH. Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
@@ -105,19 +109,23 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
                 .collect::<Result<Vec<_>>>()?,
         )
     };
-    let root = harness::paths::repo_root(&std::env::current_dir()?);
-    if (args.compare || args.record) && root.is_none() {
+    if args.record && !args.overrides.is_empty() {
         return Err(bad_input(
-            "--compare/--record need the repository (baselines/): run from inside it",
+            "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
         ));
     }
+    let root = harness::paths::repo_root(&std::env::current_dir()?);
     let opts = ThorBenchOptions {
         scenario: args.scenario.clone(),
         modes,
         repeat: args.repeat,
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("bench-{}", std::process::id()),
+        overrides: args.overrides.clone(),
+        out: Some(args.out.clone()),
     };
+    // Every check before any cluster starts.
+    thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
     let result = match signal::race(thor::bench_thor(&opts)).await {
         Raced::Finished(r) => r?,
         Raced::Interrupted(sig) => {

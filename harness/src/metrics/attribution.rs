@@ -22,6 +22,11 @@ pub struct Attribution {
     pub total: u64,
     /// Requests the harness itself made (watches, scrapes, setup).
     pub harness: u64,
+    /// Requests for a resource (an objectRef), everyone's, the harness's
+    /// too: what `apiserver_request_total` counts. Discovery, OpenAPI and
+    /// other non-resource paths are audited but not counted there.
+    #[serde(default)]
+    pub resource_requests: u64,
     /// user → "verb resource code" → count, for responses ≥ 400 other
     /// than 404 and 409 (which kubectl replace --force expects).
     pub failed: BTreeMap<String, BTreeMap<String, u64>>,
@@ -44,6 +49,12 @@ pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> A
     for e in events {
         if !e.audit_id.is_empty() && !seen.insert(e.audit_id.clone()) {
             continue;
+        }
+        if e.object_ref
+            .as_ref()
+            .is_some_and(|o| !o.resource.is_empty())
+        {
+            a.resource_requests += 1;
         }
         if harness_users.iter().any(|u| u.as_ref() == e.user.username) {
             a.harness += 1;

@@ -73,6 +73,10 @@ pub struct EtcdFigures {
     pub ranges: u64,
     /// puts + deletes
     pub writes: u64,
+    /// Bytes of the key-value pairs put (etcd's
+    /// etcd_debugging_mvcc_total_put_size_in_bytes delta).
+    #[serde(default)]
+    pub put_bytes: u64,
     pub db_size_bytes: u64,
     pub db_in_use_bytes: u64,
     pub wal_fsync_ms: Option<Percentiles>,
@@ -90,6 +94,7 @@ pub fn etcd_figures(before: &Snapshot, after: &Snapshot) -> EtcdFigures {
         txns: d("etcd_mvcc_txn_total"),
         ranges: d("etcd_mvcc_range_total"),
         writes: puts + deletes,
+        put_bytes: d("etcd_debugging_mvcc_total_put_size_in_bytes"),
         db_size_bytes: g("etcd_mvcc_db_total_size_in_bytes"),
         db_in_use_bytes: g("etcd_mvcc_db_total_size_in_use_in_bytes"),
         wal_fsync_ms: histogram_delta(b, a, "etcd_disk_wal_fsync_duration_seconds", |_| true)

@@ -97,6 +97,47 @@ impl PodTracker {
             .collect()
     }
 
+    /// Pods carrying every `key=value` of `labels`.
+    pub fn matching_all(&self, labels: &[(&str, &str)]) -> Vec<PodTimes> {
+        self.snapshot()
+            .into_iter()
+            .filter(|p| {
+                labels
+                    .iter()
+                    .all(|(k, v)| p.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .collect()
+    }
+
+    /// Wait until `count` pods carrying every label of `labels` have been
+    /// seen Running.
+    pub async fn wait_running_where(
+        &self,
+        labels: &[(&str, &str)],
+        count: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let what: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        crate::poll::Poll::new(
+            format!("{count} pods with {} Running", what.join(",")),
+            timeout,
+        )
+        .every(Duration::from_millis(50))
+        .until_state(|| async {
+            let running = self
+                .matching_all(labels)
+                .iter()
+                .filter(|p| p.running.is_some())
+                .count();
+            Ok(if running >= count {
+                Ok(())
+            } else {
+                Err(format!("{running} of {count} running"))
+            })
+        })
+        .await
+    }
+
     /// Wait until `count` pods labelled key=value have been seen Running.
     pub async fn wait_running(
         &self,
@@ -105,20 +146,7 @@ impl PodTracker {
         count: usize,
         timeout: Duration,
     ) -> anyhow::Result<()> {
-        crate::poll::Poll::new(format!("{count} pods with {key}={value} Running"), timeout)
-            .every(Duration::from_millis(50))
-            .until_state(|| async {
-                let running = self
-                    .matching(key, value)
-                    .iter()
-                    .filter(|p| p.running.is_some())
-                    .count();
-                Ok(if running >= count {
-                    Ok(())
-                } else {
-                    Err(format!("{running} of {count} running"))
-                })
-            })
+        self.wait_running_where(&[(key, value)], count, timeout)
             .await
     }
 }

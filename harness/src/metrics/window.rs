@@ -44,6 +44,10 @@ pub struct WindowFigures {
     /// What apiserver_request_total counted (everyone, the harness too).
     #[serde(default)]
     pub apiserver_requests_counted: u64,
+    /// The audited requests that metric counts: those for a resource,
+    /// everyone's (discovery and OpenAPI GETs are audited, not counted).
+    #[serde(default)]
+    pub audited_resource_requests: u64,
     #[serde(default)]
     pub etcd_writes_total: u64,
     #[serde(default)]
@@ -107,6 +111,7 @@ impl Window {
             failed_requests: attribution.failed,
             harness_requests: attribution.harness,
             apiserver_requests_counted: api.requests_total,
+            audited_resource_requests: attribution.resource_requests,
             etcd_writes_total: etcd.writes,
             etcd,
             objects_created: attribution.created,

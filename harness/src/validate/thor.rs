@@ -1,19 +1,34 @@
-//! Thor templates: rendered over a matrix of numWorkers × numWorkersPerPod
-//! × maxGraphs in each mode, each rendering decoded and checked against
-//! the invariants of its mode; the Thor agent's RBAC checked against what
-//! its driver uses; and the static model of what an instance creates.
+//! Thor templates: every instance template rendered over a matrix of
+//! numWorkers × numWorkersPerPod × maxGraphs (JobSet modes with and
+//! without DNS hostnames), each rendering checked against the chart's
+//! shapes (`shape`) and its mode's rules, each instance as a whole (its
+//! NetworkPolicies select its pods; JobSet pods are baseline's); the setup
+//! and compile templates and what the pods reference in them, both
+//! identities' RBAC (`setup`); and the static model.
+
+pub mod setup;
+pub mod shape;
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::k8s::names;
 use crate::schema::Finding;
 use crate::schema::k8s;
 use crate::schema::typed::Ctx;
+pub use crate::validate::thor::setup::{
+    check_eclccserver_rbac, check_rbac, check_rbac_template, check_setup,
+};
+pub use crate::validate::thor::shape::{AGENT_POD_SUFFIX, THOR_NAME, ThorReport, params};
+use crate::validate::thor::shape::{
+    at, check_pod_basics, ctx, expect, leftover, names_of, pod_templates, selects, str_of,
+    template_root, thor_labels, thor_pod, whole_file,
+};
+use crate::workload::thor::template as tpl;
 use crate::workload::thor::{self, Mode, Template, ThorParams};
-use crate::yaml::{self, Seg};
+use crate::yaml;
 
 /// numWorkers values rendered (1..1024, the powers of two and awkward ones).
 pub const WORKERS: &[u32] = &[
@@ -21,445 +36,460 @@ pub const WORKERS: &[u32] = &[
 ];
 pub const PER_POD: &[u32] = &[1, 2, 4, 8];
 pub const MAX_GRAPHS: &[u32] = &[1, 2, 4, 8];
-/// A deployment pod's suffix is "<10 chars>-<5 chars>".
-pub const AGENT_POD_SUFFIX: &str = "6d9f7c8b5d-x2v9k";
-pub const THOR_NAME: &str = "thor";
 
-fn key(k: &str) -> Seg {
-    Seg::Key(k.to_string())
-}
-
-pub fn params(workers: u32, per_pod: u32, instance: u32, thor_name: &str) -> ThorParams {
-    ThorParams {
-        thor_name: thor_name.to_string(),
-        job_name: format!("{thor_name}-{AGENT_POD_SUFFIX}-{instance}"),
-        num_workers: workers,
-        num_workers_per_pod: per_pod,
-        job_version: "10.8.0".into(),
-        pod_runtime: "5s".into(),
-        namespace: "thor".into(),
-    }
-}
-
-#[derive(Debug, Default)]
-pub struct ThorReport {
-    pub findings: Vec<Finding>,
-    pub renderings: usize,
-    pub documents: usize,
-}
-
-fn template_root(t: &Template) -> Result<yaml::Node, Finding> {
-    let docs = yaml::parse(t.text).map_err(|e| Finding {
-        file: t.path.into(),
-        line: e.pos.line,
-        column: e.pos.column,
-        path: "(document)".into(),
-        message: e.message,
-    })?;
-    // Findings point into the first document with the same index as the
-    // rendered one; keep them all.
-    Ok(yaml::Node::Seq(
-        docs.into_iter().map(|d| d.root).collect(),
-        yaml::Pos { line: 1, column: 1 },
-    ))
-}
-
-fn containers(pod_spec: &Value) -> Vec<&str> {
-    pod_spec["containers"]
-        .as_array()
-        .map(|cs| cs.iter().filter_map(|c| c["name"].as_str()).collect())
-        .unwrap_or_default()
-}
-
-/// Invariants of one rendered instance of `mode`.
+/// Invariants of one rendered instance template of `mode`; `deep`: also
+/// its shape (each document decoded with its typed model, each pod
+/// template against the chart's), needed once per numWorkersPerPod and
+/// DNS choice: the other sizes change values, not shapes.
 fn check_rendering(
     mode: Mode,
     p: &ThorParams,
     t: &Template,
     docs: &[Value],
     root: &yaml::Node,
+    deep: bool,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let worker_pods = u64::from(p.num_workers / p.num_workers_per_pod);
-    let label = format!(
-        "numWorkers={} numWorkersPerPod={} job {:?}",
-        p.num_workers, p.num_workers_per_pod, p.job_name
+    let (w, pp, job, dns) = (
+        p.num_workers,
+        p.num_workers_per_pod,
+        &p.job_name,
+        p.dns_hostnames,
     );
+    let label = format!("numWorkers={w} numWorkersPerPod={pp} job {job:?} dnsHostnames={dns}");
     for (i, doc) in docs.iter().enumerate() {
-        let ctx = Ctx {
-            file: t.path,
-            root,
-            base: vec![Seg::Index(i)],
+        let ctx = ctx(t, root, i);
+        let mut f = match deep {
+            true => k8s::check_document(&ctx, doc),
+            false => k8s::check_metadata(&ctx, doc, str_of(&doc["kind"])),
         };
-        let mut f = k8s::check_document(&ctx, doc);
+        let (kind, spec) = (str_of(&doc["kind"]), &doc["spec"]);
+        let name = str_of(&doc["metadata"]["name"]);
+        for (path, pod) in pod_templates(doc).into_iter().filter(|_| deep) {
+            f.extend(check_pod_basics(&ctx, &path, pod));
+            let component = str_of(&pod["metadata"]["labels"]["component"]);
+            let labels = thor_labels(p, component);
+            let mut problems = vec![];
+            if !matches!(component, "thormanager" | "thorworker")
+                || pod["metadata"]["labels"] != labels
+            {
+                problems.push((
+                    at("metadata.labels"),
+                    format!("carries the chart's 13 labels, {labels}"),
+                ));
+            }
+            problems.extend(expect(
+                pod,
+                &thor_pod(p, component, kind == "JobSet"),
+                &mut vec![],
+            ));
+            for (rel, msg) in problems.into_iter().take(1) {
+                f.push(ctx.finding(
+                    &[path.clone(), rel].concat(),
+                    format!("the {component} pod {msg}"),
+                ));
+            }
+        }
+        let mut fail = |path: &str, msg: String| f.push(ctx.finding(&at(path), msg));
+        if let Some(s) = leftover(doc) {
+            fail("", format!("a placeholder is left after rendering: {s:?}"));
+        }
+        let job_ok = spec["backoffLimit"] == 0 && spec["ttlSecondsAfterFinished"] == 100;
+        if kind == "Job" && !(doc["metadata"]["labels"].is_null() && job_ok) {
+            fail(
+                "spec",
+                "HPCC's Jobs carry no labels, backoffLimit 0, ttlSecondsAfterFinished 100".into(),
+            );
+        }
+        match (mode, kind) {
+            (Mode::Baseline, "Job") if name.starts_with("thorworker-") => {
+                let par = &spec["parallelism"];
+                if par.as_u64() != Some(worker_pods) {
+                    fail(
+                        "spec.parallelism",
+                        format!(
+                            "worker Job parallelism is {par}, numWorkers/numWorkersPerPod is {worker_pods}"
+                        ),
+                    );
+                }
+                if !spec["completions"].is_null() || !spec["completionMode"].is_null() {
+                    fail(
+                        "spec",
+                        "HPCC's worker Job has no completions and is NonIndexed".into(),
+                    );
+                }
+            }
+            (Mode::JobsetGang, "Workload" | "PodGroup") => {
+                let policy = match kind {
+                    "Workload" => &spec["podGroupTemplates"][0]["schedulingPolicy"],
+                    _ => &spec["schedulingPolicy"],
+                };
+                let min = &policy["gang"]["minCount"];
+                if min.as_u64() != Some(1 + worker_pods) {
+                    fail(
+                        "spec",
+                        format!("gang minCount is {min}, the instance has 1 + {worker_pods} pods"),
+                    );
+                }
+                let grouped = |js: &Value| {
+                    let group =
+                        |pod: &Value| pod["spec"]["schedulingGroup"]["podGroupName"] == name;
+                    pod_templates(js).iter().all(|(_, pod)| group(pod))
+                };
+                if kind == "PodGroup"
+                    && !docs
+                        .iter()
+                        .find(|d| d["kind"] == "JobSet")
+                        .is_some_and(grouped)
+                {
+                    fail(
+                        "metadata.name",
+                        format!(
+                            "every pod template of the JobSet must name PodGroup {name:?} in schedulingGroup.podGroupName"
+                        ),
+                    );
+                }
+            }
+            (Mode::Jobset | Mode::JobsetGang, "JobSet") => {
+                check_jobset(p, doc, worker_pods, &mut fail)
+            }
+            _ => {}
+        }
         for x in &mut f {
             x.message = format!("{} [{label}]", x.message);
         }
         out.extend(f);
-        let fail = |path: &[Seg], msg: String| {
-            let mut x = ctx.finding(path, msg);
-            x.message = format!("{} [{label}]", x.message);
-            x
-        };
-        let kind = doc["kind"].as_str().unwrap_or_default();
-        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        match (mode, kind) {
-            (Mode::Baseline, "Job") if name.starts_with("thorworker-") => {
-                let spec = &doc["spec"];
-                if spec["parallelism"].as_u64() != Some(worker_pods) {
-                    out.push(fail(&[key("spec"), key("parallelism")], format!("worker Job parallelism is {}, numWorkers/numWorkersPerPod is {worker_pods}", spec["parallelism"])));
-                }
-                if !spec["completions"].is_null() || !spec["completionMode"].is_null() {
-                    out.push(fail(
-                        &[key("spec")],
-                        "HPCC's worker Job has no completions and is NonIndexed".into(),
-                    ));
-                }
-                if spec["backoffLimit"] != 0 || spec["ttlSecondsAfterFinished"] != 100 {
-                    out.push(fail(
-                        &[key("spec")],
-                        "worker Job needs backoffLimit 0 and ttlSecondsAfterFinished 100".into(),
-                    ));
-                }
-                let cs = containers(&spec["template"]["spec"]);
-                if cs.len() as u32 != p.num_workers_per_pod + 1 {
-                    out.push(fail(&[key("spec"), key("template"), key("spec"), key("containers")], format!("a worker pod has {} containers, expected numWorkersPerPod + sidecar = {}", cs.len(), p.num_workers_per_pod + 1)));
-                }
-            }
-            (Mode::Baseline, "Job") => {
-                let cs = containers(&doc["spec"]["template"]["spec"]);
-                if cs != ["manager", "postrun"] {
-                    out.push(fail(
-                        &[key("spec"), key("template"), key("spec"), key("containers")],
-                        format!(
-                            "the manager pod has containers {cs:?}, expected manager + postrun"
-                        ),
-                    ));
-                }
-            }
-            (Mode::JobsetGang, "Workload" | "PodGroup") => {
-                let policy = if kind == "Workload" {
-                    &doc["spec"]["podGroupTemplates"][0]["schedulingPolicy"]
-                } else {
-                    &doc["spec"]["schedulingPolicy"]
-                };
-                if policy["gang"]["minCount"].as_u64() != Some(1 + worker_pods) {
-                    out.push(fail(
-                        &[key("spec")],
-                        format!(
-                            "gang minCount is {}, the instance has 1 + {worker_pods} pods",
-                            policy["gang"]["minCount"]
-                        ),
-                    ));
-                }
-                if kind == "PodGroup" {
-                    let group = name.to_string();
-                    let js = docs.iter().find(|d| d["kind"] == "JobSet");
-                    let grouped = js.is_some_and(|js| {
-                        js["spec"]["replicatedJobs"].as_array().into_iter().flatten().all(|rj| {
-                            rj["template"]["spec"]["template"]["spec"]["schedulingGroup"]["podGroupName"] == group.as_str()
-                        })
-                    });
-                    if !grouped {
-                        out.push(fail(&[key("metadata"), key("name")], format!("every pod template of the JobSet must name PodGroup {group:?} in schedulingGroup.podGroupName")));
-                    }
-                }
-            }
-            (Mode::Jobset | Mode::JobsetGang, "JobSet") => {
-                let rjs = doc["spec"]["replicatedJobs"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                let names_: Vec<&str> = rjs.iter().filter_map(|r| r["name"].as_str()).collect();
-                if names_ != ["manager", "workers"] {
-                    out.push(fail(
-                        &[key("spec"), key("replicatedJobs")],
-                        format!("replicatedJobs are {names_:?}, expected manager and workers"),
-                    ));
-                    continue;
-                }
-                let w = &rjs[1]["template"]["spec"];
-                let wp = [
-                    key("spec"),
-                    key("replicatedJobs"),
-                    Seg::Index(1),
-                    key("template"),
-                    key("spec"),
-                ];
-                if w["completionMode"] != "Indexed" {
-                    out.push(fail(&wp, "the workers Job must be Indexed".into()));
-                }
-                if w["parallelism"].as_u64() != Some(worker_pods)
-                    || w["completions"].as_u64() != Some(worker_pods)
-                {
-                    out.push(fail(&wp, format!("workers parallelism {} and completions {} must both be numWorkers/numWorkersPerPod = {worker_pods}", w["parallelism"], w["completions"])));
-                }
-                let cs = containers(&w["template"]["spec"]);
-                if cs.len() as u32 != p.num_workers_per_pod + 1 {
-                    out.push(fail(
-                        &wp,
-                        format!(
-                            "a worker pod has {} containers, expected {}",
-                            cs.len(),
-                            p.num_workers_per_pod + 1
-                        ),
-                    ));
-                }
-                let reads_index = w["template"]["spec"]["containers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with("worker")))
-                    .all(|c| c.to_string().contains("JOB_COMPLETION_INDEX"));
-                if !reads_index {
-                    out.push(fail(
-                        &wp,
-                        "every worker container must read its rank from JOB_COMPLETION_INDEX"
-                            .into(),
-                    ));
-                }
-                let m = &rjs[0]["template"]["spec"];
-                if m["parallelism"].as_u64().unwrap_or(1) != 1
-                    || rjs[0]["replicas"].as_u64().unwrap_or(1) != 1
-                {
-                    out.push(fail(
-                        &[key("spec"), key("replicatedJobs"), Seg::Index(0)],
-                        "the manager is exactly one pod".into(),
-                    ));
-                }
-                let sp = &doc["spec"]["successPolicy"];
-                if sp["operator"] != "Any"
-                    || sp["targetReplicatedJobs"] != serde_json::json!(["manager"])
-                {
-                    out.push(fail(&[key("spec"), key("successPolicy")], "the JobSet must succeed when the manager succeeds (operator Any, targets [manager])".into()));
-                }
-                // Indexed pods get hostname <job>-<index>: a DNS label.
-                let job = format!("{name}-workers-0");
-                let host = format!("{job}-{}", worker_pods.saturating_sub(1));
-                if let Err(e) = names::dns1123_label(&host) {
-                    out.push(fail(
-                        &[key("metadata"), key("name")],
-                        format!("worker pod hostname {host:?} would be invalid: {e}"),
-                    ));
-                }
-            }
-            _ => {}
-        }
     }
     out
 }
 
-/// The Role of `mode` must grant exactly what the driver uses.
-pub fn check_rbac(mode: Mode) -> Vec<Finding> {
-    check_rbac_template(mode, &thor::rbac(mode))
+fn check_jobset(
+    p: &ThorParams,
+    doc: &Value,
+    worker_pods: u64,
+    fail: &mut impl FnMut(&str, String),
+) {
+    let name = str_of(&doc["metadata"]["name"]);
+    let rjs = &doc["spec"]["replicatedJobs"];
+    let rj_names = names_of(rjs);
+    if rj_names != ["manager", "workers"] {
+        return fail(
+            "spec.replicatedJobs",
+            format!("replicatedJobs are {rj_names:?}, expected manager and workers"),
+        );
+    }
+    let w = &rjs[1]["template"]["spec"];
+    let wp = "spec.replicatedJobs.1.template.spec";
+    if w["completionMode"] != "Indexed" {
+        fail(wp, "the workers Job must be Indexed".into());
+    }
+    let (par, comp) = (&w["parallelism"], &w["completions"]);
+    if par.as_u64() != Some(worker_pods) || comp.as_u64() != Some(worker_pods) {
+        fail(
+            wp,
+            format!(
+                "workers parallelism {par} and completions {comp} must both be numWorkers/numWorkersPerPod = {worker_pods}"
+            ),
+        );
+    }
+    let cs = w["template"]["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mains = || cs.iter().filter(|c| c["name"] != "postrun");
+    if !mains().all(|c| c["args"].to_string().contains("$(JOB_COMPLETION_INDEX)")) {
+        fail(
+            wp,
+            "every worker container must read its rank from JOB_COMPLETION_INDEX".into(),
+        );
+    }
+    let master = format!("\"--master={}\"", p.master());
+    let dns = &doc["spec"]["network"]["enableDNSHostnames"];
+    if *dns != p.dns_hostnames || !mains().all(|c| str_of(&c["args"][0]).contains(&master)) {
+        fail(
+            "spec.network",
+            format!("with enableDNSHostnames {dns}, every worker gets {master}"),
+        );
+    }
+    let (m, replicas) = (&rjs[0]["template"]["spec"], &rjs[0]["replicas"]);
+    if m["parallelism"].as_u64().unwrap_or(1) != 1 || replicas.as_u64().unwrap_or(1) != 1 {
+        fail(
+            "spec.replicatedJobs",
+            "the manager is exactly one pod".into(),
+        );
+    }
+    let sp = &doc["spec"]["successPolicy"];
+    if sp["operator"] != "Any" || sp["targetReplicatedJobs"] != json!(["manager"]) {
+        fail(
+            "spec.successPolicy",
+            "the JobSet must succeed when the manager succeeds (operator Any, targets [manager])"
+                .into(),
+        );
+    }
+    // Indexed pods get hostname <job>-<index>: a DNS label.
+    let host = format!("{name}-workers-0-{}", worker_pods.saturating_sub(1));
+    if let Err(e) = names::dns1123_label(&host) {
+        fail(
+            "metadata.name",
+            format!("worker pod hostname {host:?} would be invalid: {e}"),
+        );
+    }
 }
 
-pub fn check_rbac_template(mode: Mode, t: &Template) -> Vec<Finding> {
-    let t = *t;
-    let root = match template_root(&t) {
-        Ok(r) => r,
-        Err(f) => return vec![f],
-    };
-    let p = params(2, 1, 1, THOR_NAME);
-    let docs = match thor::render(&t, &p) {
-        Ok(d) => d,
-        Err(e) => {
-            return vec![Finding {
-                file: t.path.into(),
-                line: 1,
-                column: 1,
-                path: "(document)".into(),
-                message: format!("{e:#}"),
-            }];
-        }
-    };
-    let mut out = Vec::new();
-    let mut granted = BTreeSet::new();
-    let mut role_at = None;
-    for (i, doc) in docs.iter().enumerate() {
-        let ctx = Ctx {
-            file: t.path,
-            root: &root,
-            base: vec![Seg::Index(i)],
-        };
-        out.extend(k8s::check_document(&ctx, doc));
-        if doc["kind"] != "Role" {
-            continue;
-        }
-        role_at = Some(i);
-        for rule in doc["rules"].as_array().into_iter().flatten() {
-            for g in rule["apiGroups"].as_array().into_iter().flatten() {
-                for r in rule["resources"].as_array().into_iter().flatten() {
-                    for v in rule["verbs"].as_array().into_iter().flatten() {
-                        granted.insert((
-                            g.as_str().unwrap_or("?").to_string(),
-                            r.as_str().unwrap_or("?").to_string(),
-                            v.as_str().unwrap_or("?").to_string(),
-                        ));
-                    }
-                }
-            }
-        }
+fn master_word(w: &str) -> &str {
+    if w.starts_with("\"--master=") {
+        "--master"
+    } else {
+        w
     }
-    let Some(i) = role_at else {
-        return vec![Finding {
-            file: t.path.into(),
-            line: 1,
-            column: 1,
-            path: "(document)".into(),
-            message: format!("no Role for {} mode", mode.name()),
-        }];
-    };
-    let used: BTreeSet<(String, String, String)> = thor::api_usage(mode)
-        .iter()
-        .flat_map(|u| {
-            u.verbs
-                .iter()
-                .map(move |v| (u.group.to_string(), u.resource.to_string(), v.to_string()))
-        })
-        .collect();
-    let ctx = Ctx {
-        file: t.path,
-        root: &root,
-        base: vec![Seg::Index(i)],
-    };
-    let show = |g: &str, r: &str| {
-        if g.is_empty() {
-            r.to_string()
-        } else {
-            format!("{r}.{g}")
-        }
-    };
-    for (g, r, v) in used.difference(&granted) {
-        out.push(ctx.finding(
-            &[key("rules")],
-            format!(
-                "the {} driver uses {v} on {} but the Role does not grant it",
-                mode.name(),
-                show(g, r)
-            ),
-        ));
-    }
-    for (g, r, v) in granted.difference(&used) {
-        out.push(ctx.finding(
-            &[key("rules")],
-            format!(
-                "the Role grants {v} on {}, which the {} driver never uses",
-                show(g, r),
-                mode.name()
-            ),
-        ));
-    }
-    out
 }
 
-/// Render every template of every mode over the matrix and check it.
-pub fn check_templates() -> ThorReport {
-    let mut all: Vec<(Mode, Template)> = [Mode::Baseline, Mode::Jobset]
+/// A pod template as baseline's, to compare: the JobSet's additions
+/// (schedulingGroup, the rank, the master's DNS name) taken out.
+fn comparable(pod: &Value) -> Value {
+    let mut pod = pod.clone();
+    if let Some(s) = pod["spec"].as_object_mut() {
+        s.remove("schedulingGroup");
+    }
+    for c in pod["spec"]["containers"]
+        .as_array_mut()
         .into_iter()
-        .flat_map(|m| thor::templates(m).into_iter().map(move |t| (m, t)))
+        .flatten()
+    {
+        let Some(arg) = c["args"][0].as_str() else {
+            continue;
+        };
+        let words = arg.split(' ').filter(|w| !w.starts_with("\"--rank="));
+        let words: Vec<&str> = words.map(master_word).collect();
+        c["args"] = json!([words.join(" ")]);
+    }
+    pod
+}
+
+/// A rendered document of an instance: its template, that template's
+/// parsed root and the document's index.
+type Doc<'a> = (Template, &'a yaml::Node, usize, Value);
+
+/// The instance as a whole: each NetworkPolicy selects exactly its
+/// component's pods and lets every pod of the instance in and out (the
+/// setup's default-deny blocks all else), some policy selects every pod,
+/// JobSet modes' policies are baseline's (`base`: baseline's documents at
+/// the same parameters); `deep`: also JobSet pod templates are baseline's.
+fn check_instance(base: &[Value], docs: &[Doc<'_>], deep: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    fn labels(pod: &Value) -> &Value {
+        &pod["metadata"]["labels"]
+    }
+    let pods: Vec<&Value> = docs
+        .iter()
+        .flat_map(|d| pod_templates(&d.3))
+        .map(|(_, p)| labels(p))
         .collect();
-    for minor in thor::template::GANG_MINORS {
+    let nps: Vec<&Value> = docs
+        .iter()
+        .map(|d| &d.3)
+        .filter(|d| d["kind"] == "NetworkPolicy")
+        .collect();
+    for (t, root, i, doc) in docs {
+        let ctx = ctx(t, root, *i);
+        let mut fail = |path: &str, msg: String| out.push(ctx.finding(&at(path), msg));
+        let (name, spec) = (str_of(&doc["metadata"]["name"]), &doc["spec"]);
+        if doc["kind"] == "NetworkPolicy" {
+            let component = name.split('-').next().unwrap_or_default();
+            let mine = |l: &Value| l["component"] == component;
+            if pods
+                .iter()
+                .any(|l| selects(&spec["podSelector"], l) != mine(l))
+            {
+                fail(
+                    "spec.podSelector",
+                    format!("{name} must select exactly the instance's {component} pods"),
+                );
+            }
+            for (dir, side) in [("ingress", "from"), ("egress", "to")] {
+                let rules = spec[dir].as_array().into_iter().flatten();
+                let peers: Vec<&Value> = rules
+                    .flat_map(|r| r[side].as_array().into_iter().flatten())
+                    .collect();
+                if !pods
+                    .iter()
+                    .all(|l| peers.iter().any(|s| selects(&s["podSelector"], l)))
+                {
+                    fail(
+                        &format!("spec.{dir}"),
+                        format!("{name}'s {dir} must cover every pod of the instance"),
+                    );
+                }
+            }
+            if base
+                .iter()
+                .any(|b| b["metadata"]["name"] == name && b["spec"] != *spec)
+            {
+                fail("spec", format!("{name} differs from baseline's"));
+            }
+        }
+        for (path, pod) in pod_templates(doc) {
+            let component = &labels(pod)["component"];
+            let twin = |b: &&Value| &labels(b)["component"] == component;
+            let mut twins = base
+                .iter()
+                .flat_map(pod_templates)
+                .map(|(_, b)| b)
+                .filter(twin);
+            if deep && doc["kind"] == "JobSet" && twins.any(|b| comparable(b) != comparable(pod)) {
+                let msg = format!("the {} pod template is not baseline's", str_of(component));
+                out.push(ctx.finding(&path, msg));
+            }
+            let selected = |np: &&Value| selects(&np["spec"]["podSelector"], labels(pod));
+            if !nps.iter().any(selected) {
+                out.push(ctx.finding(&path, "no NetworkPolicy of the instance selects this pod: the chart's default-deny would cut it off"));
+            }
+        }
+    }
+    out
+}
+
+/// Render every template of every mode over the matrix and check it, then
+/// the setup, compile and RBAC templates.
+pub fn check_templates() -> ThorReport {
+    let mut all: Vec<(Mode, Template)> = Vec::new();
+    for (mode, minor) in [(Mode::Baseline, 37), (Mode::Jobset, 37)]
+        .into_iter()
+        .chain(tpl::GANG_MINORS.iter().map(|m| (Mode::JobsetGang, *m)))
+    {
         all.extend(
-            thor::templates_for(Mode::JobsetGang, *minor)
+            thor::templates_for(mode, minor)
                 .into_iter()
-                .map(|t| (Mode::JobsetGang, t)),
+                .map(|t| (mode, t)),
         );
     }
     let mut report = check_template_set(&all);
+    let setup = check_setup();
+    report.findings.extend(setup.findings);
+    report.renderings += setup.renderings;
+    report.documents += setup.documents;
     for mode in Mode::ALL {
         report.findings.extend(check_rbac(mode));
     }
     report
+        .findings
+        .extend(check_eclccserver_rbac(&tpl::eclccserver_rbac()));
+    report
 }
 
-/// Render and check the given templates over the matrix.
+/// Render and check the given templates over the matrix, each rendering
+/// on its own and each run of a mode's templates as one instance (a
+/// template's second appearance starts the next). JobSet modes are
+/// rendered with and without DNS hostnames.
 pub fn check_template_set(set: &[(Mode, Template)]) -> ThorReport {
     let mut report = ThorReport::default();
-    for &(mode, t) in set {
-        {
-            let root = match template_root(&t) {
-                Ok(r) => r,
-                Err(f) => {
-                    report.findings.push(f);
-                    continue;
-                }
+    let mut roots = Vec::new();
+    for (mode, t) in set {
+        match template_root(t) {
+            Ok(r) => roots.push((*mode, *t, r)),
+            Err(f) => report.findings.push(f),
+        }
+    }
+    let (mut seen, mut decoded, mut compared) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut keep = |report: &mut ThorReport, fs: Vec<Finding>| {
+        // The same problem at every size is one finding.
+        let first = |f: &Finding| f.message.split(" [").next().unwrap_or_default().to_string();
+        let new = fs
+            .into_iter()
+            .filter(|f| seen.insert((f.file.clone(), f.line, f.column, first(f))));
+        report.findings.extend(new);
+    };
+    let sizes = WORKERS
+        .iter()
+        .flat_map(|&w| PER_POD.iter().map(move |&pp| (w, pp)));
+    let sizes = sizes.filter(|(w, pp)| w % pp == 0);
+    for ((w, pp), g) in sizes.flat_map(|s| MAX_GRAPHS.iter().map(move |&g| (s, g))) {
+        // Baseline's documents, which the JobSet modes' must match.
+        let p = params(w, pp, g, THOR_NAME);
+        let base = thor::templates(Mode::Baseline).into_iter();
+        let base: Vec<Value> = base
+            .filter_map(|t| thor::render(&t, &p).ok())
+            .flatten()
+            .collect();
+        for dns in [false, true] {
+            let p = ThorParams {
+                dns_hostnames: dns,
+                ..p.clone()
             };
-            let mut seen = BTreeSet::new();
-            for &w in WORKERS {
-                for &pp in PER_POD.iter().filter(|&&pp| w % pp == 0) {
-                    for &g in MAX_GRAPHS {
-                        let p = params(w, pp, g, THOR_NAME);
-                        match thor::render(&t, &p) {
-                            Ok(docs) => {
-                                report.renderings += 1;
-                                report.documents += docs.len();
-                                for f in check_rendering(mode, &p, &t, &docs, &root) {
-                                    // The same problem at every size is one finding.
-                                    let dedup = (
-                                        f.line,
-                                        f.column,
-                                        f.message
-                                            .split(" [")
-                                            .next()
-                                            .unwrap_or_default()
-                                            .to_string(),
-                                    );
-                                    if seen.insert(dedup) {
-                                        report.findings.push(f);
-                                    }
-                                }
-                            }
-                            Err(e) => report.findings.push(Finding {
-                                file: t.path.into(),
-                                line: 1,
-                                column: 1,
-                                path: "(document)".into(),
-                                message: format!("{e:#}"),
-                            }),
-                        }
+            let mut instances: Vec<(Mode, Vec<Doc<'_>>)> = Vec::new();
+            for (mode, t, root) in roots
+                .iter()
+                .filter(|(m, _, _)| !dns || *m != Mode::Baseline)
+            {
+                let docs = match thor::render(t, &p) {
+                    Ok(docs) => docs,
+                    Err(e) => {
+                        keep(&mut report, vec![whole_file(t, format!("{e:#}"))]);
+                        continue;
                     }
+                };
+                report.renderings += 1;
+                report.documents += docs.len();
+                let deep = decoded.insert((t.path, pp, dns));
+                keep(
+                    &mut report,
+                    check_rendering(*mode, &p, t, &docs, root, deep),
+                );
+                // A template's second appearance starts the next instance.
+                let fresh = |ds: &Vec<Doc<'_>>| !ds.iter().any(|d| d.0.path == t.path);
+                if !instances
+                    .last()
+                    .is_some_and(|(m, ds)| m == mode && fresh(ds))
+                {
+                    instances.push((*mode, Vec::new()));
                 }
+                if let Some((_, ds)) = instances.last_mut() {
+                    ds.extend(docs.into_iter().enumerate().map(|(i, d)| (*t, root, i, d)));
+                }
+            }
+            for (mode, docs) in instances {
+                let deep = compared.insert((mode, pp, dns));
+                keep(&mut report, check_instance(&base, &docs, deep));
             }
         }
     }
     report
+}
+
+/// How many problems the names of a rendering have: object names and
+/// labels, pod template labels, container names, JobSet pod hostnames.
+fn name_problems(t: &Template, d: &Value) -> usize {
+    let root = yaml::Node::Null(yaml::Pos::default());
+    let ctx = Ctx {
+        file: t.path,
+        root: &root,
+        base: vec![],
+    };
+    let mut n = k8s::check_metadata(&ctx, d, str_of(&d["kind"])).len();
+    n += pod_templates(d)
+        .iter()
+        .map(|(path, pod)| check_pod_basics(&ctx, path, pod).len())
+        .sum::<usize>();
+    if let Ok(js) = serde_json::from_value::<crate::schema::models::JobSet>(d.clone()) {
+        n += k8s::check_jobset(&ctx, &js).len();
+        let host = format!("{}-workers-0-1023", js.metadata.name.unwrap_or_default());
+        n += usize::from(names::dns1123_label(&host).is_err());
+    }
+    n
 }
 
 /// The longest Thor cluster name whose instances still render valid names
 /// in `mode` (at numWorkers 1024, instance 8).
 pub fn longest_thor_name(mode: Mode) -> usize {
-    (1..=63usize)
-        .take_while(|&n| {
-            let p = params(1024, 1, 8, &"t".repeat(n));
-            thor::templates(mode).iter().all(|t| {
-                thor::render(t, &p).is_ok_and(|docs| {
-                    docs.iter().all(|d| {
-                        let root = yaml::Node::Null(yaml::Pos::default());
-                        let ctx = Ctx {
-                            file: t.path,
-                            root: &root,
-                            base: vec![],
-                        };
-                        let kind = d["kind"].as_str().unwrap_or_default();
-                        let mut f = k8s::check_metadata(&ctx, d, kind);
-                        if let Ok(js) =
-                            serde_json::from_value::<crate::schema::models::JobSet>(d.clone())
-                        {
-                            f.extend(k8s::check_jobset(&ctx, &js));
-                            let host =
-                                format!("{}-workers-0-1023", js.metadata.name.unwrap_or_default());
-                            if names::dns1123_label(&host).is_err() {
-                                return false;
-                            }
-                        }
-                        f.is_empty()
-                    })
-                })
-            })
-        })
-        .last()
-        .unwrap_or(0)
+    let valid = |n: usize| {
+        let p = params(1024, 1, 8, &"t".repeat(n));
+        let ok = |t: &Template| {
+            thor::render(t, &p).is_ok_and(|ds| ds.iter().all(|d| name_problems(t, d) == 0))
+        };
+        thor::templates(mode).iter().all(ok)
+    };
+    (1..=63usize).take_while(|&n| valid(n)).last().unwrap_or(0)
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -473,7 +503,9 @@ pub struct StaticRow {
 }
 
 /// Objects, pods and containers per Thor instance, by mode and size
-/// (numWorkersPerPod 1, HPCC's default), computed from the templates.
+/// (numWorkersPerPod 1, HPCC's default; JobSet without DNS hostnames, as
+/// the proof of concept), computed from the templates. NetworkPolicies
+/// count in every mode.
 pub fn static_model() -> Vec<StaticRow> {
     let mut rows = Vec::new();
     for &w in &[1u32, 2, 8, 32, 128, 512, 1024] {

@@ -184,22 +184,36 @@ fn minor_of_version(v: &str) -> String {
 
 /// `baselines/<provider>/<k8s minor>/<scenario>.json`
 pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
-    let minor = minor_of_version(&r.k8s_version);
+    path_of(root, &r.provider, &r.k8s_version, &r.scenario)
+}
+
+/// The baseline of `scenario` on `provider` and Kubernetes `version`
+/// (a minor or a patch version). The scenario name is a DNS label (the
+/// scenario's rules), so the path stays inside `baselines/`.
+pub fn path_of(root: &Path, provider: &str, version: &str, scenario: &str) -> PathBuf {
+    let minor = if version.matches('.').count() >= 2 {
+        minor_of_version(version)
+    } else {
+        version.to_string()
+    };
     root.join("baselines")
-        .join(&r.provider)
+        .join(provider)
         .join(minor)
-        .join(format!("{}.json", r.scenario))
+        .join(format!("{scenario}.json"))
 }
 
 /// Load and check a baseline; a broken file is a usage error naming it.
 pub fn load(path: &Path) -> Result<Baseline> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        bad_input(format!(
-            "baseline {}: {e} (record one with --record)",
+    if !path.exists() {
+        return Err(bad_input(format!(
+            "baseline {}: no such file (record one with --record)",
             path.display()
-        ))
-    })?;
-    let b: Baseline = serde_json::from_str(&text).map_err(|e| {
+        )));
+    }
+    let text = crate::input::read(path)?;
+    // A byte-order mark is no part of JSON; `validate` reads past it too.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let b: Baseline = serde_json::from_str(text).map_err(|e| {
         bad_input(format!(
             "baseline {}: line {}, column {}: {e}",
             path.display(),

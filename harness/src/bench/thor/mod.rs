@@ -7,139 +7,22 @@ pub mod baseline;
 pub mod compare;
 pub mod report;
 pub mod result;
+pub mod run;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
-use crate::cluster::local::LocalCluster;
+use crate::bench::thor::result::{RESULT_SCHEMA, ThorResult, peak_rss_kib, summarize};
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
-use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
-use crate::metrics::pods::{self, PodTracker};
-use crate::metrics::{Percentiles, Window};
-use crate::poll::Poll;
 use crate::progress::Step;
 use crate::tools::Component;
-use crate::workload::thor::driver::{self, ThorEnv};
-use crate::workload::thor::scenario::{self, ThorScenario, parse_duration};
-use crate::workload::thor::{self, Mode, THOR_AGENT_USER, ThorParams};
-use result::{ModeResult, RESULT_SCHEMA, ThorResult, peak_rss_kib, summarize};
-
-pub const NAMESPACE: &str = "thor";
-
-fn params(s: &ThorScenario, instance: u32) -> ThorParams {
-    ThorParams {
-        thor_name: s.thor.name.clone(),
-        job_name: format!("{}-6d9f7c8b5d-x2v9k-{instance}", s.thor.name),
-        num_workers: s.thor.num_workers,
-        num_workers_per_pod: s.thor.num_workers_per_pod,
-        job_version: "10.8.0".into(),
-        pod_runtime: driver::POD_RUNTIME.into(),
-        namespace: NAMESPACE.into(),
-    }
-}
-
-/// Run one mode on a running cluster and measure it.
-pub async fn run_mode(
-    cluster: &LocalCluster,
-    s: &ThorScenario,
-    mode: Mode,
-    kubectl: &Path,
-) -> Result<ModeResult> {
-    let minor = K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
-    if thor::templates_for(mode, minor).is_empty() {
-        bail!(bad_input(format!(
-            "{} mode has no templates for Kubernetes {}",
-            mode.name(),
-            s.cluster.k8s_minor
-        )));
-    }
-    let admin = cluster.client().await?;
-    // Namespace and the Thor agent's RBAC, as the harness.
-    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
-    let mut setup = vec![ns];
-    setup.extend(thor::render(&thor::rbac(mode), &params(s, 0))?);
-    crate::install::apply::apply_all(&admin, &setup)
-        .await
-        .context("creating the namespace and RBAC")?;
-    let sa: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        kube::Api::namespaced(admin.clone(), NAMESPACE);
-    Poll::new(
-        format!("namespace {NAMESPACE}'s default service account"),
-        Duration::from_secs(30),
-    )
-    .until(|| async { Ok(sa.get_opt("default").await?.map(|_| ())) })
-    .await?;
-    let tracker = Arc::new(PodTracker::start(admin.clone(), NAMESPACE));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let graph = parse_duration(&s.graph_duration).map_err(bad_input)?;
-    let env = ThorEnv {
-        admin: admin.clone(),
-        agent_kubeconfig: cluster.kubeconfig_of("thor-agent"),
-        kubectl: kubectl.to_path_buf(),
-        kubectl_cache: cluster
-            .layout
-            .root
-            .join(format!("kubectl-cache-{}", mode.name())),
-        namespace: NAMESPACE.into(),
-        tracker: tracker.clone(),
-        step_timeout: Duration::from_secs(600),
-        k8s_minor: minor,
-    };
-
-    let window = Window::open(cluster).await?;
-    let instances = driver::run_instances(
-        &env,
-        mode,
-        |i| params(s, i),
-        s.instances,
-        s.thor.max_graphs,
-        graph,
-    )
-    .await?;
-    driver::wait_all_gone(&env, Duration::from_secs(600)).await?;
-    let closed = window.close(cluster).await?;
-    drop(env);
-
-    let pf = pods::figures(&tracker.snapshot());
-    let starts: Vec<f64> = instances.iter().filter_map(|i| i.start_ms).collect();
-    let walls: Vec<f64> = instances.iter().map(|i| i.wall_ms).collect();
-    let instance_start_ms = Percentiles::of_ms(&starts);
-    let w = closed.figures;
-    let thor_agent_writes = w
-        .api_requests_by_client_request
-        .get(THOR_AGENT_USER)
-        .map_or(0, |reqs| {
-            reqs.iter()
-                .filter(|(req, _)| crate::metrics::attribution::is_write_request(req))
-                .map(|(_, n)| n)
-                .sum()
-        });
-    Ok(ModeResult {
-        mode: mode.name().into(),
-        instances: s.instances,
-        thor_agent_requests: w
-            .api_requests_by_client
-            .get(THOR_AGENT_USER)
-            .copied()
-            .unwrap_or(0),
-        thor_agent_writes,
-        window: w,
-        pods_created: pf.pods_created,
-        containers_created: pf.containers_created,
-        pod_startup_ms: pf.startup_ms,
-        pod_schedule_ms: pf.schedule_ms,
-        gang_start_ms: (mode == Mode::JobsetGang).then_some(instance_start_ms),
-        instance_start_ms,
-        instance_wall_s: Percentiles::of_ms(&walls).scaled(0.001),
-        wall_s: closed.elapsed.as_secs_f64(),
-    })
-}
+use crate::workload::thor::Mode;
+use crate::workload::thor::scenario::{self, ThorScenario};
 
 pub struct ThorBenchOptions {
     pub scenario: PathBuf,
@@ -149,6 +32,54 @@ pub struct ThorBenchOptions {
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters (each mode gets a fresh one).
     pub cluster_prefix: String,
+    /// `--set key.path=value` overrides of the scenario.
+    pub overrides: Vec<String>,
+    /// Where `result.json` is written as each mode finishes (so a later
+    /// failure loses nothing); None: nowhere.
+    pub out: Option<PathBuf>,
+}
+
+/// What `bench thor` checks before it starts any cluster: the scenario
+/// (every rule `validate` applies), `--out` writable, the baseline to
+/// compare with loadable, the one to record inside `baselines/`.
+pub struct Preflight {
+    pub scenario: ThorScenario,
+}
+
+/// Check everything a benchmark needs before a cluster starts; errors are
+/// bad input naming what and where.
+pub fn preflight(
+    opts: &ThorBenchOptions,
+    root: Option<&Path>,
+    compare: bool,
+    record: bool,
+) -> Result<Preflight> {
+    let s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
+    if let Some(out) = &opts.out {
+        std::fs::create_dir_all(out)
+            .and_then(|()| tempfile::NamedTempFile::new_in(out).map(|_| ()))
+            .map_err(|e| {
+                crate::error::bad_input(format!("--out {}: not writable: {e}", out.display()))
+            })?;
+    }
+    if compare || record {
+        let root = root.ok_or_else(|| {
+            crate::error::bad_input(
+                "--compare/--record need the repository (baselines/): run from inside it",
+            )
+        })?;
+        let path = baseline::path_of(root, "local", &s.cluster.k8s_minor, &s.name);
+        if !path.starts_with(root.join("baselines")) {
+            return Err(crate::error::bad_input(format!(
+                "{}: outside baselines/",
+                path.display()
+            )));
+        }
+        if compare {
+            baseline::load(&path)?;
+        }
+    }
+    Ok(Preflight { scenario: s })
 }
 
 /// The cluster a mode runs on: the scenario's nodes, and for gang mode the
@@ -174,59 +105,56 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
             memory: s.cluster.node_memory.clone(),
             pods: s.cluster.node_pods,
         },
+        kubelet: s.kubelet,
     }
+}
+
+/// The kubectl binary a scenario's HPCC forks: HPCC's own (1.29.7) or the
+/// cluster's.
+fn kubectl_component(s: &ThorScenario) -> Component {
+    if s.kubectl.version.trim_start_matches('v') == crate::tools::versions::HPCC_KUBECTL_VERSION {
+        Component::HpccKubectl
+    } else {
+        Component::Kubectl
+    }
+}
+
+/// How the scenario models HPCC and the nodes, for the Result.
+fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("kubectl".to_string(), s.kubectl.version.clone()),
+        (
+            "kubectl_discovery_cache".to_string(),
+            format!("{:?}", s.kubectl.discovery_cache).to_lowercase(),
+        ),
+        ("kubelet".to_string(), s.kubelet.name().to_string()),
+        (
+            "jobset_dns_hostnames".to_string(),
+            s.jobset.enable_dns_hostnames.to_string(),
+        ),
+        ("compile_jobs".to_string(), s.compile.enabled.to_string()),
+        ("linger_period".to_string(), s.thor.linger_period.clone()),
+        ("workunits".to_string(), s.workunits.to_string()),
+        (
+            "graphs_per_workunit".to_string(),
+            s.graphs_per_workunit.to_string(),
+        ),
+    ])
 }
 
 /// Run every mode (× repeats), each on a fresh cluster torn down after.
 pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
-    let s = scenario::load(&opts.scenario)?;
+    let s = preflight(opts, None, false, false)?.scenario;
     let modes: Vec<Mode> = match &opts.modes {
         Some(m) => m.clone(),
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
     let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
-    let tools = lifecycle::resolve_tools(k8s, opts.bins.clone()).await?;
-    let kubectl = tools.path(Component::Kubectl)?.to_path_buf();
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(&s)).await?;
     let started = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let mut summaries = BTreeMap::new();
-    for mode in modes {
-        let mut runs = Vec::new();
-        for rep in 0..opts.repeat.max(1) {
-            let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
-            let cluster = lifecycle::up(&UpOptions {
-                spec: mode_cluster(&s, k8s, mode, name.clone()),
-                bins: opts.bins.clone(),
-                timeout: Duration::from_secs(180),
-            })
-            .await?;
-            let step = Step::start(format!(
-                "{} × Thor {} ({} workers, {} at a time) in {} mode{}",
-                s.instances,
-                s.name,
-                s.thor.num_workers,
-                s.thor.max_graphs,
-                mode.name(),
-                if opts.repeat > 1 {
-                    format!(", run {}/{}", rep + 1, opts.repeat)
-                } else {
-                    String::new()
-                }
-            ));
-            let r = run_mode(&cluster, &s, mode, &kubectl).await;
-            let down = cluster.down(false);
-            let r = r.with_context(|| format!("{} mode on cluster {name}", mode.name()))?;
-            down?;
-            step.done(&format!(
-                "{} API requests, {} etcd writes",
-                r.window.api_requests_total, r.window.etcd_writes_total
-            ));
-            runs.push(r);
-        }
-        summaries.insert(mode.name().to_string(), summarize(runs));
-    }
-    Ok(ThorResult {
+    let mut result = ThorResult {
         schema: RESULT_SCHEMA.into(),
         scenario: s.name.clone(),
         scenario_file: opts.scenario.display().to_string(),
@@ -238,9 +166,74 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         num_workers_per_pod: s.thor.num_workers_per_pod,
         max_graphs: s.thor.max_graphs,
         graph_duration: s.graph_duration.clone(),
-        modes: summaries,
-        harness_peak_rss_kib: peak_rss_kib(),
-    })
+        model: model_of(&s),
+        modes: BTreeMap::new(),
+        harness_peak_rss_kib: 0,
+    };
+    for mode in modes {
+        let mut runs = Vec::new();
+        for rep in 0..opts.repeat.max(1) {
+            let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
+            let cluster = lifecycle::up(&UpOptions {
+                spec: mode_cluster(&s, k8s, mode, name.clone()),
+                bins: opts.bins.clone(),
+                timeout: Duration::from_secs(180),
+            })
+            .await?;
+            let step = Step::start(format!(
+                "{} workunits × Thor {} ({} workers, {} at a time) in {} mode{}",
+                s.workunits,
+                s.name,
+                s.thor.num_workers,
+                s.thor.max_graphs,
+                mode.name(),
+                if opts.repeat > 1 {
+                    format!(", run {}/{}", rep + 1, opts.repeat)
+                } else {
+                    String::new()
+                }
+            ));
+            let r =
+                lifecycle::while_alive(&cluster, run::run_mode(&cluster, &s, mode, &kubectl)).await;
+            let r = match r {
+                Ok(r) => {
+                    cluster.down(false)?;
+                    r
+                }
+                Err(e) => {
+                    // Keep the logs: they say why.
+                    let dir = cluster.layout.root.clone();
+                    let down = cluster.down(true);
+                    let e = e.context(format!(
+                        "{} mode on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
+                        mode.name(),
+                        dir.display()
+                    ));
+                    return Err(match down {
+                        Ok(()) => e,
+                        Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
+                    });
+                }
+            };
+            step.done(&format!(
+                "{} API requests, {} etcd writes",
+                r.window.api_requests_total, r.window.etcd_writes_total
+            ));
+            runs.push(r);
+        }
+        result
+            .modes
+            .insert(mode.name().to_string(), summarize(runs));
+        result.harness_peak_rss_kib = peak_rss_kib();
+        if let Some(out) = &opts.out {
+            // The modes done so far survive a failure in the next one.
+            crate::output::write_atomic(
+                &out.join("result.json"),
+                serde_json::to_string_pretty(&result)? + "\n",
+            )?;
+        }
+    }
+    Ok(result)
 }
 
 /// A run checked against its stored baseline.

@@ -13,7 +13,16 @@ use crate::metrics::{Percentiles, WindowFigures};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModeResult {
     pub mode: String,
+    /// Thor instances launched (a lingering manager runs further graphs,
+    /// so there can be fewer instances than graphs).
     pub instances: u32,
+    /// Workunits and graphs run, compile Jobs launched.
+    #[serde(default)]
+    pub workunits: u32,
+    #[serde(default)]
+    pub graphs: u32,
+    #[serde(default)]
+    pub compile_jobs: u32,
     /// What the control plane did: requests per client, latency, etcd,
     /// objects (the same keys in every workload's result).
     #[serde(flatten)]
@@ -26,6 +35,19 @@ pub struct ModeResult {
     /// driver decides to do, independent of timing.
     #[serde(default)]
     pub thor_agent_writes: u64,
+    /// What the Thor identity's call list predicts it costs (its kubectl
+    /// calls priced by workload::thor::kubectl from the server's
+    /// discovery); the measured count is checked against it.
+    #[serde(default)]
+    pub thor_agent_requests_predicted: u64,
+    /// The Thor identity's kubectl calls by kind.
+    #[serde(default)]
+    pub thor_agent_calls: BTreeMap<String, u64>,
+    /// eclccserver's requests (its compile Jobs).
+    #[serde(default)]
+    pub eclccserver_requests: u64,
+    #[serde(default)]
+    pub eclccserver_requests_predicted: u64,
     pub pods_created: u64,
     pub containers_created: u64,
     /// Pod created → Running (ms), from the watch.
@@ -62,6 +84,11 @@ pub struct ThorResult {
     pub num_workers_per_pod: u32,
     pub max_graphs: u32,
     pub graph_duration: String,
+    /// How the scenario modelled HPCC and the nodes: kubectl version and
+    /// discovery cache, kubelet model, JobSet DNS hostnames, compile Jobs,
+    /// linger.
+    #[serde(default)]
+    pub model: BTreeMap<String, String>,
     pub modes: BTreeMap<String, ModeSummary>,
     /// The harness process's own peak resident memory (VmHWM), in KiB;
     /// the control-plane processes are not included.
@@ -172,6 +199,7 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
         max_graphs: 2,
         graph_duration: "3s".into(),
         harness_peak_rss_kib: 0,
+        model: Default::default(),
         modes: [(
             "baseline".to_string(),
             ModeSummary {

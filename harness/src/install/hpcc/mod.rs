@@ -192,6 +192,7 @@ pub fn jobset_rbac(num_workers: u32) -> Result<Vec<Value>> {
         job_version: HPCC_CHART_VERSION.into(),
         pod_runtime: "0s".into(),
         namespace: NAMESPACE.into(),
+        dns_hostnames: false,
     };
     let mut docs = thor::render(&thor::rbac(Mode::Jobset), &params)?;
     for d in &mut docs {

@@ -4,6 +4,7 @@
 //! of the API server.
 
 pub mod driver;
+pub mod kubectl;
 pub mod scenario;
 pub mod template;
 
@@ -44,6 +45,10 @@ pub fn api_usage(mode: Mode) -> Vec<ApiUse> {
             verbs: &["get", "list"],
         },
     ];
+    // JobSet mode: thoragent applies the instance's two NetworkPolicies
+    // (the chart's default-deny makes them necessary) and one JobSet with
+    // `kubectl replace --force`, polls the JobSet, lists its pods while
+    // waiting, and deletes all three.
     const JOBSET: &[ApiUse] = &[
         ApiUse {
             group: "jobset.x-k8s.io",
@@ -51,9 +56,14 @@ pub fn api_usage(mode: Mode) -> Vec<ApiUse> {
             verbs: &["get", "list", "watch", "create", "delete"],
         },
         ApiUse {
+            group: "networking.k8s.io",
+            resource: "networkpolicies",
+            verbs: &["get", "create", "delete"],
+        },
+        ApiUse {
             group: "",
             resource: "pods",
-            verbs: &["get", "list", "watch"],
+            verbs: &["get", "list"],
         },
     ];
     // Gang mode: JobSet mode plus the bring-your-own Workload and PodGroup

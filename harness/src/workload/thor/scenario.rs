@@ -1,12 +1,22 @@
-//! Scenario files (suites/thor/*.yaml): what a Thor benchmark runs.
+//! Scenario files (suites/thor/*.yaml): what a Thor benchmark runs — the
+//! Thor cluster's values, the workunits and their graphs, compile Jobs,
+//! how HPCC's kubectl and the kubelets behave, and the cluster. One set of
+//! rules (`check`) for `harness validate` and `harness bench thor`.
+//! Defaults are HPCC's chart defaults (helm/hpcc/values.yaml 10.6.x and
+//! the code defaults it leaves in place: docs/thor-model.md).
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde::Deserialize;
+use serde_json::Value;
 
+use crate::cluster::spec::KubeletModel;
 use crate::error::bad_input;
+use crate::k8s::names;
+use crate::schema::finding::Finding;
+use crate::schema::typed::{Ctx, decode};
 use crate::workload::thor::template::Mode;
 use crate::yaml::Seg;
 
@@ -17,17 +27,34 @@ fn path(keys: &[&str]) -> Vec<Seg> {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ThorScenario {
+    /// Names the baseline file and the clusters: a DNS-1123 label.
     pub name: String,
     pub description: Option<String>,
     pub thor: ThorShape,
-    /// Thor instances run in total.
-    pub instances: u32,
-    /// How long each instance's graph runs, e.g. "5s".
+    /// Workunits submitted at the start; each compiles, then runs its
+    /// graphs one after another.
+    pub workunits: u32,
+    #[serde(default = "one")]
+    pub graphs_per_workunit: u32,
+    /// How long one graph runs, e.g. "5s".
     pub graph_duration: String,
+    #[serde(default)]
+    pub compile: CompileSpec,
+    #[serde(default)]
+    pub kubectl: KubectlSpec,
+    #[serde(default)]
+    pub kubelet: KubeletModel,
+    #[serde(default)]
+    pub jobset: JobsetSpec,
+    /// How long after a main container exits the postrun sidecar notices
+    /// (container_watch.sh polls every ≤ 10 s: 5 s on average).
+    #[serde(default = "default_postrun")]
+    pub postrun_exit: String,
     pub modes: Vec<String>,
     pub cluster: ScenarioCluster,
 }
 
+/// One Thor cluster's values (`thor:` in HPCC's values).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ThorShape {
@@ -36,16 +63,89 @@ pub struct ThorShape {
     pub num_workers: u32,
     #[serde(default = "one")]
     pub num_workers_per_pod: u32,
-    /// Instances that run at once.
+    /// Instances at once (running or lingering): the thoragent's pool.
     pub max_graphs: u32,
+    /// Workunits at once (the Thor eclagent's maxActive); chart default 4.
+    #[serde(default = "four")]
+    pub max_jobs: u32,
+    /// How long a manager waits for another graph before it exits; HPCC's
+    /// default 60 s (common/workunit/workunit.hpp defaultThorLingerPeriod).
+    #[serde(default = "default_linger")]
+    pub linger_period: String,
+    #[serde(default)]
+    pub keep_jobs: KeepJobs,
 }
 
-fn default_thor_name() -> String {
-    "thor".into()
+/// Which Jobs HPCC leaves behind (jcontainerized.cpp translateKeepJobs).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum KeepJobs {
+    #[default]
+    None,
+    Podfailures,
+    All,
 }
 
-fn one() -> u32 {
-    1
+/// eclccserver's compile Jobs (chart default `useChildProcesses: false`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompileSpec {
+    pub enabled: bool,
+    /// How long compiling one workunit takes.
+    pub duration: String,
+    /// A compile pod's linger (chart default 30 s).
+    pub linger_period: String,
+    /// Compile Jobs at once (chart default 4).
+    pub max_active: u32,
+}
+
+impl Default for CompileSpec {
+    fn default() -> Self {
+        CompileSpec {
+            enabled: true,
+            duration: "2s".into(),
+            linger_period: "30s".into(),
+            max_active: 4,
+        }
+    }
+}
+
+/// The kubectl HPCC's processes fork for every call.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct KubectlSpec {
+    /// HPCC's platform image ships 1.29.7; or the cluster's own version.
+    pub version: String,
+    pub discovery_cache: DiscoveryCacheSpec,
+}
+
+impl Default for KubectlSpec {
+    fn default() -> Self {
+        KubectlSpec {
+            version: crate::tools::versions::HPCC_KUBECTL_VERSION.into(),
+            discovery_cache: DiscoveryCacheSpec::None,
+        }
+    }
+}
+
+/// `none`: HPCC's read-only root filesystem, every call cold; `warm`: a
+/// writable cache shared by the calls.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DiscoveryCacheSpec {
+    #[default]
+    None,
+    Warm,
+}
+
+/// The JobSet modes' JobSet.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct JobsetSpec {
+    /// false: the proof of concept passes the manager's address
+    /// explicitly; true: JobSet's headless Service names the pods.
+    #[serde(rename = "enableDNSHostnames")]
+    pub enable_dns_hostnames: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -59,11 +159,29 @@ pub struct ScenarioCluster {
     pub node_pods: u32,
 }
 
+fn default_thor_name() -> String {
+    "thor".into()
+}
+fn one() -> u32 {
+    1
+}
+fn four() -> u32 {
+    4
+}
+fn default_linger() -> String {
+    "60s".into()
+}
+fn default_postrun() -> String {
+    "5s".into()
+}
 fn default_pods() -> u32 {
     110
 }
 
-/// "250ms", "5s", "2m", "1h" → Duration.
+/// The longest duration a scenario may ask for.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// "250ms", "5s", "2m", "1h" → Duration, at most a day.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, unit) = s
@@ -73,14 +191,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("{s:?} does not start with a whole number"))?;
-    let ms = match unit {
-        "ms" => n,
-        "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
+    let per = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
         other => return Err(format!("{s:?}: unknown unit {other:?} (ms, s, m, h)")),
     };
-    Ok(Duration::from_millis(ms))
+    let d = n
+        .checked_mul(per)
+        .map(Duration::from_millis)
+        .filter(|d| *d <= MAX_DURATION)
+        .ok_or_else(|| format!("{s:?} is longer than {} h", MAX_DURATION.as_secs() / 3600))?;
+    Ok(d)
 }
 
 /// 37 for "1.37"; 0 when unreadable.
@@ -92,102 +215,251 @@ fn minor_number(minor: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// The longest Thor name whose objects' names stay valid: the worker
+/// containers `thorworker-job-<thor>-<16-char agent suffix>-<instance ≤
+/// 9999>-<worker ≤ 999>` must be DNS labels of ≤ 63 characters.
+pub const MAX_THOR_NAME: usize = 63 - "thorworker-job-".len() - 1 - 16 - 1 - 4 - 1 - 3;
+
 impl ThorScenario {
     /// Semantic problems as (field path, message).
     pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
-        let t = &self.thor;
-        if t.num_workers == 0 {
-            out.push((path(&["thor", "numWorkers"]), "must be at least 1".into()));
+        let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
+        let range = |v: u32, lo: u32, hi: u32| {
+            (v < lo || v > hi).then(|| format!("{v} is out of range {lo}–{hi}"))
+        };
+        if let Err(e) = names::dns1123_label(&self.name) {
+            p(&["name"], e);
         }
-        if t.num_workers_per_pod == 0 {
-            out.push((
-                path(&["thor", "numWorkersPerPod"]),
-                "must be at least 1".into(),
-            ));
-        } else if t.num_workers > 0 && !t.num_workers.is_multiple_of(t.num_workers_per_pod) {
-            out.push((
-                path(&["thor", "numWorkersPerPod"]),
+        let t = &self.thor;
+        if let Err(e) = names::dns1123_label(&t.name) {
+            p(&["thor", "name"], e);
+        } else if t.name.len() > MAX_THOR_NAME {
+            p(
+                &["thor", "name"],
+                format!(
+                    "{:?} is longer than {MAX_THOR_NAME} characters: its worker containers' names would pass 63",
+                    t.name
+                ),
+            );
+        }
+        for (v, lo, hi, at) in [
+            (t.num_workers, 1, 10_000, &["thor", "numWorkers"][..]),
+            (
+                t.num_workers_per_pod,
+                1,
+                100,
+                &["thor", "numWorkersPerPod"][..],
+            ),
+            (t.max_graphs, 1, 64, &["thor", "maxGraphs"][..]),
+            (t.max_jobs, 1, 1000, &["thor", "maxJobs"][..]),
+            (self.workunits, 1, 10_000, &["workunits"][..]),
+            (
+                self.graphs_per_workunit,
+                1,
+                1000,
+                &["graphsPerWorkunit"][..],
+            ),
+            (
+                self.compile.max_active,
+                1,
+                100,
+                &["compile", "maxActive"][..],
+            ),
+            (self.cluster.nodes, 1, 10_000, &["cluster", "nodes"][..]),
+            (
+                self.cluster.node_pods,
+                1,
+                10_000,
+                &["cluster", "nodePods"][..],
+            ),
+        ] {
+            if let Some(e) = range(v, lo, hi) {
+                p(at, e);
+            }
+        }
+        if t.num_workers_per_pod > 0 && !t.num_workers.is_multiple_of(t.num_workers_per_pod) {
+            p(
+                &["thor", "numWorkersPerPod"],
                 format!(
                     "{} does not divide numWorkers {}",
                     t.num_workers_per_pod, t.num_workers
                 ),
-            ));
+            );
         }
-        if t.max_graphs == 0 {
-            out.push((path(&["thor", "maxGraphs"]), "must be at least 1".into()));
+        for (v, at, min) in [
+            (&self.graph_duration, &["graphDuration"][..], Duration::ZERO),
+            (
+                &t.linger_period,
+                &["thor", "lingerPeriod"][..],
+                Duration::from_secs(1),
+            ),
+            (
+                &self.compile.duration,
+                &["compile", "duration"][..],
+                Duration::ZERO,
+            ),
+            (
+                &self.compile.linger_period,
+                &["compile", "lingerPeriod"][..],
+                Duration::ZERO,
+            ),
+            (&self.postrun_exit, &["postrunExit"][..], Duration::ZERO),
+        ] {
+            match parse_duration(v) {
+                Err(e) => p(at, e),
+                Ok(d) if d < min => p(at, format!("{v:?} is shorter than {min:?}")),
+                Ok(_) => {}
+            }
         }
-        if self.instances == 0 {
-            out.push((path(&["instances"]), "must be at least 1".into()));
-        }
-        if let Err(e) = parse_duration(&self.graph_duration) {
-            out.push((path(&["graphDuration"]), e));
-        }
-        if self.modes.is_empty() {
-            out.push((path(&["modes"]), "name at least one mode".into()));
-        }
+        let hpcc = crate::tools::versions::HPCC_KUBECTL_VERSION;
         let minor = crate::k8s::facts::for_minor(&self.cluster.k8s_minor);
+        let own = crate::k8s::K8sRelease::parse(&self.cluster.k8s_minor).map(|r| r.version);
+        let v = self.kubectl.version.trim_start_matches('v');
+        if v != hpcc && own.as_ref().ok() != Some(&v) && v != self.cluster.k8s_minor {
+            p(
+                &["kubectl", "version"],
+                format!(
+                    "{v:?}: the harness provisions HPCC's kubectl {hpcc} or the cluster's own ({})",
+                    own.unwrap_or("?")
+                ),
+            );
+        }
         if minor.is_none() {
-            out.push((
-                path(&["cluster", "k8sMinor"]),
+            p(
+                &["cluster", "k8sMinor"],
                 format!(
                     "unknown Kubernetes minor {:?}; known: {}",
                     self.cluster.k8s_minor,
                     crate::k8s::facts::minors().join(", ")
                 ),
-            ));
+            );
+        }
+        for (at, q) in [
+            ("nodeCpu", &self.cluster.node_cpu),
+            ("nodeMemory", &self.cluster.node_memory),
+        ] {
+            if let Err(e) = names::quantity(q) {
+                p(&["cluster", at], e);
+            }
+        }
+        if self.modes.is_empty() {
+            p(&["modes"], "name at least one mode".into());
         }
         for (i, m) in self.modes.iter().enumerate() {
+            let at = vec![Seg::Key("modes".into()), Seg::Index(i)];
             match Mode::parse(m) {
                 None => out.push((
-                    vec![Seg::Key("modes".into()), Seg::Index(i)],
+                    at,
                     format!("unknown mode {m:?}; one of baseline, jobset, jobset-gang"),
                 )),
                 Some(Mode::JobsetGang) if minor_number(&self.cluster.k8s_minor) < 36 => out.push((
-                    vec![Seg::Key("modes".into()), Seg::Index(i)],
+                    at,
                     "jobset-gang needs Kubernetes 1.36 or later (PodGroup API)".into(),
                 )),
                 _ => {}
             }
         }
-        if self.cluster.nodes == 0 {
-            out.push((path(&["cluster", "nodes"]), "must be at least 1".into()));
-        }
         out
     }
 }
 
-/// Read, decode and check a scenario file; every problem is bad input at
-/// file:line:column.
-pub fn load(path: &Path) -> Result<ThorScenario> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
-    let docs = crate::yaml::parse(&text).map_err(|e| {
-        bad_input(format!(
-            "{}:{}:{}: {}",
-            path.display(),
-            e.pos.line,
-            e.pos.column,
-            e.message
-        ))
-    })?;
-    let doc = docs
-        .first()
-        .ok_or_else(|| bad_input(format!("{}: empty scenario", path.display())))?;
-    let ctx = crate::schema::typed::Ctx {
-        file: &path.display().to_string(),
-        root: &doc.root,
-        base: vec![],
-    };
-    let (s, mut findings) =
-        crate::schema::typed::decode::<ThorScenario>(&ctx, &doc.root.to_json(), "Thor scenario");
+/// Decode and check one scenario document (the `harness validate` rules,
+/// and the ones `bench` applies before it starts anything).
+pub fn check(ctx: &Ctx<'_>, v: &Value) -> (Option<ThorScenario>, Vec<Finding>) {
+    if v.get("instances").is_some() {
+        // The old format: instances emerge from workunits now.
+        return (
+            None,
+            vec![ctx.finding(
+                &path(&["instances"]),
+                "renamed: give `workunits` (each compiles, then runs `graphsPerWorkunit` graphs; \
+                 Thor instances are launched as HPCC's thoragent would)",
+            )],
+        );
+    }
+    let (s, mut f) = decode::<ThorScenario>(ctx, v, "Thor scenario");
     if let Some(s) = &s {
-        findings.extend(s.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
+        f.extend(s.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
     }
+    (s, f)
+}
+
+/// Read, decode and check a scenario file: exactly one document, every
+/// problem bad input at file:line:column.
+pub fn load(path: &Path) -> Result<ThorScenario> {
+    load_with(path, &[])
+}
+
+/// Parse `--set` overrides: `a.b.c=value`, the value read as YAML.
+pub fn parse_overrides(items: &[String]) -> Result<Vec<(Vec<String>, Value)>> {
+    let mut out = Vec::new();
+    for item in items {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("--set {item:?}: expected KEY=VALUE")))?;
+        let keys: Vec<String> = key.split('.').map(str::to_string).collect();
+        if keys.iter().any(|k| k.is_empty()) {
+            return Err(bad_input(format!("--set {item:?}: empty key segment")));
+        }
+        let docs = crate::yaml::parse(value)
+            .map_err(|e| bad_input(format!("--set {item:?}: {}", e.message)))?;
+        let v = docs
+            .first()
+            .map(|d| d.root.to_json())
+            .unwrap_or(Value::Null);
+        if v.is_object() || v.is_array() {
+            return Err(bad_input(format!("--set {item:?}: give one scalar value")));
+        }
+        out.push((keys, v));
+    }
+    Ok(out)
+}
+
+fn apply_overrides(v: &Value, overrides: &[(Vec<String>, Value)]) -> Value {
+    let mut v = v.clone();
+    for (keys, value) in overrides {
+        let mut at = &mut v;
+        for k in &keys[..keys.len() - 1] {
+            if !at.get(k).is_some_and(Value::is_object) {
+                at[k.as_str()] = Value::Object(Default::default());
+            }
+            at = &mut at[k.as_str()];
+        }
+        at[keys[keys.len() - 1].as_str()] = value.clone();
+    }
+    v
+}
+
+/// `load` with `--set` overrides applied before the checks.
+pub fn load_with(path: &Path, overrides: &[(Vec<String>, Value)]) -> Result<ThorScenario> {
+    let file = path.display().to_string();
+    let text = crate::input::read(path)?;
+    let mut scenario = None;
+    let (documents, findings) = crate::schema::check_yaml(&file, &text, |ctx, v| {
+        let (s, f) = check(ctx, &apply_overrides(v, overrides));
+        scenario = scenario.take().or(s);
+        f
+    });
     if let Some(f) = findings.first() {
-        return Err(bad_input(format!("invalid scenario: {f}")));
+        return Err(bad_input(format!(
+            "invalid scenario: {f}{}",
+            match findings.len() {
+                1 => String::new(),
+                n => format!(
+                    " (and {} more; `harness validate {file}` lists them)",
+                    n - 1
+                ),
+            }
+        )));
     }
-    s.ok_or_else(|| bad_input(format!("{}: not a Thor scenario", path.display())))
+    match (documents, scenario) {
+        (1, Some(s)) => Ok(s),
+        (0, _) => Err(bad_input(format!("{file}: empty scenario"))),
+        (n, _) => Err(bad_input(format!(
+            "{file}: a scenario is one YAML document, found {n}"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -202,5 +474,59 @@ mod tests {
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+        // Overflow and absurd lengths are errors, not wrap-arounds.
+        assert!(parse_duration("5124095576030432h").is_err());
+        assert!(parse_duration("25h").is_err());
+        assert_eq!(parse_duration("24h").unwrap(), MAX_DURATION);
+    }
+
+    fn problems(yaml: &str) -> Vec<String> {
+        let (_, f) = crate::schema::check_yaml("s.yaml", yaml, |ctx, v| check(ctx, v).1);
+        f.iter().map(|f| f.to_string()).collect()
+    }
+
+    const OK: &str = "name: smoke\nthor: {numWorkers: 2, maxGraphs: 2}\nworkunits: 4\ngraphDuration: 3s\nmodes: [baseline]\ncluster: {k8sMinor: \"1.37\", nodes: 3, nodeCpu: \"32\", nodeMemory: 256Gi}\n";
+
+    #[test]
+    fn chart_defaults_and_one_set_of_rules() {
+        assert_eq!(problems(OK), Vec::<String>::new());
+        let (s, _) = crate::schema::check_yaml("s.yaml", OK, |ctx, v| {
+            let (s, f) = check(ctx, v);
+            assert!(s.is_some());
+            f
+        });
+        assert_eq!(s, 1);
+        for (bad, what) in [
+            ("nodeCpu: \"32\"", "nodeCpu: banana"),
+            ("name: smoke", "name: ../../x/PWNED"),
+            (
+                "thor: {numWorkers: 2,",
+                "thor: {name: Thor_Bad!, numWorkers: 2,",
+            ),
+            ("numWorkers: 2,", "numWorkers: 4294967295,"),
+            ("graphDuration: 3s", "graphDuration: 5124095576030432h"),
+            ("workunits: 4", "workunits: 0"),
+        ] {
+            let text = OK.replace(bad, what);
+            assert!(!problems(&text).is_empty(), "{what} accepted");
+        }
+        let set = parse_overrides(&[
+            "jobset.enableDNSHostnames=true".into(),
+            "thor.maxGraphs=4".into(),
+        ])
+        .unwrap();
+        let v = apply_overrides(&serde_json::json!({"thor": {"maxGraphs": 2}}), &set);
+        assert_eq!(
+            v,
+            serde_json::json!({"thor": {"maxGraphs": 4}, "jobset": {"enableDNSHostnames": true}})
+        );
+        assert!(parse_overrides(&["nokey".into()]).is_err());
+        assert!(parse_overrides(&["a..b=1".into()]).is_err());
+        let old = OK.replace("workunits: 4", "instances: 4");
+        assert!(
+            problems(&old).iter().any(|p| p.contains("instances")),
+            "{:?}",
+            problems(&old)
+        );
     }
 }

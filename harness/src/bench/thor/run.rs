@@ -1,0 +1,244 @@
+//! One mode of a Thor scenario on a running cluster: the namespace with
+//! what HPCC's chart installs once (service accounts, ConfigMaps, storage
+//! claims, its NetworkPolicies, RBAC), then the driver inside one
+//! measurement window, then the figures of the mode.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
+use kube::api::Api;
+use serde_json::Value;
+
+use crate::cluster::local::LocalCluster;
+use crate::cluster::provider::Cluster;
+use crate::error::bad_input;
+use crate::k8s::K8sRelease;
+use crate::metrics::attribution::is_write_request;
+use crate::metrics::percentiles::Percentiles;
+use crate::metrics::pods::{self, PodTracker};
+use crate::metrics::window::Window;
+use crate::poll::Poll;
+use crate::workload::thor::THOR_AGENT_USER;
+use crate::workload::thor::driver::calls::{CallLog, Kubectl, Who};
+use crate::workload::thor::driver::dispatch::Dispatcher;
+use crate::workload::thor::driver::env::{CompilePlan, Plan, ThorEnv};
+use crate::workload::thor::driver::{self, DriverReport};
+use crate::workload::thor::kubectl::{Discovery, DiscoveryCache, KubectlModel};
+use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario, parse_duration};
+use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
+
+use crate::bench::thor::result::ModeResult;
+
+/// HPCC is installed, as its own docs do, without a namespace: `default`
+/// (kubectl then makes no namespace lookups after a 404; see
+/// workload::thor::kubectl).
+pub const NAMESPACE: &str = "default";
+/// eclccserver's user on the local provider.
+pub const ECLCCSERVER_USER: &str = "eclccserver";
+/// The thoragent pod's name suffix HPCC builds job names from.
+pub const AGENT_SUFFIX: &str = "6d9f7c8b5d-x2v9k";
+/// The platform version the pods run (the pinned chart's).
+pub const JOB_VERSION: &str = crate::tools::versions::HPCC_CHART_VERSION;
+
+fn duration(v: &str) -> Result<Duration> {
+    parse_duration(v).map_err(bad_input)
+}
+
+/// The plan a scenario makes for `mode`.
+pub fn plan(s: &ThorScenario, mode: Mode) -> Result<Plan> {
+    Ok(Plan {
+        mode,
+        thor_name: s.thor.name.clone(),
+        agent_suffix: AGENT_SUFFIX.into(),
+        num_workers: s.thor.num_workers,
+        num_workers_per_pod: s.thor.num_workers_per_pod,
+        job_version: JOB_VERSION.into(),
+        max_graphs: s.thor.max_graphs,
+        max_jobs: s.thor.max_jobs,
+        linger: duration(&s.thor.linger_period)?,
+        keep_jobs: s.thor.keep_jobs,
+        workunits: s.workunits,
+        graphs_per_workunit: s.graphs_per_workunit,
+        graph: duration(&s.graph_duration)?,
+        compile: match s.compile.enabled {
+            false => None,
+            true => Some(CompilePlan {
+                duration: duration(&s.compile.duration)?,
+                linger: duration(&s.compile.linger_period)?,
+                max_active: s.compile.max_active,
+            }),
+        },
+        postrun_exit: duration(&s.postrun_exit)?,
+        dns_hostnames: s.jobset.enable_dns_hostnames,
+        namespace: NAMESPACE.into(),
+    })
+}
+
+fn render_all(ts: &[Template], p: &ThorParams) -> Result<Vec<Value>> {
+    Ok(ts
+        .iter()
+        .map(|t| render(t, p))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
+/// The namespace, HPCC's once-per-release objects and both identities'
+/// RBAC, as the harness; waits until pods can be created and the storage
+/// claims are bound.
+async fn setup(admin: &kube::Client, plan: &Plan) -> Result<Vec<String>> {
+    let p = plan.params(0);
+    let mut docs = Vec::new();
+    docs.extend(render_all(&template::setup(), &p)?);
+    docs.extend(render(&template::rbac(plan.mode), &p)?);
+    docs.extend(render(&template::eclccserver_rbac(), &p)?);
+    crate::install::apply::apply_all(admin, &docs)
+        .await
+        .context("creating the namespace, HPCC's setup objects and RBAC")?;
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);
+    Poll::new(
+        format!("namespace {NAMESPACE}'s default service account"),
+        Duration::from_secs(30),
+    )
+    .until(|| async { Ok(sas.get_opt("default").await?.map(|_| ())) })
+    .await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), NAMESPACE);
+    Poll::new("HPCC's storage claims Bound", Duration::from_secs(60))
+        .until_state(|| async {
+            let list = pvcs.list(&Default::default()).await?;
+            let pending: Vec<String> = list
+                .items
+                .iter()
+                .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Bound"))
+                .filter_map(|c| c.metadata.name.clone())
+                .collect();
+            Ok(if pending.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("pending: {}", pending.join(", ")))
+            })
+        })
+        .await?;
+    // The setup's NetworkPolicies stay when the driver's are gone.
+    Ok(docs
+        .iter()
+        .filter(|d| d["kind"] == "NetworkPolicy")
+        .filter_map(|d| d["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// Run one mode on a running cluster and measure it. `kubectl` is the
+/// binary of the scenario's kubectl version.
+pub async fn run_mode(
+    cluster: &LocalCluster,
+    s: &ThorScenario,
+    mode: Mode,
+    kubectl: &Path,
+) -> Result<ModeResult> {
+    let minor = K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
+    if template::templates_for(mode, minor).is_empty() {
+        bail!(bad_input(format!(
+            "{} mode has no templates for Kubernetes {}",
+            mode.name(),
+            s.cluster.k8s_minor
+        )));
+    }
+    let plan = plan(s, mode)?;
+    let admin = cluster.client().await?;
+    let keep = setup(&admin, &plan).await?;
+    let cache = match s.kubectl.discovery_cache {
+        DiscoveryCacheSpec::None => DiscoveryCache::None,
+        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
+    };
+    let model = KubectlModel::new(&s.kubectl.version, cache)?;
+    let identity = |who: Who, user: &str| Kubectl {
+        who,
+        model: model.clone(),
+        binary: kubectl.to_path_buf(),
+        kubeconfig: cluster.kubeconfig_of(user),
+        cache_root: cluster
+            .layout
+            .root
+            .join(format!("kubectl-{}-{user}", mode.name())),
+        namespace: NAMESPACE.into(),
+    };
+    let tracker = Arc::new(PodTracker::start(admin.clone(), NAMESPACE));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let env = ThorEnv {
+        admin: admin.clone(),
+        kubelet: cluster.client_as("kwok").await?,
+        thor: identity(Who::ThorAgent, THOR_AGENT_USER),
+        eclcc: identity(Who::Eclccserver, ECLCCSERVER_USER),
+        namespace: NAMESPACE.into(),
+        tracker: tracker.clone(),
+        dispatcher: Dispatcher::new(plan.max_graphs),
+        calls: CallLog::default(),
+        background: Default::default(),
+        step_timeout: Duration::from_secs(900),
+        started: Instant::now(),
+        k8s_minor: minor,
+    };
+    // A warm cache is warm before the window opens: one call fills it.
+    if cache == DiscoveryCache::Warm {
+        let scratch = CallLog::default();
+        for k in [&env.thor, &env.eclcc] {
+            k.list_pods(&scratch, "app=warm-up", "{.items}").await?;
+        }
+    }
+    let served = Discovery::read(&admin).await?;
+
+    let window = Window::open(cluster).await?;
+    let report: DriverReport = driver::run(&env, &plan).await?;
+    driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
+    let closed = window.close(cluster).await?;
+
+    let predicted = |who: Who| -> u64 {
+        env.calls
+            .calls()
+            .into_iter()
+            .filter(|(w, _)| *w == who)
+            .map(|(_, c)| u64::from(model.expected_requests(&c, NAMESPACE, &served).total()))
+            .sum()
+    };
+    let pf = pods::figures(&tracker.snapshot());
+    let starts: Vec<f64> = report.instances.iter().filter_map(|i| i.start_ms).collect();
+    let walls: Vec<f64> = report.instances.iter().map(|i| i.wall_ms).collect();
+    let instance_start_ms = Percentiles::of_ms(&starts);
+    let w = closed.figures;
+    let of = |user: &str| w.api_requests_by_client.get(user).copied().unwrap_or(0);
+    let thor_agent_writes = w
+        .api_requests_by_client_request
+        .get(THOR_AGENT_USER)
+        .map_or(0, |reqs| {
+            reqs.iter()
+                .filter(|(req, _)| is_write_request(req))
+                .map(|(_, n)| n)
+                .sum()
+        });
+    Ok(ModeResult {
+        mode: mode.name().into(),
+        instances: report.instances.len() as u32,
+        workunits: plan.workunits,
+        graphs: report.instances.iter().map(|i| i.graphs).sum(),
+        compile_jobs: report.compile_jobs,
+        thor_agent_requests: of(THOR_AGENT_USER),
+        thor_agent_writes,
+        thor_agent_requests_predicted: predicted(Who::ThorAgent),
+        thor_agent_calls: env.calls.count(Who::ThorAgent),
+        eclccserver_requests: of(ECLCCSERVER_USER),
+        eclccserver_requests_predicted: predicted(Who::Eclccserver),
+        window: w,
+        pods_created: pf.pods_created,
+        containers_created: pf.containers_created,
+        pod_startup_ms: pf.startup_ms,
+        pod_schedule_ms: pf.schedule_ms,
+        gang_start_ms: (mode == Mode::JobsetGang).then_some(instance_start_ms),
+        instance_start_ms,
+        instance_wall_s: Percentiles::of_ms(&walls).scaled(0.001),
+        wall_s: closed.elapsed.as_secs_f64(),
+    })
+}

@@ -1,0 +1,148 @@
+//! The thoragent's side of one Thor instance (ecl/agentexec/agentexec.cpp
+//! `WaitThread::threadmain` → jcontainerized.cpp `runJob`): replace the
+//! manager's NetworkPolicy and Job (JobSet mode: both NetworkPolicies, the
+//! gang objects and the JobSet), run waitJob for the instance's whole life
+//! while the manager process runs in its pod, then delete the Job (keepJobs
+//! none) and the NetworkPolicy.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::metrics::pods::group_start_ms;
+use crate::workload::thor::driver::dispatch::Graph;
+use crate::workload::thor::driver::env::{
+    COMPONENT_LABEL, InstanceResult, JOB_LABEL, Plan, ThorEnv,
+};
+use crate::workload::thor::driver::manager::{self, WorkerDocs};
+use crate::workload::thor::driver::waitjob::{self, Ended, Watched};
+use crate::workload::thor::scenario::KeepJobs;
+use crate::workload::thor::template::{Mode, render, templates_for};
+
+fn name_of(doc: &Value) -> String {
+    doc["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn kind_of(doc: &Value) -> &str {
+    doc["kind"].as_str().unwrap_or_default()
+}
+
+/// `kubectl delete` resource names by kind.
+fn resource_of(kind: &str) -> Result<&'static str> {
+    Ok(match kind {
+        "NetworkPolicy" => "networkpolicy",
+        "Job" => "job",
+        // Singular kind names, as HPCC writes `job/…`.
+        "JobSet" => "jobset",
+        "Workload" => "workload",
+        "PodGroup" => "podgroup",
+        other => bail!("the driver does not delete {other}"),
+    })
+}
+
+/// Run instance number `n` for its first graph, start to finish.
+pub async fn run_instance(
+    env: &ThorEnv,
+    plan: &Plan,
+    n: u32,
+    first: Graph,
+) -> Result<InstanceResult> {
+    let started = Instant::now();
+    let p = plan.params(n);
+    let job = p.job_name.clone();
+    let docs: Vec<Value> = templates_for(plan.mode, env.k8s_minor)
+        .iter()
+        .map(|t| render(t, &p))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let (k, log) = (&env.thor, &env.calls);
+    // What thoragent applies, what the manager applies (baseline), and
+    // what waitJob watches.
+    let (own, workers, watched): (Vec<&Value>, Option<WorkerDocs<'_>>, Watched) = match plan.mode {
+        Mode::Baseline => {
+            let [mgr_np, mgr_job, wrk_np, wrk_job] = docs.as_slice() else {
+                bail!(
+                    "baseline templates render {} documents, expected 4",
+                    docs.len()
+                );
+            };
+            (
+                vec![mgr_np, mgr_job],
+                Some(WorkerDocs {
+                    network_policy: wrk_np,
+                    job: wrk_job,
+                }),
+                Watched::Job {
+                    name: name_of(mgr_job),
+                },
+            )
+        }
+        Mode::Jobset | Mode::JobsetGang => {
+            let js = docs
+                .iter()
+                .find(|d| kind_of(d) == "JobSet")
+                .context("JobSet templates render no JobSet")?;
+            (
+                docs.iter().collect(),
+                None,
+                Watched::JobSet { name: name_of(js) },
+            )
+        }
+    };
+    for d in &own {
+        k.replace(log, d).await?;
+    }
+    // The manager process starts when its pod runs.
+    let mgr = async {
+        env.tracker
+            .wait_running_where(
+                &[(JOB_LABEL, &job), (COMPONENT_LABEL, "thormanager")],
+                1,
+                env.step_timeout,
+            )
+            .await?;
+        manager::run(env, plan, &job, workers, first).await
+    };
+    let wait = waitjob::wait(k, log, &watched, env.step_timeout);
+    tokio::pin!(mgr, wait);
+    // Both finish; a manager that fails ends the wait at once.
+    let (graphs, ended) = tokio::select! {
+        m = &mut mgr => {
+            let graphs = m.with_context(|| format!("the manager of {job}"))?;
+            (graphs, wait.await?)
+        }
+        w = &mut wait => {
+            let ended = w?;
+            if ended == Ended::Complete {
+                bail!("{job} completed before its manager process ended");
+            }
+            (0, ended)
+        }
+    };
+    // thoragent: the Job's outcome, then its deletion and the NetworkPolicy's.
+    if let Ended::Failed(why) = &ended {
+        bail!("instance {job} failed: {why}");
+    }
+    let delete_jobs = plan.keep_jobs == KeepJobs::None;
+    for d in own.iter().rev() {
+        let kind = kind_of(d);
+        let is_job = matches!(kind, "Job" | "JobSet" | "Workload" | "PodGroup");
+        if is_job && !delete_jobs {
+            continue;
+        }
+        k.delete(log, resource_of(kind)?, &name_of(d), None).await?;
+    }
+    let pods = env.tracker.matching(JOB_LABEL, &job);
+    Ok(InstanceResult {
+        job_name: job.clone(),
+        graphs,
+        wall_ms: started.elapsed().as_secs_f64() * 1000.0,
+        start_ms: group_start_ms(&pods),
+    })
+}

@@ -1,0 +1,126 @@
+//! The Thor manager process (thorlcr/master): started when its pod runs,
+//! it creates the workers (baseline: thmastermain.cpp `main` replaces the
+//! worker NetworkPolicy, then the worker Job), waits for every worker to
+//! register (after each idle minute a one-pass waitJob on the workers:
+//! `CRegistryServer::connect`), lists pods once with a stale selector at
+//! its first graph (thgraphmanager.cpp `CPodInfo::ensureCollected`), runs
+//! graphs and lingers `lingerPeriod` for more (the timer restarts after
+//! every graph), then shuts the workers down and exits. After it exits,
+//! `k8s_postjob_clearup.sh` deletes the worker Job (`--grace-period=120`,
+//! keepJobs none only) and the worker NetworkPolicy, in that order. The
+//! pod succeeds when the postrun sidecar notices, up to 10 s later.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::workload::thor::driver::dispatch::Graph;
+use crate::workload::thor::driver::env::{COMPONENT_LABEL, JOB_LABEL, Plan, ThorEnv};
+use crate::workload::thor::driver::kubelet;
+use crate::workload::thor::driver::waitjob::{self, Watched};
+use crate::workload::thor::template::Mode;
+
+/// HPCC's registration receive timeout: one idle minute.
+pub const REGISTRATION_WAIT: Duration = Duration::from_secs(60);
+
+/// What the manager of one instance creates (baseline), by role.
+pub struct WorkerDocs<'a> {
+    pub network_policy: &'a Value,
+    pub job: &'a Value,
+}
+
+/// Run the manager process of instance `job` from its first graph to its
+/// pod's end.
+pub async fn run(
+    env: &ThorEnv,
+    plan: &Plan,
+    job: &str,
+    workers: Option<WorkerDocs<'_>>,
+    first: Graph,
+) -> Result<u32> {
+    let (k, log) = (&env.thor, &env.calls);
+    if let Some(w) = &workers {
+        k.replace(log, w.network_policy).await?;
+        k.replace(log, w.job).await?;
+    }
+    let worker_job = match plan.mode {
+        Mode::Baseline => Watched::Job {
+            name: format!("thorworker-job-{job}"),
+        },
+        Mode::Jobset | Mode::JobsetGang => Watched::Job {
+            name: format!("{job}-workers-0"),
+        },
+    };
+    // Registration: workers report over HPCC's own messaging once their
+    // pods run; each idle minute the manager looks at the worker Job.
+    let worker_pods = plan.worker_pods() as usize;
+    loop {
+        let registered = env
+            .tracker
+            .wait_running_where(
+                &[(JOB_LABEL, job), (COMPONENT_LABEL, "thorworker")],
+                worker_pods,
+                REGISTRATION_WAIT,
+            )
+            .await;
+        if registered.is_ok() {
+            break;
+        }
+        let mut scheduled = false;
+        if let Some(waitjob::Ended::Failed(why)) =
+            waitjob::pass(k, log, &worker_job, &mut scheduled).await?
+        {
+            anyhow::bail!("worker Job of {job} failed while workers registered: {why}");
+        }
+        if env.started.elapsed() > env.step_timeout {
+            anyhow::bail!("workers of {job} did not all register");
+        }
+    }
+    // The stale LIST at the first graph: a selector built from the
+    // workunit and graph names, which no pod carries.
+    let stale = format!(
+        "job-name=thorworker-job-w20261123-{:06}-graph{}",
+        first.workunit, first.index
+    );
+    k.list_pods(
+        log,
+        &stale,
+        "{range .items[*]}{.metadata.name},{.spec.nodeName}{'\\n'}{end}",
+    )
+    .await?;
+    // Graphs, then linger for more.
+    let mut graphs = 0;
+    let mut next = Some(first);
+    while let Some(g) = next {
+        tokio::time::sleep(plan.graph).await;
+        let _ = g.done.send(());
+        graphs += 1;
+        next = env.dispatcher.linger(plan.linger).await;
+    }
+    // Shutdown: workers exit; their sidecars end their pods a little later.
+    kubelet::finish_later(
+        env,
+        kubelet::role_selector(job, "thorworker"),
+        plan.postrun_exit,
+    );
+    if plan.mode == Mode::Baseline {
+        // k8s_postjob_clearup.sh, after thormaster_lcr exits.
+        if plan.keep_jobs == crate::workload::thor::scenario::KeepJobs::None {
+            k.delete(log, "job", &format!("thorworker-job-{job}"), Some(120))
+                .await?;
+        }
+        k.delete(
+            log,
+            "networkpolicy",
+            &format!("thorworker-networkpolicy-{job}"),
+            None,
+        )
+        .await?;
+    }
+    tokio::time::sleep(plan.postrun_exit).await;
+    kubelet::succeed(env, &kubelet::role_selector(job, "thormanager"))
+        .await
+        .with_context(|| format!("ending the manager pod of {job}"))?;
+    Ok(graphs)
+}

@@ -1,0 +1,178 @@
+//! Drivers that put the same Kubernetes API traffic on a cluster as HPCC's
+//! processes do, call for call (docs/thor-model.md has the table of every
+//! modelled call and where HPCC makes it):
+//! - workunits (up to the Thor eclagent's maxActive at once) each compile
+//!   through eclccserver's compile Jobs (`compile`), then queue their
+//!   graphs one after another on the Thor queue (`dispatch`);
+//! - thoragent launches an instance for a graph no lingering manager takes
+//!   (`agent`), runs waitJob for its whole life (`waitjob`) and deletes it;
+//! - the manager process creates its workers, waits for them, runs graphs
+//!   and lingers, then exits and its post-job script cleans up (`manager`);
+//! - processes end as a kubelet reports them (`kubelet`).
+//!
+//! Every Kubernetes call is a forked kubectl as HPCC's identity (`calls`),
+//! recorded by kind so the server's count can be checked against the
+//! modelled cost of the call list.
+
+pub mod agent;
+pub mod calls;
+pub mod compile;
+pub mod dispatch;
+pub mod env;
+pub mod kubelet;
+pub mod manager;
+pub mod waitjob;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, ListParams};
+
+pub use env::{COMPONENT_LABEL, InstanceResult, JOB_LABEL, POD_RUNTIME, Plan, ThorEnv};
+
+use crate::poll::Poll;
+use crate::workload::thor::driver::compile::Eclccserver;
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct DriverReport {
+    pub instances: Vec<InstanceResult>,
+    /// Compile Jobs launched.
+    pub compile_jobs: u32,
+}
+
+/// thoragent's launcher: an instance for every graph no lingering manager
+/// takes, up to maxGraphs, until the queue closes.
+async fn thoragent(env: &ThorEnv, plan: &Plan) -> Result<Vec<InstanceResult>> {
+    let mut running = FuturesUnordered::new();
+    let mut results = Vec::new();
+    let mut n = 0;
+    loop {
+        tokio::select! {
+            next = env.dispatcher.next_launch() => match next {
+                Some(first) => {
+                    n += 1;
+                    let k = n;
+                    running.push(async move {
+                        let r = agent::run_instance(env, plan, k, first).await;
+                        env.dispatcher.instance_ended();
+                        r
+                    });
+                }
+                None => break,
+            },
+            Some(done) = running.next(), if !running.is_empty() => results.push(done?),
+        }
+    }
+    while let Some(done) = running.next().await {
+        results.push(done?);
+    }
+    Ok(results)
+}
+
+/// Every workunit: its compile, then its graphs in turn.
+async fn workunits(env: &ThorEnv, plan: &Plan, eclcc: &Eclccserver) -> Result<()> {
+    let one = |w: u32| async move {
+        if plan.compile.is_some() {
+            eclcc
+                .queue
+                .submit(w, 0)
+                .await
+                .map_err(|_| anyhow!("the compile of workunit {w} was dropped"))?;
+        }
+        for g in 0..plan.graphs_per_workunit {
+            env.dispatcher
+                .submit(w, g)
+                .await
+                .map_err(|_| anyhow!("graph {g} of workunit {w} was dropped"))?;
+        }
+        anyhow::Ok(())
+    };
+    let results: Vec<Result<()>> = futures::stream::iter(1..=plan.workunits)
+        .map(one)
+        .buffer_unordered(plan.max_jobs.max(1) as usize)
+        .collect()
+        .await;
+    env.dispatcher.close();
+    eclcc.queue.close();
+    results.into_iter().collect()
+}
+
+/// Run the plan: every workunit compiled and its graphs run, every
+/// instance cleaned up by HPCC's own calls.
+pub async fn run(env: &ThorEnv, plan: &Plan) -> Result<DriverReport> {
+    let eclcc = Eclccserver::new(plan.compile.as_ref().map_or(1, |c| c.max_active));
+    let serving = async {
+        match plan.compile {
+            Some(_) => compile::serve(env, plan, &eclcc).await,
+            None => Ok(0),
+        }
+    };
+    let (instances, compile_jobs, done) =
+        tokio::join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc));
+    done?;
+    let report = DriverReport {
+        instances: instances?,
+        compile_jobs: compile_jobs?,
+    };
+    let background: Vec<_> = env
+        .background
+        .lock()
+        .map(|mut b| std::mem::take(&mut *b))
+        .unwrap_or_default();
+    for h in background {
+        h.await.context("a pod-ending task panicked")??;
+    }
+    Ok(report)
+}
+
+/// Wait until nothing the driver created is left in the namespace: no
+/// pods, Jobs, NetworkPolicies or JobSets (the setup's own objects stay).
+pub async fn wait_all_gone(env: &ThorEnv, keep: &[String], timeout: Duration) -> Result<()> {
+    let ns = env.namespace.as_str();
+    let pods: Api<Pod> = Api::namespaced(env.admin.clone(), ns);
+    let jobs: Api<Job> = Api::namespaced(env.admin.clone(), ns);
+    let nps: Api<NetworkPolicy> = Api::namespaced(env.admin.clone(), ns);
+    let jobsets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.admin.clone(), ns, &crate::k8s::jobset::api_resource());
+    Poll::new(format!("everything the driver made in {ns} gone"), timeout)
+        .every(Duration::from_millis(250))
+        .until_state(|| async {
+            let lp = ListParams::default();
+            let named =
+                |items: Vec<String>| items.into_iter().filter(|n| !keep.contains(n)).count();
+            let names = |l: kube::api::ObjectList<kube::api::PartialObjectMeta<NetworkPolicy>>| {
+                l.items
+                    .into_iter()
+                    .filter_map(|o| o.metadata.name)
+                    .collect::<Vec<_>>()
+            };
+            let left = [
+                ("pods", pods.list_metadata(&lp).await?.items.len()),
+                ("jobs", jobs.list_metadata(&lp).await?.items.len()),
+                (
+                    "networkpolicies",
+                    named(names(nps.list_metadata(&lp).await?)),
+                ),
+                (
+                    "jobsets",
+                    jobsets
+                        .list_metadata(&lp)
+                        .await
+                        .map(|l| l.items.len())
+                        .unwrap_or(0),
+                ),
+            ];
+            Ok(if left.iter().all(|(_, n)| *n == 0) {
+                Ok(())
+            } else {
+                Err(format!("left: {left:?}"))
+            })
+        })
+        .await
+}

@@ -1,0 +1,142 @@
+//! HPCC's `waitJob` (system/jlib/jcontainerized.cpp `k8s::waitJob`), the
+//! loop thoragent and eclccserver run for the whole life of the Job they
+//! launched, and the Thor manager runs once per idle minute while workers
+//! register. Per pass:
+//! - A: `get jobs J -o jsonpath={.status.active}`;
+//! - B: only when A is empty or 0, the Job's conditions: Complete or
+//!   SuccessCriteriaMet ends the wait, Failed or FailureTarget lists the
+//!   pods for exit codes (C) and fails, no condition goes on;
+//! - E: until the pod is seen scheduled, `get pods --selector=job-name=J`
+//!   for its PodScheduled status.
+//!
+//! Between passes the delay starts at 100 ms and doubles while below 10 s
+//! (so it settles at 12.8 s) and is never reset. In JobSet mode the same
+//! pattern reads the JobSet: its manager replicated Job's `active`, the
+//! JobSet's conditions (Completed / Failed), the manager Job's pods.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::poll::Poll;
+use crate::workload::thor::driver::calls::{CallLog, Kubectl};
+
+/// What a waitJob loop reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// A batch Job (thormanager, compile, or the worker Job).
+    Job { name: String },
+    /// The proof of concept's JobSet; its manager Job is `<name>-manager-0`.
+    JobSet { name: String },
+}
+
+impl Watched {
+    /// The Job whose pods E lists.
+    fn pod_job(&self) -> String {
+        match self {
+            Watched::Job { name } => name.clone(),
+            Watched::JobSet { name } => format!("{name}-manager-0"),
+        }
+    }
+}
+
+/// How a watched Job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Complete,
+    Failed(String),
+}
+
+/// The delays between passes: 100 ms doubling while below 10 s.
+pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+pub const SETTLED_DELAY: Duration = Duration::from_millis(12_800);
+
+/// One pass; Some when the Job has ended. `scheduled` carries E's state
+/// across passes.
+pub async fn pass(
+    k: &Kubectl,
+    log: &CallLog,
+    w: &Watched,
+    scheduled: &mut bool,
+) -> Result<Option<Ended>> {
+    let (jobset, name, active_path, done): (bool, &str, &str, &[&str]) = match w {
+        Watched::Job { name } => (
+            false,
+            name,
+            "{.status.active}",
+            &["Complete: True", "SuccessCriteriaMet: True"],
+        ),
+        Watched::JobSet { name } => (
+            true,
+            name,
+            "{.status.replicatedJobsStatus[?(@.name==\"manager\")].active}",
+            &["Completed: True"],
+        ),
+    };
+    let selector = format!("job-name={}", w.pod_job());
+    // A
+    let active = k.get(log, jobset, name, active_path).await?;
+    let active = active.trim();
+    if active.is_empty() || active == "0" {
+        // B
+        let conds = k
+            .get(
+                log,
+                jobset,
+                name,
+                "{range .status.conditions[*]}{.type}: {.status} - {.message}|{end}",
+            )
+            .await?;
+        if conds.contains("Failed: True") || conds.contains("FailureTarget: True") {
+            // C: the pods' exit codes, for the operator's message.
+            let codes = k
+                .list_pods(
+                    log,
+                    &selector,
+                    "{range .items[*].status.containerStatuses[*]}{.state.terminated.exitCode},{.name}|{end}",
+                )
+                .await?;
+            return Ok(Some(Ended::Failed(format!(
+                "{}; exit codes {}",
+                conds.trim(),
+                codes.trim()
+            ))));
+        }
+        if done.iter().any(|c| conds.contains(c)) {
+            return Ok(Some(Ended::Complete));
+        }
+        if !conds.trim().is_empty() && !conds.contains(": False") {
+            bail!(
+                "{name} ended with unknown status condition: {}",
+                conds.trim()
+            );
+        }
+    }
+    // E
+    if !*scheduled {
+        let s = k
+            .list_pods(
+                log,
+                &selector,
+                "{.items[*].status.conditions[?(@.type=='PodScheduled')].status}",
+            )
+            .await?;
+        if s.trim() == "True" {
+            *scheduled = true;
+        }
+    }
+    Ok(None)
+}
+
+/// The whole loop: passes with HPCC's backoff until the Job ends (or
+/// `timeout`, the harness's safety net: HPCC waits forever).
+pub async fn wait(k: &Kubectl, log: &CallLog, w: &Watched, timeout: Duration) -> Result<Ended> {
+    let scheduled = tokio::sync::Mutex::new(false);
+    Poll::new(format!("waitJob {w:?}"), timeout)
+        .backoff(FIRST_DELAY, SETTLED_DELAY)
+        .until(|| async {
+            let mut s = scheduled.lock().await;
+            pass(k, log, w, &mut s).await
+        })
+        .await
+}
