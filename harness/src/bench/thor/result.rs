@@ -116,7 +116,17 @@ pub fn headline(r: &ModeResult) -> Vec<(&'static str, f64)> {
         ("api_requests_total", r.window.api_requests_total as f64),
         ("thor_agent_requests", r.thor_agent_requests as f64),
         ("thor_agent_writes", r.thor_agent_writes as f64),
+        (
+            "thor_agent_requests_predicted",
+            r.thor_agent_requests_predicted as f64,
+        ),
+        ("eclccserver_requests", r.eclccserver_requests as f64),
+        (
+            "eclccserver_requests_predicted",
+            r.eclccserver_requests_predicted as f64,
+        ),
         ("etcd_writes_total", r.window.etcd_writes_total as f64),
+        ("etcd.put_bytes", r.window.etcd.put_bytes as f64),
         ("pods_created", r.pods_created as f64),
         ("containers_created", r.containers_created as f64),
         ("pod_startup_ms.p99", r.pod_startup_ms.p99),
@@ -149,6 +159,10 @@ pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
             "api_requests_total" => result.window.api_requests_total = round(mean),
             "thor_agent_requests" => result.thor_agent_requests = round(mean),
             "thor_agent_writes" => result.thor_agent_writes = round(mean),
+            "thor_agent_requests_predicted" => result.thor_agent_requests_predicted = round(mean),
+            "eclccserver_requests" => result.eclccserver_requests = round(mean),
+            "eclccserver_requests_predicted" => result.eclccserver_requests_predicted = round(mean),
+            "etcd.put_bytes" => result.window.etcd.put_bytes = round(mean),
             "etcd_writes_total" => result.window.etcd_writes_total = round(mean),
             "pods_created" => result.pods_created = round(mean),
             "containers_created" => result.containers_created = round(mean),
@@ -209,5 +223,37 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
             },
         )]
         .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::thor::result::{ModeResult, summarize};
+
+    #[test]
+    fn repeats_average_measured_and_predicted_alike() {
+        let run = |measured: u64, predicted: u64, bytes: u64| {
+            let mut m = ModeResult {
+                thor_agent_requests: measured,
+                thor_agent_requests_predicted: predicted,
+                eclccserver_requests: measured + 1,
+                eclccserver_requests_predicted: predicted + 1,
+                ..Default::default()
+            };
+            m.window.etcd.put_bytes = bytes;
+            m
+        };
+        let s = summarize(vec![run(1029, 1029, 100), run(1083, 1083, 300)]);
+        let r = &s.result;
+        assert_eq!(
+            (r.thor_agent_requests, r.thor_agent_requests_predicted),
+            (1056, 1056)
+        );
+        assert_eq!(
+            (r.eclccserver_requests, r.eclccserver_requests_predicted),
+            (1057, 1057)
+        );
+        assert_eq!(r.window.etcd.put_bytes, 200);
+        assert!((s.spread_pct["thor_agent_requests"] - 54.0 / 1056.0 * 100.0).abs() < 1e-9);
     }
 }
