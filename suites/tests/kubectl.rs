@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -17,13 +16,13 @@ use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
 use harness::k8s::K8sRelease;
 use harness::tools::{Component, Resolver};
+use harness::workload::thor::driver::calls::{CallLog, Kubectl, Who};
 use harness::workload::thor::kubectl::{Call, Discovery, DiscoveryCache, KubectlModel, Part};
 use harness::workload::thor::{self, Mode, THOR_AGENT_USER, ThorParams};
 use kube::api::{Api, DynamicObject, PostParams};
 use libtest_mimic::{Arguments, Trial};
 use serde_json::{Value, json};
 use suites::{Fixture, trial_result};
-use tokio::io::AsyncWriteExt;
 
 const NS: &str = "kubectl-calls";
 
@@ -185,37 +184,22 @@ async fn prepare(s: &Setup, kind: &str, tag: &str, prime: bool) -> Result<(Call,
     })
 }
 
-/// Run one call as the Thor agent; it must succeed.
+/// Run one call as the Thor agent, through the drivers' own runner
+/// (`driver::calls::Kubectl`); it must succeed.
 async fn run(s: &Setup, model: &KubectlModel, call: &Call, input: Option<&Value>) -> Result<()> {
-    let bin = &s.bins[model.version()];
-    let root = s.cache_root.path().join(model.version());
-    let mut cmd = model.command(bin, &root)?;
-    cmd.env("KUBECONFIG", s.fx.cluster.kubeconfig_of(THOR_AGENT_USER))
-        .args(["--namespace", NS])
-        .args(call.args())
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    if let (Some(doc), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin
-            .write_all(serde_json::to_string(doc)?.as_bytes())
-            .await?;
-    }
-    let out = child.wait_with_output().await?;
-    ensure!(
-        out.status.success(),
-        "kubectl {} {}: {}",
-        model.version(),
-        call.args().join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
+    let kubectl = Kubectl {
+        who: Who::ThorAgent,
+        model: model.clone(),
+        binary: s.bins[model.version()].clone(),
+        kubeconfig: s.fx.cluster.kubeconfig_of(THOR_AGENT_USER),
+        cache_root: s.cache_root.path().join(model.version()),
+        namespace: NS.to_string(),
+    };
+    let text = input.map(serde_json::to_string).transpose()?;
+    kubectl
+        .call(&CallLog::default(), call.clone(), &[], text.as_deref())
+        .await
+        .with_context(|| format!("kubectl {}", model.version()))?;
     Ok(())
 }
 
