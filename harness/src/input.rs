@@ -23,35 +23,56 @@ pub fn max_bytes() -> u64 {
         .unwrap_or(DEFAULT_MAX_BYTES)
 }
 
+/// Why a file could not be read as input: the message (without the file's
+/// name) and, for bytes that are not UTF-8, where they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// (line, column), 1-based, when the problem has a place in the file.
+    pub at: Option<(usize, usize)>,
+    pub message: String,
+}
+
 /// Read `path` as text, within the limits above.
 pub fn read(path: &Path) -> Result<String> {
-    let name = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    read_text(path).map_err(|u| {
+        let name = path.display();
+        bad_input(match u.at {
+            Some((line, column)) => format!("{name}:{line}:{column}: {}", u.message),
+            None => format!("{name}: {}", u.message),
+        })
+    })
+}
+
+/// `read`, with the problem as data (`harness validate` reports it at its
+/// line and column).
+pub fn read_text(path: &Path) -> Result<String, Unreadable> {
+    let fail = |message: String| Unreadable { at: None, message };
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
     if !meta.file_type().is_file() {
         let what = if meta.is_dir() {
             "a directory"
         } else {
             "not a regular file (a FIFO, socket or device)"
         };
-        return Err(bad_input(format!("{name}: {what}; give a regular file")));
+        return Err(fail(format!("{what}; give a regular file")));
     }
     let limit = max_bytes();
     if meta.len() > limit {
-        return Err(bad_input(format!(
-            "{name}: {} bytes, over the {limit}-byte limit (HARNESS_MAX_INPUT_BYTES)",
+        return Err(fail(format!(
+            "{} bytes, over the {limit}-byte limit (HARNESS_MAX_INPUT_BYTES)",
             meta.len()
         )));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    let f = std::fs::File::open(path).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    let f = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
     // The file may grow between the check and the read: read one byte past
     // the limit at most.
     f.take(limit + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| bad_input(format!("{name}: {e}")))?;
+        .map_err(|e| fail(e.to_string()))?;
     if bytes.len() as u64 > limit {
-        return Err(bad_input(format!(
-            "{name}: over the {limit}-byte limit (HARNESS_MAX_INPUT_BYTES)"
+        return Err(fail(format!(
+            "over the {limit}-byte limit (HARNESS_MAX_INPUT_BYTES)"
         )));
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -64,9 +85,10 @@ pub fn read(path: &Path) -> Result<String> {
                 .rposition(|b| *b == b'\n')
                 .map_or(0, |i| i + 1)
             + 1;
-        bad_input(format!(
-            "{name}:{line}:{column}: not valid UTF-8 (byte {at})"
-        ))
+        Unreadable {
+            at: Some((line, column)),
+            message: format!("not valid UTF-8 (byte {at})"),
+        }
     })
 }
 
@@ -87,6 +109,7 @@ mod tests {
         std::fs::write(&bad, b"a: 1\nb: \xff\n").unwrap();
         let e = read(&bad).unwrap_err().to_string();
         assert!(e.contains("bad.yaml:2:4: not valid UTF-8"), "{e}");
+        assert_eq!(read_text(&bad).unwrap_err().at, Some((2, 4)));
         let fifo = d.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo with a valid NUL-terminated path.

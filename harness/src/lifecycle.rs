@@ -160,8 +160,7 @@ pub struct KindUpOptions {
 /// The config must pass `harness validate`'s kind checks (typed fields,
 /// gates and APIs of its minor) before anything is created.
 pub fn validate_kind_config(path: &std::path::Path) -> Result<()> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| crate::error::bad_input(format!("kind config {}: {e}", path.display())))?;
+    let text = crate::input::read(path).map_err(|e| e.context("kind config"))?;
     let file = path.display().to_string();
     let (_, findings) = crate::schema::check_yaml(&file, &text, crate::schema::kind::check);
     if findings.is_empty() {

@@ -24,6 +24,17 @@ impl Pos {
     }
 }
 
+/// A large mapping's key → entry index, built by `parse` (a small one is
+/// searched): locating thousands of findings in a wide mapping stays linear.
+#[derive(Debug, Clone, Default)]
+pub struct KeyIndex(Option<HashMap<String, usize>>);
+
+impl PartialEq for KeyIndex {
+    fn eq(&self, _: &KeyIndex) -> bool {
+        true
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     Null(Pos),
@@ -33,7 +44,7 @@ pub enum Node {
     Str(String, Pos),
     Seq(Vec<Node>, Pos),
     /// Keys with their own positions, in file order.
-    Map(Vec<(String, Pos, Node)>, Pos),
+    Map(Vec<(String, Pos, Node)>, Pos, KeyIndex),
 }
 
 /// A problem found while reading YAML.
@@ -85,13 +96,19 @@ impl Node {
             | Node::Float(_, p)
             | Node::Str(_, p)
             | Node::Seq(_, p)
-            | Node::Map(_, p) => *p,
+            | Node::Map(_, p, _) => *p,
         }
     }
 
     pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, _, v)| v)
+    }
+
+    /// A mapping's entry for `key`.
+    fn entry(&self, key: &str) -> Option<&(String, Pos, Node)> {
         match self {
-            Node::Map(entries, _) => entries.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
+            Node::Map(entries, _, KeyIndex(Some(index))) => index.get(key).map(|i| &entries[*i]),
+            Node::Map(entries, _, _) => entries.iter().find(|(k, _, _)| k == key),
             _ => None,
         }
     }
@@ -111,15 +128,13 @@ impl Node {
         let mut pos = self.pos();
         for seg in path {
             match (seg, node) {
-                (Seg::Key(k), Node::Map(entries, _)) => {
-                    match entries.iter().find(|(key, _, _)| key == k) {
-                        Some((_, kpos, v)) => {
-                            pos = *kpos;
-                            node = v;
-                        }
-                        None => return pos,
+                (Seg::Key(k), Node::Map(..)) => match node.entry(k) {
+                    Some((_, kpos, v)) => {
+                        pos = *kpos;
+                        node = v;
                     }
-                }
+                    None => return pos,
+                },
                 (Seg::Index(i), Node::Seq(items, _)) => match items.get(*i) {
                     Some(v) => {
                         pos = v.pos();
@@ -143,7 +158,7 @@ impl Node {
                 .unwrap_or(Value::Null),
             Node::Str(s, _) => Value::String(s.clone()),
             Node::Seq(items, _) => Value::Array(items.iter().map(Node::to_json).collect()),
-            Node::Map(entries, _) => {
+            Node::Map(entries, _, _) => {
                 let mut m = Map::new();
                 for (k, _, v) in entries {
                     m.insert(k.clone(), v.to_json());
@@ -213,11 +228,39 @@ enum Frame {
     ),
 }
 
-/// The most nodes aliases may produce in one stream: a few hundred bytes of
-/// nested aliases ("billion laughs") would otherwise expand to gigabytes.
-/// Generous for real files: 100 000 nodes, or 10 per byte of text.
+/// The most nodes aliases may produce in one stream (a string weighs one
+/// more per 16 bytes): nested aliases ("billion laughs") or a long string
+/// aliased many times would otherwise take gigabytes. 10 per byte of text,
+/// within 100 000…1 000 000 (about 100 MB however large the file).
 pub fn alias_budget(text_len: usize) -> u64 {
-    (text_len as u64 * 10).max(100_000)
+    (text_len as u64)
+        .saturating_mul(10)
+        .clamp(100_000, 1_000_000)
+}
+
+/// A scalar's weight in the alias budget.
+fn scalar_weight(node: &Node) -> u64 {
+    match node {
+        Node::Str(s, _) => 1 + s.len() as u64 / 16,
+        _ => 1,
+    }
+}
+
+/// A number JSON (and so every model) cannot carry: a literal past
+/// ±1.8e308, or YAML's .inf and .nan. Read as JSON it would be null — a
+/// field silently absent — so it is a problem at its position.
+fn non_finite(text: &str, node: &Node) -> Option<YamlError> {
+    match node {
+        Node::Float(f, pos) if !f.is_finite() => Some(YamlError {
+            pos: *pos,
+            message: if text.trim_start_matches(['-', '+']).starts_with('.') {
+                format!("{text}: JSON and Kubernetes have no infinity or NaN")
+            } else {
+                format!("{text}: number out of range (beyond ±1.8e308)")
+            },
+        }),
+        _ => None,
+    }
 }
 
 /// YAML's merge key (`<<: *base` or `<<: [*a, *b]`).
@@ -229,28 +272,20 @@ fn merge_into(
     index: &mut HashMap<String, (usize, bool)>,
     from: Node,
 ) -> Result<(), YamlError> {
+    let bad = |pos: Pos| YamlError {
+        pos,
+        message: "a merge key (<<) takes a mapping or a list of mappings".into(),
+    };
     let maps = match from {
-        Node::Map(m, _) => vec![m],
+        Node::Map(m, _, _) => vec![m],
         Node::Seq(items, pos) => items
             .into_iter()
             .map(|n| match n {
-                Node::Map(m, _) => Ok(m),
-                other => Err(YamlError {
-                    pos: other.pos(),
-                    message: "a merge key (<<) takes a mapping or a list of mappings".into(),
-                }),
+                Node::Map(m, _, _) => Ok(m),
+                other => Err(bad(other.pos().max(pos))),
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| YamlError {
-                pos: e.pos.max(pos),
-                ..e
-            })?,
-        other => {
-            return Err(YamlError {
-                pos: other.pos(),
-                message: "a merge key (<<) takes a mapping or a list of mappings".into(),
-            });
-        }
+            .collect::<Result<Vec<_>, _>>()?,
+        other => return Err(bad(other.pos())),
     };
     for m in maps {
         for (k, kp, v) in m {
@@ -261,10 +296,6 @@ fn merge_into(
         }
     }
     Ok(())
-}
-
-fn node_count(frame_below: u64) -> u64 {
-    frame_below + 1
 }
 
 /// Parse every document of a YAML stream. A syntax error stops the parse
@@ -332,11 +363,14 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
             Event::Scalar(value, style, anchor, tag) => {
                 let is_str_tag = tag.as_ref().is_some_and(|t| t.to_string().ends_with("str"));
                 let node = if style == ScalarStyle::Plain && !is_str_tag {
-                    plain_scalar(&value, pos)
+                    let node = plain_scalar(&value, pos);
+                    problems.extend(non_finite(&value, &node));
+                    node
                 } else {
                     Node::Str(value.into_owned(), pos)
                 };
-                Some((node, anchor, 1))
+                let weight = scalar_weight(&node);
+                Some((node, anchor, weight))
             }
             Event::SequenceStart(_, anchor, _) => {
                 stack.push(Frame::Seq(Vec::new(), pos, anchor, 0));
@@ -348,13 +382,15 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
             }
             Event::SequenceEnd => match stack.pop() {
                 Some(Frame::Seq(items, p, anchor, below)) => {
-                    Some((Node::Seq(items, p), anchor, node_count(below)))
+                    Some((Node::Seq(items, p), anchor, below + 1))
                 }
                 _ => unreachable!("the parser balances sequence events"),
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(entries, _, _, p, anchor, below)) => {
-                    Some((Node::Map(entries, p), anchor, node_count(below)))
+                Some(Frame::Map(entries, index, _, p, anchor, below)) => {
+                    let index = (entries.len() > 16)
+                        .then(|| index.into_iter().map(|(k, (i, _))| (k, i)).collect());
+                    Some((Node::Map(entries, p, KeyIndex(index)), anchor, below + 1))
                 }
                 _ => unreachable!("the parser balances mapping events"),
             },
@@ -428,12 +464,8 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
 /// with the same limits as `parse`.
 pub fn documents(text: &str, origin: &str) -> anyhow::Result<Vec<Value>> {
     let docs = parse(text).map_err(|e| {
-        anyhow::anyhow!(
-            "parsing YAML {origin}:{}:{}: {}",
-            e.pos.line,
-            e.pos.column,
-            e.message
-        )
+        let Pos { line, column } = e.pos;
+        anyhow::anyhow!("parsing YAML {origin}:{line}:{column}: {}", e.message)
     })?;
     Ok(docs
         .into_iter()
@@ -520,6 +552,17 @@ mod tests {
             serde_json::json!({"x": 1, "y": 3})
         );
         assert!(docs[0].problems.is_empty(), "{:?}", docs[0].problems);
+        // A long string aliased many times weighs its bytes; numbers JSON
+        // cannot carry are problems, not nulls.
+        let long = format!(
+            "s: &s {}\nl: [{}]\n",
+            "x".repeat(1 << 20),
+            ["*s"; 20].join(",")
+        );
+        assert!(parse(&long).unwrap_err().message.contains("aliases expand"));
+        let docs = parse("a: 1e400\nb: .inf\nc: 1e3\n").unwrap();
+        let at: Vec<_> = docs[0].problems.iter().map(|p| p.pos.line).collect();
+        assert_eq!(at, [1, 2], "{:?}", docs[0].problems);
     }
 
     #[test]

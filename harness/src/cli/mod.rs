@@ -75,7 +75,12 @@ pub fn main() -> i32 {
     match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Values from files and flags travel in errors: no raw
+            // control characters on the terminal.
+            eprintln!(
+                "error: {}",
+                harness::output::terminal_safe(&format!("{e:#}"))
+            );
             error::exit_code(&e)
         }
     }

@@ -120,6 +120,12 @@ pub fn read_state_file(path: &Path, what: &str, name: &str) -> Result<String> {
                 path.display()
             )))
         }
+        // Under the state directory (a file where a directory should be,
+        // no permission): the environment's problem, naming the variable.
+        Err(e) if path.starts_with(crate::paths::clusters_dir()) => {
+            Err(state_dir_error(&crate::paths::clusters_dir(), e)
+                .context(format!("reading {}", path.display())))
+        }
         Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
     }
 }

@@ -17,7 +17,6 @@ pub use crate::schema::Finding;
 use crate::schema::typed::{Ctx, decode};
 use crate::schema::{check_yaml, k8s, kind};
 
-use crate::bench::thor::baseline::Baseline;
 use crate::error::bad_input;
 use crate::yaml::Seg;
 
@@ -95,6 +94,14 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
         documents: 0,
         findings: Vec::new(),
     };
+    if kind == FileKind::ThorScenario {
+        // The rules `bench thor` applies, empty file and second document
+        // included.
+        let (documents, _, findings) = crate::workload::thor::scenario::check_file(rel, text, &[]);
+        result.documents = documents;
+        result.findings = findings;
+        return result;
+    }
     let (documents, findings) = check_yaml(rel, text, |ctx, v| {
         match kind {
             FileKind::KindConfig => kind::check(ctx, v),
@@ -113,17 +120,17 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
                 f
             }
             FileKind::Manifest => k8s::check_document(ctx, v),
-            FileKind::ThorScenario => crate::workload::thor::scenario::check(ctx, v).1,
+            // Checked whole (one document) by `scenario::check_file`, above.
+            FileKind::ThorScenario => Vec::new(),
             FileKind::Baseline => {
-                let (b, mut f) = decode::<Baseline>(ctx, v, "baseline");
-                if let Some(b) = b {
-                    f.extend(semantic(ctx, b.problems()));
-                    if !root.join(&b.scenario).is_file() {
-                        f.push(ctx.finding(
-                            &[Seg::Key("scenario".into())],
-                            format!("scenario file {:?} does not exist", b.scenario),
-                        ));
-                    }
+                let (b, mut f) = crate::bench::thor::baseline::check(ctx, v);
+                if let Some(b) = b
+                    && !root.join(&b.scenario).is_file()
+                {
+                    f.push(ctx.finding(
+                        &[Seg::Key("scenario".into())],
+                        format!("scenario file {:?} does not exist", b.scenario),
+                    ));
                 }
                 f
             }
@@ -131,6 +138,14 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
     });
     result.documents = documents;
     result.findings = findings;
+    if kind == FileKind::ThorTemplate
+        && let crate::validate::thor::disk::Copy::Differs(f) =
+            crate::validate::thor::disk::check_on_disk(rel, text)
+    {
+        // The binary's copy is checked over the matrix; this one is not it.
+        result.kind = "ThorTemplate (checked on disk: differs from the built-in copy)".into();
+        result.findings.extend(f);
+    }
     result
 }
 
@@ -152,6 +167,13 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             root.display()
         )));
     }
+    // Paths are made absolute below: so is the root, or no file would lie
+    // under it (and each would be classified by its absolute path).
+    let root = &if root.is_absolute() {
+        root.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(root)
+    };
     let explicit = !paths.is_empty();
     let mut files = Vec::new();
     if paths.is_empty() {
@@ -170,7 +192,8 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             };
             if p.is_dir() {
                 walk(&p, &mut files)?;
-            } else if p.exists() {
+            } else if p.exists() || p.is_symlink() {
+                // A link loop or a dangling link is reported unreadable.
                 files.push(p);
             } else {
                 return Err(bad_input(format!(
@@ -188,7 +211,7 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             .unwrap_or(&path)
             .to_string_lossy()
             .replace('\\', "/");
-        let text = match crate::input::read(&path) {
+        let text = match crate::input::read_text(&path) {
             Ok(t) => t,
             Err(e) => {
                 let ours =
@@ -200,13 +223,10 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
                         documents: 0,
                         findings: vec![Finding {
                             file: rel,
-                            line: 1,
-                            column: 1,
+                            line: e.at.map_or(1, |a| a.0),
+                            column: e.at.map_or(1, |a| a.1),
                             path: "(file)".into(),
-                            message: format!(
-                                "cannot read: {}",
-                                crate::output::terminal_safe(&format!("{e:#}"))
-                            ),
+                            message: format!("cannot read: {}", e.message),
                         }],
                     });
                 }

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use std::time::Duration;
 
-use crate::output::{JunitCase, JunitSuite, junit_xml};
+use crate::output::{JunitCase, JunitSuite, junit_xml, terminal_safe};
 use crate::schema::finding::Finding;
 use crate::validate::thor::StaticRow;
 
@@ -94,7 +94,8 @@ fn static_table(r: &Report, md: bool) -> String {
 pub fn human(r: &Report) -> String {
     let mut s = String::new();
     for f in r.findings() {
-        let _ = writeln!(s, "{f}");
+        // A value from a file must not reach the terminal raw.
+        let _ = writeln!(s, "{}", terminal_safe(&f.to_string()));
     }
     if !r.static_model.is_empty() {
         s.push_str("\nPer Thor instance, from the templates (numWorkersPerPod 1):\n");
@@ -120,7 +121,18 @@ pub fn json(r: &Report) -> String {
         "staticModel": r.static_model,
         "longestThorName": r.longest_thor_name.iter().map(|(m, n)| serde_json::json!({"mode": m, "chars": n})).collect::<Vec<_>>(),
     });
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+    let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    // serde_json leaves DEL and the C1 controls raw; they can only be in
+    // strings, where `\u00XX` means the same and keeps a terminal safe.
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 pub fn junit(r: &Report) -> String {
@@ -156,11 +168,13 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "| `{}:{}:{}` | `{}` | {} |",
-                f.file,
+                terminal_safe(&f.file),
                 f.line,
                 f.column,
-                f.path,
-                f.message.replace('|', "\\|")
+                terminal_safe(&f.path),
+                terminal_safe(&f.message)
+                    .replace('|', "\\|")
+                    .replace('\n', " ")
             );
         }
         s.push('\n');

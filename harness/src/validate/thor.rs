@@ -6,6 +6,7 @@
 //! and compile templates and what the pods reference in them, both
 //! identities' RBAC (`setup`); and the static model.
 
+pub mod disk;
 pub mod setup;
 pub mod shape;
 

@@ -176,6 +176,8 @@ use anyhow::Result;
 
 use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::error::bad_input;
+use crate::schema::Finding;
+use crate::schema::typed::{Ctx, decode};
 
 /// "1.37" for "1.37.1".
 fn minor_of_version(v: &str) -> String {
@@ -202,7 +204,18 @@ pub fn path_of(root: &Path, provider: &str, version: &str, scenario: &str) -> Pa
         .join(format!("{scenario}.json"))
 }
 
-/// Load and check a baseline; a broken file is a usage error naming it.
+/// Decode and check one baseline document: the schema, then `problems`,
+/// at file:line:column. The rules `harness validate` and `load` share.
+pub fn check(ctx: &Ctx<'_>, v: &serde_json::Value) -> (Option<Baseline>, Vec<Finding>) {
+    let (b, mut f) = decode::<Baseline>(ctx, v, "baseline");
+    if let Some(b) = &b {
+        f.extend(b.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
+    }
+    (b, f)
+}
+
+/// Load and check a baseline; a broken file is a usage error naming it
+/// at file:line:column.
 pub fn load(path: &Path) -> Result<Baseline> {
     if !path.exists() {
         return Err(bad_input(format!(
@@ -210,25 +223,33 @@ pub fn load(path: &Path) -> Result<Baseline> {
             path.display()
         )));
     }
+    let file = path.display().to_string();
     let text = crate::input::read(path)?;
     // A byte-order mark is no part of JSON; `validate` reads past it too.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let b: Baseline = serde_json::from_str(text).map_err(|e| {
-        bad_input(format!(
-            "baseline {}: line {}, column {}: {e}",
-            path.display(),
+    // JSON first: serde_json says exactly what is wrong with a truncated
+    // or hand-broken file.
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        let msg = e.to_string();
+        let msg = msg
+            .rsplit_once(" at line ")
+            .map_or(msg.as_str(), |(m, _)| m);
+        return Err(bad_input(format!(
+            "baseline {file}:{}:{}: {msg}",
             e.line(),
             e.column()
-        ))
-    })?;
-    if let Some((p, m)) = b.problems().into_iter().next() {
-        return Err(bad_input(format!(
-            "baseline {}: {}: {m}",
-            path.display(),
-            crate::yaml::path_string(&p)
         )));
     }
-    Ok(b)
+    let mut found = None;
+    let (_, findings) = crate::schema::check_yaml(&file, text, |ctx, v| {
+        let (b, f) = check(ctx, v);
+        found = found.take().or(b);
+        f
+    });
+    if let Some(f) = findings.first() {
+        return Err(bad_input(format!("baseline {f}")));
+    }
+    found.ok_or_else(|| bad_input(format!("baseline {file}: no baseline in it")))
 }
 
 /// The metrics a baseline keeps, with the tolerance each gets.

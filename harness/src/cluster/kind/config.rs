@@ -61,16 +61,13 @@ fn problem(path: &Path, msg: impl std::fmt::Display) -> anyhow::Error {
 /// pinned to the same known Kubernetes minor, a control-plane node, the
 /// audit patch, and no mounts of its own where the harness puts them.
 pub fn load_profile(path: &Path) -> Result<Profile> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(bad_input(format!(
-                "kind config {} does not exist (profiles are in kind-configs/)",
-                path.display()
-            )));
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
+    if !path.exists() && !path.is_symlink() {
+        return Err(bad_input(format!(
+            "kind config {} does not exist (profiles are in kind-configs/)",
+            path.display()
+        )));
+    }
+    let text = crate::input::read(path)?;
     let docs = crate::yaml::documents(&text, &path.display().to_string())
         .map_err(|e| problem(path, format!("{e:#}")))?;
     let [doc] = docs.as_slice() else {

@@ -31,7 +31,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
-use crate::error::{bad_input, env_missing};
+use crate::error::env_missing;
 use crate::progress::Step;
 use crate::tools::versions::HPCC_CHART_VERSION;
 use crate::workload::thor::{self, Mode, ThorParams};
@@ -59,10 +59,7 @@ pub use values::{
 pub fn preflight(opts: &HpccOptions) -> Result<()> {
     chart_ref(opts.mode, opts.chart.as_deref())?;
     let text = match &opts.values {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .map_err(|e| bad_input(format!("--hpcc-values {}: {e}", p.display())))?,
-        ),
+        Some(p) => Some(crate::input::read(p).map_err(|e| e.context("--hpcc-values"))?),
         None => None,
     };
     render_values(
@@ -78,10 +75,7 @@ pub fn preflight(opts: &HpccOptions) -> Result<()> {
 pub async fn install<C: Cluster>(cluster: &C, opts: &HpccOptions) -> Result<HpccInstall> {
     let chart = chart_ref(opts.mode, opts.chart.as_deref())?;
     let user_text = match &opts.values {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .map_err(|e| bad_input(format!("--hpcc-values {}: {e}", p.display())))?,
-        ),
+        Some(p) => Some(crate::input::read(p).map_err(|e| e.context("--hpcc-values"))?),
         None => None,
     };
     let (values, num_workers) = render_values(

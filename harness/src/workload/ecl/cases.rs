@@ -129,8 +129,7 @@ pub fn named_outputs(ecl: &str) -> Vec<String> {
 pub fn load(dir: &Path, name: &str) -> Result<EclCase> {
     let ecl_path = dir.join(format!("{name}.ecl"));
     let expected_path = dir.join(format!("{name}.expected.json"));
-    let ecl = std::fs::read_to_string(&ecl_path)
-        .map_err(|e| bad_input(format!("{}: {e}", ecl_path.display())))?;
+    let ecl = crate::input::read(&ecl_path)?;
     let code: String = ecl
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -142,8 +141,7 @@ pub fn load(dir: &Path, name: &str) -> Result<EclCase> {
             ecl_path.display()
         )));
     }
-    let text = std::fs::read_to_string(&expected_path)
-        .map_err(|e| bad_input(format!("{}: {e}", expected_path.display())))?;
+    let text = crate::input::read(&expected_path)?;
     let de = &mut serde_json::Deserializer::from_str(&text);
     let expected: Expected = serde_path_to_error::deserialize(de).map_err(|e| {
         bad_input(format!(

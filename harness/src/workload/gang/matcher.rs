@@ -148,6 +148,20 @@ pub fn subst_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String> {
     Ok(out)
 }
 
+/// What `subst_str` will say of a `${` with no closing `}` in `s`, found
+/// before the run (by `harness validate` and the case rules).
+pub fn unclosed_ref(s: &str) -> Option<String> {
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => rest = &after[end + 1..],
+            None => return Some(format!("{s:?}: '${{' without '}}'")),
+        }
+    }
+    None
+}
+
 /// Variables a string refers to.
 pub fn var_refs(s: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -329,6 +343,9 @@ mod tests {
             "{e}"
         );
         assert_eq!(var_refs("a ${x} b ${y}"), vec!["x", "y"]);
+        assert!(unclosed_ref("${wl-${tpl").is_some());
+        assert!(subst_str("${wl-${tpl", &vars).is_err());
+        assert_eq!(unclosed_ref("${ns}-x"), None);
     }
 
     #[test]

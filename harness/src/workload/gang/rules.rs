@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::workload::gang::case::{Action, Case, Check, Outcome, minors, parse};
-use crate::workload::gang::matcher::{check_matcher, parse_path, var_refs};
+use crate::workload::gang::matcher::{check_matcher, parse_path, unclosed_ref, var_refs};
 use crate::yaml::Seg;
 
 /// A problem in a case file: where (a path into the document) and what.
@@ -43,8 +43,7 @@ fn at(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
 /// Load and validate `suites/gang/<name>.yaml`; the error lists every
 /// problem.
 pub fn load(path: &Path) -> Result<Case> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::input::read(path)?;
     let origin = path.display().to_string();
     let case = parse(&text, &origin)?;
     let problems = validate(&case);
@@ -378,6 +377,9 @@ fn check_check(base: &[Seg], c: &Check, defined: &[String], p: &mut dyn FnMut(Ve
 fn check_vars(base: &[Seg], v: &Value, defined: &[String], p: &mut dyn FnMut(Vec<Seg>, String)) {
     match v {
         Value::String(s) => {
+            if let Some(e) = unclosed_ref(s) {
+                p(base.to_vec(), e);
+            }
             for r in var_refs(s) {
                 if !defined.contains(&r) {
                     p(

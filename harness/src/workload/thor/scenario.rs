@@ -431,16 +431,44 @@ fn apply_overrides(v: &Value, overrides: &[(Vec<String>, Value)]) -> Value {
     v
 }
 
+/// Decode and check a whole scenario file: exactly one document (an empty
+/// file or a second document is a finding too), `--set` overrides applied
+/// first. The one function `harness validate` and `load` both call.
+/// Returns the documents, the scenario and every finding.
+pub fn check_file(
+    file: &str,
+    text: &str,
+    overrides: &[(Vec<String>, Value)],
+) -> (usize, Option<ThorScenario>, Vec<Finding>) {
+    let mut scenario = None;
+    let mut seen = 0;
+    let (documents, mut findings) = crate::schema::check_yaml(file, text, |ctx, v| {
+        seen += 1;
+        let (s, mut f) = check(ctx, &apply_overrides(v, overrides));
+        if seen > 1 {
+            let msg = format!("a scenario is one YAML document; this is document {seen}");
+            f.insert(0, ctx.finding(&[], msg));
+        }
+        scenario = scenario.take().or(s);
+        f
+    });
+    if documents == 0 && findings.is_empty() {
+        findings.push(Finding {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+            path: "(document)".into(),
+            message: "empty scenario: a scenario is one YAML document".into(),
+        });
+    }
+    (documents, scenario, findings)
+}
+
 /// `load` with `--set` overrides applied before the checks.
 pub fn load_with(path: &Path, overrides: &[(Vec<String>, Value)]) -> Result<ThorScenario> {
     let file = path.display().to_string();
     let text = crate::input::read(path)?;
-    let mut scenario = None;
-    let (documents, findings) = crate::schema::check_yaml(&file, &text, |ctx, v| {
-        let (s, f) = check(ctx, &apply_overrides(v, overrides));
-        scenario = scenario.take().or(s);
-        f
-    });
+    let (_, scenario, findings) = check_file(&file, &text, overrides);
     if let Some(f) = findings.first() {
         return Err(bad_input(format!(
             "invalid scenario: {f}{}",
@@ -453,13 +481,7 @@ pub fn load_with(path: &Path, overrides: &[(Vec<String>, Value)]) -> Result<Thor
             }
         )));
     }
-    match (documents, scenario) {
-        (1, Some(s)) => Ok(s),
-        (0, _) => Err(bad_input(format!("{file}: empty scenario"))),
-        (n, _) => Err(bad_input(format!(
-            "{file}: a scenario is one YAML document, found {n}"
-        ))),
-    }
+    scenario.ok_or_else(|| bad_input(format!("{file}: empty scenario")))
 }
 
 #[cfg(test)]
