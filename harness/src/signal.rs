@@ -31,12 +31,26 @@ pub async fn interrupted() -> &'static str {
     }
 }
 
+/// How long `race` listens, after its future finished, for a signal that
+/// arrived while the future was busy without yielding (a blocking
+/// teardown): the signal driver only reads it when the runtime parks.
+const LATE_SIGNAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Run `fut` until it finishes or a signal arrives (then `fut` is dropped,
-/// which kills any child process it holds with `kill_on_drop`).
+/// which kills any child process it holds with `kill_on_drop`). A signal
+/// that came in while `fut` was finishing still counts: Ctrl-C during a
+/// final teardown is not lost.
 pub async fn race<T>(fut: impl Future<Output = T>) -> Raced<T> {
-    tokio::select! {
-        v = fut => Raced::Finished(v),
-        sig = interrupted() => Raced::Interrupted(sig),
+    let sig = interrupted();
+    tokio::pin!(sig);
+    let v = tokio::select! {
+        biased;
+        sig = &mut sig => return Raced::Interrupted(sig),
+        v = fut => v,
+    };
+    match tokio::time::timeout(LATE_SIGNAL, &mut sig).await {
+        Ok(sig) => Raced::Interrupted(sig),
+        Err(_) => Raced::Finished(v),
     }
 }
 
