@@ -7,7 +7,7 @@
 mod common;
 use common::{assert_code, repo_root, text};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -282,17 +282,4 @@ fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
     assert_code(&env.cmd(&["down", "--name", name]).output().unwrap(), 0);
     assert!(none_running(&procs));
     assert!(!env.dir(name).exists());
-}
-
-/// The bench's result of a finished mode is on disk even when the run is
-/// cut short later; here the whole run finishes, as the control.
-#[test]
-fn an_uninterrupted_bench_in_the_same_setting_exits_0() {
-    let env = Env::new();
-    let child = env.bench();
-    let (out, _) = finish(child, Duration::from_secs(300));
-    assert_code(&out, 0);
-    assert!(env.out.path().join("result.json").is_file());
-    assert!(env.clusters().is_empty(), "{:?}", env.clusters());
-    assert!(Path::new(env.out.path()).join("junit.xml").is_file());
 }

@@ -265,22 +265,26 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
         floor: Some(floor),
     };
     let mut v = vec![
+        // HPCC's clients poll with a doubling backoff until a pod is
+        // scheduled and a Job is done, and every poll is a cold kubectl
+        // (~27 requests): one poll more per instance moves a smoke run by
+        // ~5 %. Seen here: jobset smoke 1029–1380 Thor requests (21–28
+        // gets, 4–10 pod LISTs), the whole run 2569–2931. The model itself
+        // is pinned elsewhere: the Thor suite checks measured = predicted
+        // from the calls made, and the writes below do not move.
         (
             "api_requests_total".to_string(),
             r.window.api_requests_total as f64,
             "requests",
             MetricKind::Count,
-            count(0.10),
+            count(0.20),
         ),
-        // Its status polls back off (100 ms doubling) and kubectl's
-        // discovery races on a cold cache, so the total moves with timing:
-        // 93–98 over four jobset repeats here. The writes do not.
         (
             "thor_agent_requests".into(),
             r.thor_agent_requests as f64,
             "requests",
             MetricKind::Count,
-            count(0.15),
+            count(0.40),
         ),
         (
             "thor_agent_writes".into(),
