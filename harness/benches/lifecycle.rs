@@ -49,6 +49,7 @@ fn main() -> anyhow::Result<()> {
                 runtime_config: Default::default(),
                 nodes: NodeSpec::default(),
                 kubelet: Default::default(),
+                control_plane: Default::default(),
             },
             bins: Default::default(),
             timeout: Duration::from_secs(120),

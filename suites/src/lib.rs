@@ -120,6 +120,7 @@ pub fn test_spec(name: &str) -> ClusterSpec {
             pods: 110,
         },
         kubelet: Default::default(),
+        control_plane: Default::default(),
     }
 }
 

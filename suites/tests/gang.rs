@@ -52,6 +52,7 @@ impl Group {
                 ..NodeSpec::default()
             },
             kubelet: Default::default(),
+            control_plane: Default::default(),
         }
     }
 

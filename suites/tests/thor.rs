@@ -22,6 +22,8 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
             cluster_prefix: suites::unique_name("t-thor"),
             overrides: Vec::new(),
             out: None,
+            scrape: false,
+            profiles: None,
         };
         rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
     })
@@ -307,14 +309,115 @@ fn reports_are_written() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let out = tempfile::tempdir()?;
     let files = report::write_all(r, out.path())?;
-    ensure!(files.len() == 4, "{files:?}");
+    ensure!(files.len() == 6, "{files:?}");
     let json: ThorResult =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("result.json"))?)?;
-    ensure!(&json == r, "result.json does not round-trip");
+    let without_timelines = ThorResult {
+        timelines: Vec::new(),
+        ..r.clone()
+    };
+    ensure!(json == without_timelines, "result.json does not round-trip");
     let html = std::fs::read_to_string(out.path().join("report.html"))?;
-    ensure!(html.matches("<svg").count() >= 4, "charts missing");
+    // 4 bar charts, the CPU stack and at least the request-rate, CPU and
+    // memory lines over time.
+    ensure!(html.matches("<svg").count() >= 12, "charts missing");
+    ensure!(html.contains("kube-apiserver CPU"), "no timeline chart");
+    let csv = std::fs::read_to_string(out.path().join("timeline.csv"))?;
+    ensure!(
+        csv.lines().count() > 100 && csv.contains(",cpu_cores.etcd,"),
+        "timeline.csv: {} lines",
+        csv.lines().count()
+    );
     let md = std::fs::read_to_string(out.path().join("report.md"))?;
     ensure!(md.contains("jobset / baseline"), "no ratio column");
+    Ok(())
+}
+
+/// Every component of the local cluster used CPU and memory in every
+/// mode, the driver's kubectl processes too; kube-apiserver + etcd is the
+/// headline; each mode's timeline has a point per second.
+fn costs_cpu_memory_and_a_timeline() -> Result<()> {
+    let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (mode, sum) in &r.modes {
+        let w = &sum.result.window;
+        for c in [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "jobset-controller",
+            "kwok",
+            "harness",
+        ] {
+            let u = w.resources.get(c);
+            ensure!(
+                u.is_some_and(|u| u.cpu_s > 0.0 && u.rss_peak_mib > 0.0 && u.samples > 5),
+                "{mode}: {c}: {u:?}"
+            );
+        }
+        ensure!(
+            w.resources.get("kubectl").is_some_and(|u| u.cpu_s > 0.0),
+            "{mode}: the driver's kubectl processes: {:?}",
+            w.resources.get("kubectl")
+        );
+        let cpu = |c: &str| w.resources[c].cpu_s;
+        ensure!(
+            (w.apiserver_etcd_cpu_s - cpu("kube-apiserver") - cpu("etcd")).abs() < 1e-9,
+            "{mode}: headline CPU"
+        );
+        ensure!(
+            !w.api_latency_slo.is_empty() && w.api_latency_slo.iter().any(|x| x.resource == "pods"),
+            "{mode}: no SLO rows for pods: {:?}",
+            w.api_latency_slo
+                .iter()
+                .map(|x| x.key())
+                .collect::<Vec<_>>()
+        );
+        let (_, _, tl) = r
+            .timelines
+            .iter()
+            .find(|(m, rep, _)| m == mode && *rep == 0)
+            .ok_or_else(|| anyhow::anyhow!("{mode}: no timeline"))?;
+        let wall = sum.result.wall_s;
+        let points = tl.t_s.len() as f64;
+        ensure!(
+            (points - wall).abs() <= 2.0 && tl.missed == 0,
+            "{mode}: {points} timeline points over {wall:.1} s ({} missed)",
+            tl.missed
+        );
+        let interval = tl.mean_interval_s();
+        ensure!(
+            (0.95..=1.1).contains(&interval),
+            "{mode}: mean sampling interval {interval:.3} s"
+        );
+        // The audit log's requests over time add up to the window's count
+        // (a request per point's second; the harness's own left out).
+        let per_s: f64 = tl
+            .series
+            .iter()
+            .filter(|(k, _)| k.starts_with("audit.requests_per_s."))
+            .map(|(_, v)| {
+                v.iter()
+                    .enumerate()
+                    .map(|(i, r)| r * (tl.t_s[i] - if i == 0 { 0.0 } else { tl.t_s[i - 1] }))
+                    .sum::<f64>()
+            })
+            .sum();
+        let counted = sum.result.window.api_requests_total as f64;
+        ensure!(
+            (per_s - counted).abs() <= 0.02 * counted + 5.0,
+            "{mode}: the timeline's requests add up to {per_s:.0}, the window counted {counted}"
+        );
+        ensure!(
+            tl.series["audit.inflight.readOnly"]
+                .iter()
+                .any(|v| *v > 0.0)
+                || tl.series["audit.inflight.mutating"]
+                    .iter()
+                    .any(|v| *v > 0.0),
+            "{mode}: nothing ever in flight"
+        );
+    }
     Ok(())
 }
 
@@ -344,6 +447,10 @@ fn main() {
             compares_with_the_stored_baseline,
         ),
         t("smoke_reports_are_written", reports_are_written),
+        t(
+            "smoke_costs_cpu_and_memory_per_component_and_a_timeline",
+            costs_cpu_memory_and_a_timeline,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -33,6 +34,8 @@ pub struct GangBenchOptions {
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters (one per release).
     pub cluster_prefix: String,
+    /// Rate and inflight limits of the clusters' control planes.
+    pub control_plane: ControlPlane,
 }
 
 impl GangBenchOptions {
@@ -68,6 +71,9 @@ pub struct ReleaseLatency {
     pub minor: String,
     pub pool_nodes: u32,
     pub node_pods: u32,
+    /// The control plane's profile and resolved limits.
+    #[serde(default)]
+    pub control_plane: BTreeMap<String, String>,
     #[serde(flatten)]
     pub report: LatencyReport,
 }
@@ -101,6 +107,7 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
                     ..NodeSpec::default()
                 },
                 kubelet: Default::default(),
+                control_plane: opts.control_plane.clone(),
             },
             bins: opts.bins.clone(),
             timeout: Duration::from_secs(180),
@@ -120,6 +127,7 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
             minor: release.minor.to_string(),
             pool_nodes: opts.pool_nodes,
             node_pods: opts.node_pods,
+            control_plane: opts.control_plane.describe(),
             report,
         });
     }
@@ -174,8 +182,12 @@ pub fn markdown(r: &GangBenchResult) -> String {
         .releases
         .iter()
         .map(|rel| {
+            let profile = rel
+                .control_plane
+                .get("profile")
+                .map_or("default", String::as_str);
             format!(
-                "{}: {} nodes × {} pods",
+                "{}: {} nodes × {} pods, {profile} control plane",
                 rel.k8s_version, rel.pool_nodes, rel.node_pods
             )
         })
@@ -210,6 +222,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             bins: Default::default(),
             cluster_prefix: "t".into(),
+            control_plane: Default::default(),
         }
     }
 

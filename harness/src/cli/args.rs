@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::ValueEnum;
+use harness::cluster::profile::Profile;
 use harness::error::bad_input;
 use harness::tools::Component;
 
@@ -76,6 +77,11 @@ pub fn parse_bins(items: &[String]) -> Result<BTreeMap<Component, PathBuf>> {
         out.insert(c, PathBuf::from(path));
     }
     Ok(out)
+}
+
+/// `--control-plane`: a control-plane profile name.
+pub fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s).ok_or_else(|| format!("unknown profile {s:?}: default or tuned"))
 }
 
 #[cfg(test)]

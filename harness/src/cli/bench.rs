@@ -8,12 +8,14 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};
+use harness::cluster::profile::{ControlPlane, Profile};
 use harness::error::{self, bad_input};
 use harness::k8s::{K8S_RELEASES, K8sRelease};
+use harness::metrics::pprof;
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 use harness::workload::thor::Mode;
 
-use crate::cli::args::parse_bins;
+use crate::cli::args::{parse_bins, parse_profile};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -56,6 +58,20 @@ pub struct BenchThorArgs {
     /// Use this binary: NAME=PATH. Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
+    /// Add the API server's and etcd's own metrics (inflight gauges,
+    /// stored objects, etcd puts/deletes, keys) to the timeline, scraped
+    /// every second. Costs the API server CPU (README "Overhead of
+    /// sampling"); the timeline's CPU, memory and request series need no
+    /// scrape.
+    #[arg(long)]
+    pub scrape_metrics: bool,
+    /// Take pprof profiles of kube-apiserver and etcd during each run:
+    /// cpu, heap or cpu,heap (files in <out>/profiles/).
+    #[arg(long, value_name = "KINDS")]
+    pub profile: Option<String>,
+    /// Length of the CPU profile, in seconds.
+    #[arg(long, default_value_t = 20)]
+    pub profile_seconds: u32,
 }
 
 #[derive(Args, Debug)]
@@ -77,6 +93,10 @@ pub struct BenchGangArgs {
     /// Seconds one gang may take to be bound whole.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Control-plane profile of the clusters: default or tuned (as `up
+    /// --control-plane`).
+    #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
+    pub control_plane: Profile,
     /// Where the reports go (gang-latency.json, gang-latency.md).
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
@@ -123,6 +143,14 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         cluster_prefix: format!("bench-{}", std::process::id()),
         overrides: args.overrides.clone(),
         out: Some(args.out.clone()),
+        scrape: args.scrape_metrics,
+        profiles: match &args.profile {
+            Some(list) => Some((
+                pprof::parse_kinds(list)?,
+                args.profile_seconds.clamp(1, 600),
+            )),
+            None => None,
+        },
     };
     // Every check before any cluster starts.
     thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
@@ -178,6 +206,10 @@ async fn gang(args: &BenchGangArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout),
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("bench-gang-{}", std::process::id()),
+        control_plane: ControlPlane {
+            profile: args.control_plane,
+            ..Default::default()
+        },
     };
     opts.check()?;
     let result = match signal::race(bench_gang(&opts)).await {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use harness::cluster::profile::{ControlPlane, Profile};
 use harness::cluster::spec::KubeletModel;
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
 use harness::error::bad_input;
@@ -13,7 +14,7 @@ use harness::k8s::K8sRelease;
 use harness::lifecycle::{self, HpccUp, UpOptions};
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 
-use crate::cli::args::{parse_bins, parse_gates, parse_runtime_config};
+use crate::cli::args::{parse_bins, parse_gates, parse_profile, parse_runtime_config};
 use crate::cli::tools::ToolsArgs;
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,12 @@ pub struct UpArgs {
     /// (kubelet-like; manifests/kwok/README.md).
     #[arg(long, default_value = "kwok-minimal", value_parser = parse_kubelet)]
     pub kubelet: KubeletModel,
+    /// Control-plane profile: default (a stock cluster: no rate or
+    /// inflight flag) or tuned (Kubernetes' 5000-node validation values:
+    /// controller-manager and scheduler 100 QPS, API server 3000/1000
+    /// inflight; README "Control-plane profiles").
+    #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
+    pub control_plane: Profile,
     #[command(flatten)]
     pub hpcc: HpccArgs,
     #[command(flatten)]
@@ -172,6 +179,11 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             "--kubelet: kind nodes run real kubelets; --kubelet is for --provider local",
         ));
     }
+    if args.control_plane != Profile::Default {
+        return Err(bad_input(
+            "--control-plane: the kind provider does not apply control-plane profiles (its components' flags come from the kind config's kubeadm patches); --control-plane is for --provider local",
+        ));
+    }
     let config = match &args.kind.config {
         Some(c) => c.clone(),
         None => {
@@ -261,6 +273,10 @@ async fn up_local(args: UpArgs) -> Result<i32> {
             pods: args.node_pods,
         },
         kubelet: args.kubelet,
+        control_plane: ControlPlane {
+            profile: args.control_plane,
+            ..Default::default()
+        },
     };
     let opts = UpOptions {
         spec,

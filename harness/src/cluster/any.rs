@@ -80,11 +80,17 @@ impl Cluster for AnyCluster {
     async fn client(&self) -> Result<kube::Client> {
         each!(self, c => c.client().await)
     }
+    async fn debug_get(&self, component: &str, path: &str) -> Result<Vec<u8>> {
+        each!(self, c => c.debug_get(component, path).await)
+    }
     async fn etcd_metrics(&self) -> Result<String> {
         each!(self, c => c.etcd_metrics().await)
     }
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
         each!(self, c => c.scheduler_metrics().await)
+    }
+    fn processes(&self) -> Vec<(String, i32)> {
+        each!(self, c => c.processes())
     }
     fn harness_users(&self) -> Vec<String> {
         each!(self, c => c.harness_users())

@@ -58,6 +58,8 @@ pub struct AuditEvent {
     pub response_status: Option<ResponseStatus>,
     #[serde(default)]
     pub stage_timestamp: String,
+    #[serde(default)]
+    pub request_received_timestamp: String,
 }
 
 impl AuditEvent {

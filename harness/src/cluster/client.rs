@@ -87,6 +87,22 @@ pub async fn client_get(client: &kube::Client, path: &str) -> Result<String> {
         .with_context(|| format!("GET {path}"))
 }
 
+/// GET `path` through a kube client, the body as bytes (a profile is
+/// gzipped protobuf, not text).
+pub async fn client_get_bytes(client: &kube::Client, path: &str) -> Result<Vec<u8>> {
+    use futures::AsyncReadExt;
+    let req = http::Request::get(path).body(Vec::new())?;
+    let mut body = Vec::new();
+    client
+        .request_stream(req)
+        .await
+        .with_context(|| format!("GET {path}"))?
+        .read_to_end(&mut body)
+        .await
+        .with_context(|| format!("reading GET {path}"))?;
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

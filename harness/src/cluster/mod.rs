@@ -1,7 +1,8 @@
 //! Clusters the harness runs against. One trait (`provider`), several
 //! providers: `local` (processes + kwok) and `kind` (node containers);
 //! `any` attaches to a cluster by name whatever its provider; `state` is
-//! the registry they share. This file only declares and re-exports: the
+//! the registry they share; `profile` the control plane's rate and
+//! inflight limits. This file only declares and re-exports: the
 //! modules below import each other by their own paths.
 
 pub mod any;
@@ -10,6 +11,7 @@ pub mod client;
 pub mod kind;
 pub mod local;
 pub mod pool;
+pub mod profile;
 pub mod provider;
 pub mod spec;
 pub mod state;

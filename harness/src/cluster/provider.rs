@@ -22,12 +22,39 @@ pub trait Cluster: Sync {
     fn apiserver_metrics(&self) -> impl Future<Output = Result<String>> + Send {
         async move { crate::cluster::client::client_get(&self.client().await?, "/metrics").await }
     }
+    /// GET a debug endpoint (pprof) of a control-plane component, the body
+    /// as bytes: the API server's through the admin client; others only
+    /// where the provider can reach them.
+    fn debug_get(
+        &self,
+        component: &str,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<u8>>> + Send {
+        let (component, path) = (component.to_string(), path.to_string());
+        async move {
+            match component.as_str() {
+                "kube-apiserver" => {
+                    crate::cluster::client::client_get_bytes(&self.client().await?, &path).await
+                }
+                other => {
+                    anyhow::bail!("{other}'s debug endpoints are not reachable on this provider")
+                }
+            }
+        }
+    }
     /// etcd's Prometheus metrics text.
     fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
     /// kube-scheduler's Prometheus metrics text, when the provider can
     /// reach it (None otherwise).
     fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
         async { Ok(None) }
+    }
+    /// The control-plane processes on this machine, as (component name,
+    /// process group id), for CPU and memory per component
+    /// (metrics::usage). Empty when the provider's processes run elsewhere
+    /// (inside kind's node containers).
+    fn processes(&self) -> Vec<(String, i32)> {
+        Vec::new()
     }
     /// The user names the harness itself acts as on this cluster (its
     /// setup, watches, scrapes): measurement counts their requests apart.

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::profile::ControlPlane;
+
 /// The fake nodes of a cluster: how many and how big.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeSpec {
@@ -39,6 +41,9 @@ pub struct ClusterSpec {
     /// How much API traffic kwok's fake kubelets make per pod.
     #[serde(default)]
     pub kubelet: KubeletModel,
+    /// Client rate limits and inflight limits (profile + overrides).
+    #[serde(default)]
+    pub control_plane: ControlPlane,
 }
 
 /// The pod Stages kwok runs, i.e. how much API traffic a fake kubelet

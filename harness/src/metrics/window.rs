@@ -3,9 +3,13 @@
 //! and the audit log's end; `close` snapshots again, reads the audit events
 //! in between and turns both into `WindowFigures` — requests per client
 //! (the cluster's harness identities set apart), API latency, etcd writes,
-//! objects created and stored.
+//! objects created and stored; in between, `during` samples every second
+//! each component's CPU and memory (metrics::usage) into a timeline
+//! (metrics::timeline) that `close` completes from the audit log, and,
+//! when asked, from the API server's and etcd's metrics.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -13,10 +17,18 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::cluster::provider::Cluster;
+
+/// The names providers give the two components a window's headline CPU
+/// figure adds up (the local provider's process names).
+const APISERVER: &str = "kube-apiserver";
+const ETCD: &str = "etcd";
 use crate::metrics::attribution::attribute;
 use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
 use crate::metrics::percentiles::Percentiles;
+use crate::metrics::slo::{self, SloRow};
 use crate::metrics::snapshot::{Snapshot, snapshot};
+use crate::metrics::timeline::{self, Raw, Timeline};
+use crate::metrics::usage::{Usage, UsageTracker};
 
 /// What the control plane did in a window. Flattened into every workload's
 /// result (Thor modes, ECL cases), so these keys are the same everywhere.
@@ -61,13 +73,39 @@ pub struct WindowFigures {
     /// Objects stored at the end, by resource.
     #[serde(default)]
     pub objects_after: BTreeMap<String, u64>,
+    /// CPU seconds and memory per component (the control-plane processes
+    /// on this machine, the harness, its kubectl children).
+    #[serde(default)]
+    pub resources: BTreeMap<String, Usage>,
+    /// kube-apiserver + etcd CPU seconds (0 when the provider's processes
+    /// are not on this machine: see `resources`).
+    #[serde(default)]
+    pub apiserver_etcd_cpu_s: f64,
+    /// API call latency per (verb, resource, scope) against the SLOs,
+    /// worst first.
+    #[serde(default)]
+    pub api_latency_slo: Vec<SloRow>,
+}
+
+/// What a window samples besides its two snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Snapshot the scheduler's metrics too.
+    pub scheduler: bool,
+    /// Also scrape the API server's and etcd's metrics every second into
+    /// the timeline (costs the API server CPU: off unless asked).
+    pub scrape: bool,
 }
 
 /// An open window.
 pub struct Window {
     before: Snapshot,
     opened: Instant,
-    scheduler: bool,
+    opened_at: time::OffsetDateTime,
+    opts: Options,
+    usage: UsageTracker,
+    timeline: Timeline,
+    last_raw: Option<Raw>,
 }
 
 /// A closed window: its figures and the raw snapshots (for workload-
@@ -78,31 +116,100 @@ pub struct Closed {
     pub before: Snapshot,
     pub after: Snapshot,
     pub elapsed: Duration,
+    /// The metrics over time (empty unless asked for).
+    pub timeline: Timeline,
 }
+
+/// How often `during` samples.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Window {
     /// Snapshot the API server, etcd and the audit log's end.
     pub async fn open(cluster: &impl Cluster) -> Result<Window> {
-        Self::open_with(cluster, false).await
+        Self::open_with(cluster, Options::default()).await
     }
 
-    /// As `open`, also snapshotting the scheduler's metrics.
-    pub async fn open_with(cluster: &impl Cluster, scheduler: bool) -> Result<Window> {
-        Ok(Window {
-            before: snapshot(cluster, scheduler).await?,
+    /// As `open`, with the scheduler's metrics or a timeline.
+    pub async fn open_with(cluster: &impl Cluster, opts: Options) -> Result<Window> {
+        let before = snapshot(cluster, opts.scheduler).await?;
+        let mut w = Window {
+            before,
             opened: Instant::now(),
-            scheduler,
-        })
+            opened_at: time::OffsetDateTime::now_utc(),
+            opts,
+            usage: UsageTracker::new(cluster.processes()),
+            timeline: Timeline::default(),
+            last_raw: None,
+        };
+        w.sample(cluster).await;
+        Ok(w)
+    }
+
+    /// One sample: the processes' CPU and memory; when scraping, the API
+    /// server's and etcd's metrics too (a failed scrape is counted as
+    /// missed, not fatal: the workload's own checks see a dead cluster).
+    async fn sample(&mut self, cluster: &impl Cluster) {
+        let t_s = self.opened.elapsed().as_secs_f64();
+        let point = self.usage.sample();
+        let raw = match self.opts.scrape {
+            false => timeline::reduce(t_s, point, &[], &[]),
+            true => {
+                let (api, etcd) = tokio::join!(cluster.apiserver_metrics(), cluster.etcd_metrics());
+                let (Ok(api), Ok(etcd)) = (api, etcd) else {
+                    self.timeline.missed += 1;
+                    return;
+                };
+                timeline::reduce(
+                    t_s,
+                    point,
+                    &timeline::parse_families(&api, timeline::APISERVER_FAMILIES),
+                    &timeline::parse_families(&etcd, timeline::ETCD_FAMILIES),
+                )
+            }
+        };
+        if let Some(prev) = &self.last_raw {
+            self.timeline.push(prev, &raw, self.usage.ticks_per_s());
+        }
+        self.last_raw = Some(raw);
+    }
+
+    /// Run `work` while sampling every second; its output.
+    pub async fn during<T>(&mut self, cluster: &impl Cluster, work: impl Future<Output = T>) -> T {
+        let done = tokio::sync::Notify::new();
+        let work = async {
+            let out = work.await;
+            done.notify_one();
+            out
+        };
+        let sampling = async {
+            let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => self.sample(cluster).await,
+                    _ = done.notified() => break,
+                }
+            }
+        };
+        tokio::join!(work, sampling).0
     }
 
     /// Snapshot again and compute the window's figures.
     pub async fn close(self, cluster: &impl Cluster) -> Result<Closed> {
-        let elapsed = self.opened.elapsed();
-        let after = snapshot(cluster, self.scheduler).await?;
-        let (events, _) = cluster.audit_events(self.before.audit_offset)?;
-        let attribution = attribute(&events, &cluster.harness_users());
-        let api = api_figures(&self.before, &after);
-        let etcd = etcd_figures(&self.before, &after);
+        let mut this = self;
+        this.sample(cluster).await;
+        let elapsed = this.opened.elapsed();
+        let after = snapshot(cluster, this.opts.scheduler).await?;
+        let (before, mut timeline) = (this.before, this.timeline);
+        let resources = this.usage.figures();
+        let cpu = |n: &str| resources.get(n).map_or(0.0, |u| u.cpu_s);
+        let (events, _) = cluster.audit_events(before.audit_offset)?;
+        let harness = cluster.harness_users();
+        let attribution = attribute(&events, &harness);
+        timeline::add_audit_series(&mut timeline, &events, this.opened_at, &harness);
+        let api = api_figures(&before, &after);
+        let etcd = etcd_figures(&before, &after);
         let figures = WindowFigures {
             api_requests_total: attribution.total,
             api_requests: attribution.by_request,
@@ -117,12 +224,16 @@ impl Window {
             objects_created: attribution.created,
             api_latency_ms: api.latency_ms,
             objects_after: api.objects_after,
+            apiserver_etcd_cpu_s: cpu(APISERVER) + cpu(ETCD),
+            api_latency_slo: slo::rows(&before.apiserver, &after.apiserver),
+            resources,
         };
         Ok(Closed {
             figures,
-            before: self.before,
+            before,
             after,
             elapsed,
+            timeline,
         })
     }
 }

@@ -186,13 +186,27 @@ fn minor_of_version(v: &str) -> String {
 
 /// `baselines/<provider>/<k8s minor>/<scenario>.json`
 pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
-    path_of(root, &r.provider, &r.k8s_version, &r.scenario)
+    let profile = r.model.get(PROFILE_KEY).map_or("default", String::as_str);
+    path_of(root, &r.provider, &r.k8s_version, &r.scenario, profile)
 }
 
+/// Where a Result records its control-plane profile (cluster::profile's
+/// label) among the model's keys.
+pub const PROFILE_KEY: &str = "control_plane.profile";
+
 /// The baseline of `scenario` on `provider` and Kubernetes `version`
-/// (a minor or a patch version). The scenario name is a DNS label (the
-/// scenario's rules), so the path stays inside `baselines/`.
-pub fn path_of(root: &Path, provider: &str, version: &str, scenario: &str) -> PathBuf {
+/// (a minor or a patch version) with the control-plane `profile`: the
+/// default profile's is `<scenario>.json`, any other's
+/// `<scenario>.<profile>.json` (a baseline is only compared with runs of
+/// its own profile). The scenario name is a DNS label and a profile label
+/// is `[a-z+]`, so the path stays inside `baselines/`.
+pub fn path_of(
+    root: &Path,
+    provider: &str,
+    version: &str,
+    scenario: &str,
+    profile: &str,
+) -> PathBuf {
     let minor = if version.matches('.').count() >= 2 {
         minor_of_version(version)
     } else {
@@ -201,7 +215,10 @@ pub fn path_of(root: &Path, provider: &str, version: &str, scenario: &str) -> Pa
     root.join("baselines")
         .join(provider)
         .join(minor)
-        .join(format!("{scenario}.json"))
+        .join(match profile {
+            "default" => format!("{scenario}.json"),
+            p => format!("{scenario}.{p}.json"),
+        })
 }
 
 /// Decode and check one baseline document: the schema, then `problems`,
@@ -361,8 +378,37 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
             latency(50.0),
         ));
     }
+    // The API server's own work, judged like a latency: it depends on the
+    // machine.
+    v.push((
+        "apiserver_etcd_cpu_s".into(),
+        r.window.apiserver_etcd_cpu_s,
+        "CPU s",
+        MetricKind::Latency,
+        latency(2.0),
+    ));
+    // Per (verb, resource, scope) SLO classes with enough calls for a p99
+    // to mean something; the bucket edges make anything under 250 ms noise.
+    for row in r
+        .window
+        .api_latency_slo
+        .iter()
+        .filter(|x| x.count >= SLO_MIN_CALLS)
+    {
+        v.push((
+            format!("{SLO_PREFIX}{}:{}:{}", row.verb, row.resource, row.scope),
+            row.latency_ms.p99,
+            "ms",
+            MetricKind::Latency,
+            latency(250.0),
+        ));
+    }
     v
 }
+
+/// SLO classes with fewer calls in a run are not kept in a baseline.
+const SLO_MIN_CALLS: u64 = 20;
+const SLO_PREFIX: &str = "api_slo_p99_ms.";
 
 /// The current value of a baseline metric in a run.
 pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
@@ -371,8 +417,11 @@ pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
         .find(|(n, ..)| n == name)
         .map(|(_, v, ..)| v)
         .or_else(|| {
-            // An object kind the run did not create at all counts as zero.
-            name.strip_prefix("objects_created.").map(|_| 0.0)
+            // An object kind the run did not create at all counts as zero;
+            // so does an SLO class with too few calls to keep (no latency).
+            name.strip_prefix("objects_created.")
+                .or_else(|| name.strip_prefix(SLO_PREFIX))
+                .map(|_| 0.0)
         })
 }
 

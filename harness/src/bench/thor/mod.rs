@@ -4,7 +4,9 @@
 //! `baseline`.
 
 pub mod baseline;
+pub mod charts;
 pub mod compare;
+pub mod cost;
 pub mod report;
 pub mod result;
 pub mod run;
@@ -19,6 +21,7 @@ use crate::bench::thor::result::{RESULT_SCHEMA, ThorResult, peak_rss_kib, summar
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
+use crate::metrics::pprof;
 use crate::progress::Step;
 use crate::tools::Component;
 use crate::workload::thor::Mode;
@@ -37,6 +40,12 @@ pub struct ThorBenchOptions {
     /// Where `result.json` is written as each mode finishes (so a later
     /// failure loses nothing); None: nowhere.
     pub out: Option<PathBuf>,
+    /// Also scrape the API server's and etcd's metrics every second into
+    /// each run's timeline (`--scrape-metrics`; costs API server CPU).
+    pub scrape: bool,
+    /// pprof profiles of kube-apiserver and etcd to take in each run
+    /// (into `<out>/profiles/`), and the CPU profile's length in seconds.
+    pub profiles: Option<(Vec<pprof::Kind>, u32)>,
 }
 
 /// What `bench thor` checks before it starts any cluster: the scenario
@@ -68,7 +77,8 @@ pub fn preflight(
                 "--compare/--record need the repository (baselines/): run from inside it",
             )
         })?;
-        let path = baseline::path_of(root, "local", &s.cluster.k8s_minor, &s.name);
+        let profile = s.cluster.control_plane.label();
+        let path = baseline::path_of(root, "local", &s.cluster.k8s_minor, &s.name, &profile);
         if !path.starts_with(root.join("baselines")) {
             return Err(crate::error::bad_input(format!(
                 "{}: outside baselines/",
@@ -106,6 +116,7 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
             pods: s.cluster.node_pods,
         },
         kubelet: s.kubelet,
+        control_plane: s.cluster.control_plane.clone(),
     }
 }
 
@@ -121,7 +132,8 @@ fn kubectl_component(s: &ThorScenario) -> Component {
 
 /// How the scenario models HPCC and the nodes, for the Result.
 fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
-    BTreeMap::from([
+    let control_plane = s.cluster.control_plane.describe().into_iter();
+    let mut model = BTreeMap::from([
         ("kubectl".to_string(), s.kubectl.version.clone()),
         (
             "kubectl_discovery_cache".to_string(),
@@ -139,7 +151,9 @@ fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
             "graphs_per_workunit".to_string(),
             s.graphs_per_workunit.to_string(),
         ),
-    ])
+    ]);
+    model.extend(control_plane.map(|(k, v)| (format!("control_plane.{k}"), v)));
+    model
 }
 
 /// Run every mode (× repeats), each on a fresh cluster torn down after.
@@ -169,8 +183,22 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         model: model_of(&s),
         modes: BTreeMap::new(),
         harness_peak_rss_kib: 0,
+        timelines: Vec::new(),
+    };
+    let profile_req = match (&opts.profiles, &opts.out) {
+        (Some((kinds, seconds)), Some(out)) => Some(pprof::Request {
+            kinds: kinds.clone(),
+            seconds: *seconds,
+            dir: out.join("profiles"),
+        }),
+        (Some(_), None) => return Err(crate::error::bad_input("--profile needs --out")),
+        _ => None,
     };
     for mode in modes {
+        let profile_of = |rep: u32| {
+            let prefix = format!("{}-{rep}", mode.name());
+            profile_req.as_ref().map(|r| (r, prefix))
+        };
         let mut runs = Vec::new();
         for rep in 0..opts.repeat.max(1) {
             let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
@@ -193,11 +221,17 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
                     String::new()
                 }
             ));
-            let r =
-                lifecycle::while_alive(&cluster, run::run_mode(&cluster, &s, mode, &kubectl)).await;
+            let r = lifecycle::while_alive(
+                &cluster,
+                run::run_mode(&cluster, &s, mode, &kubectl, opts.scrape, profile_of(rep)),
+            )
+            .await;
             let r = match r {
-                Ok(r) => {
+                Ok((r, timeline)) => {
                     cluster.down(false)?;
+                    result
+                        .timelines
+                        .push((mode.name().to_string(), rep as usize, timeline));
                     r
                 }
                 Err(e) => {
@@ -231,6 +265,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
                 &out.join("result.json"),
                 serde_json::to_string_pretty(&result)? + "\n",
             )?;
+            report::write_timelines(&result, out)?;
         }
     }
     Ok(result)

@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::bench::thor::charts::{self, fmt_num};
 use crate::bench::thor::compare::Verdict;
+use crate::bench::thor::cost;
 use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::output::{JunitCase, JunitSuite, junit_xml, xml_escape};
 
-/// Write result.json, report.md, junit.xml and report.html into `out`.
+pub use crate::bench::thor::cost::write_timelines;
+
+/// Write result.json, report.md, junit.xml and report.html into `out`
+/// (and the timelines, when the run has them).
 pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let files = [
@@ -25,6 +30,10 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
         let p = out.join(name);
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
         written.push(p);
+    }
+    write_timelines(r, out)?;
+    if !r.timelines.is_empty() {
+        written.extend([out.join("timeline.json"), out.join("timeline.csv")]);
     }
     Ok(written)
 }
@@ -57,15 +66,15 @@ fn rows() -> Vec<Row> {
         ),
         ("instance wall p50 (s)", |m| m.instance_wall_s.p50),
         ("mode wall time (s)", |m| m.wall_s),
+        ("kube-apiserver + etcd CPU (s)", |m| {
+            m.window.apiserver_etcd_cpu_s
+        }),
+        ("… per instance", cost::cpu_per_instance),
+        ("peak kube-apiserver RSS (MiB)", |m| {
+            cost::peak_rss(m, "kube-apiserver").round()
+        }),
+        ("peak etcd RSS (MiB)", |m| cost::peak_rss(m, "etcd").round()),
     ]
-}
-
-fn fmt_num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
 }
 
 pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
@@ -262,6 +271,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             .collect();
         let _ = writeln!(s, "- {m}: {}", parts.join("; "));
     }
+    s.push_str(&cost::markdown(r));
     s
 }
 
@@ -325,105 +335,6 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
     }])
 }
 
-const COLORS: &[&str] = &[
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
-];
-
-/// A grouped bar chart: one group per x label, one bar per series.
-pub fn svg_bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
-    let (w, h, left, bottom, top) = (640.0, 300.0, 70.0, 50.0, 30.0);
-    let max = groups
-        .iter()
-        .flat_map(|(_, s)| s.iter().map(|(_, v)| *v))
-        .fold(0.0_f64, f64::max)
-        .max(1.0);
-    let series: Vec<String> = {
-        let mut v: Vec<String> = groups
-            .iter()
-            .flat_map(|(_, s)| s.iter().map(|(n, _)| n.clone()))
-            .collect();
-        v.dedup();
-        let mut seen = Vec::new();
-        v.into_iter()
-            .filter(|x| {
-                if seen.contains(x) {
-                    false
-                } else {
-                    seen.push(x.clone());
-                    true
-                }
-            })
-            .collect()
-    };
-    let plot_w = w - left - 20.0;
-    let plot_h = h - top - bottom;
-    let group_w = plot_w / groups.len().max(1) as f64;
-    let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">\n<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-        xml_escape(title),
-        left,
-        xml_escape(title)
-    );
-    for i in 0..=4 {
-        let v = max * f64::from(i) / 4.0;
-        let y = top + plot_h - plot_h * f64::from(i) / 4.0;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-            w - 20.0,
-            left - 4.0,
-            y + 3.0,
-            fmt_num(v.round())
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<text x=\"12\" y=\"{:.1}\" font-size=\"10\" transform=\"rotate(-90 12 {:.1})\">{}</text>",
-        top + plot_h / 2.0,
-        top + plot_h / 2.0,
-        xml_escape(unit)
-    );
-    for (gi, (label, vals)) in groups.iter().enumerate() {
-        let gx = left + group_w * gi as f64 + group_w * 0.1;
-        for (name, v) in vals {
-            let si = series.iter().position(|x| x == name).unwrap_or(0);
-            let bh = plot_h * v / max;
-            let x = gx + bar_w * si as f64;
-            let y = top + plot_h - bh;
-            let _ = writeln!(
-                s,
-                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{}: {}</title></rect>",
-                bar_w * 0.95,
-                COLORS[si % COLORS.len()],
-                xml_escape(name),
-                fmt_num(*v)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-            gx + group_w * 0.4,
-            h - bottom + 16.0,
-            xml_escape(label)
-        );
-    }
-    for (si, name) in series.iter().enumerate() {
-        let x = left + 110.0 * si as f64;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
-            h - 18.0,
-            COLORS[si % COLORS.len()],
-            x + 14.0,
-            h - 9.0,
-            xml_escape(name)
-        );
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
 /// One page for one or more results (several scenarios chart against
 /// their worker counts).
 pub fn html(results: &[ThorResult]) -> String {
@@ -444,12 +355,12 @@ pub fn html(results: &[ThorResult]) -> String {
             })
             .collect()
     };
-    s.push_str(&svg_bars(
+    s.push_str(&charts::bars(
         "API requests per run, by mode",
         "requests",
         &by_workers(|m| m.window.api_requests_total as f64),
     ));
-    s.push_str(&svg_bars(
+    s.push_str(&charts::bars(
         "etcd writes per run, by mode",
         "writes",
         &by_workers(|m| m.window.etcd_writes_total as f64),
@@ -477,7 +388,7 @@ pub fn html(results: &[ThorResult]) -> String {
                 )
             })
             .collect();
-        s.push_str(&svg_bars(
+        s.push_str(&charts::bars(
             &format!("{}: pod start-up latency", r.scenario),
             "ms",
             &lat,
@@ -497,11 +408,28 @@ pub fn html(results: &[ThorResult]) -> String {
                 )
             })
             .collect();
-        s.push_str(&svg_bars(
+        s.push_str(&charts::stacked(
             &format!("{}: API requests by client", r.scenario),
             "requests",
             &clients,
         ));
+        let cpu: Vec<(String, Vec<(String, f64)>)> = r
+            .modes
+            .iter()
+            .map(|(m, sum)| {
+                let usage = &sum.result.window.resources;
+                let each = usage.iter().map(|(c, u)| (c.clone(), u.cpu_s)).collect();
+                (m.clone(), each)
+            })
+            .collect();
+        if cpu.iter().any(|(_, v)| !v.is_empty()) {
+            s.push_str(&charts::stacked(
+                &format!("{}: CPU seconds by component", r.scenario),
+                "CPU s",
+                &cpu,
+            ));
+        }
+        s.push_str(&cost::timeline_charts(r));
         // The Markdown tables, as HTML tables.
         let md = markdown(r, None);
         s.push_str(&md_tables_to_html(&md));

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::timeline::Timeline;
 use crate::metrics::{Percentiles, WindowFigures};
 
 /// One mode's figures (the headline keys are DESIGN.md's).
@@ -59,6 +60,9 @@ pub struct ModeResult {
     pub gang_start_ms: Option<Percentiles>,
     pub instance_wall_s: Percentiles,
     pub wall_s: f64,
+    /// pprof files taken during this run (`--profile`), in profiles/.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +98,11 @@ pub struct ThorResult {
     /// the control-plane processes are not included.
     #[serde(default)]
     pub harness_peak_rss_kib: u64,
+    /// Each run's metrics over time as (mode, repeat, timeline): written
+    /// beside result.json as timeline.json and timeline.csv, drawn in
+    /// report.html; not part of result.json (they are long).
+    #[serde(skip)]
+    pub timelines: Vec<(String, usize, Timeline)>,
 }
 
 /// This process's peak resident set size (VmHWM) in KiB.
@@ -127,6 +136,7 @@ pub fn headline(r: &ModeResult) -> Vec<(&'static str, f64)> {
         ),
         ("etcd_writes_total", r.window.etcd_writes_total as f64),
         ("etcd.put_bytes", r.window.etcd.put_bytes as f64),
+        ("apiserver_etcd_cpu_s", r.window.apiserver_etcd_cpu_s),
         ("pods_created", r.pods_created as f64),
         ("containers_created", r.containers_created as f64),
         ("pod_startup_ms.p99", r.pod_startup_ms.p99),
@@ -163,6 +173,7 @@ pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
             "eclccserver_requests" => result.eclccserver_requests = round(mean),
             "eclccserver_requests_predicted" => result.eclccserver_requests_predicted = round(mean),
             "etcd.put_bytes" => result.window.etcd.put_bytes = round(mean),
+            "apiserver_etcd_cpu_s" => result.window.apiserver_etcd_cpu_s = mean,
             "etcd_writes_total" => result.window.etcd_writes_total = round(mean),
             "pods_created" => result.pods_created = round(mean),
             "containers_created" => result.containers_created = round(mean),
@@ -213,6 +224,7 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
         max_graphs: 2,
         graph_duration: "3s".into(),
         harness_peak_rss_kib: 0,
+        timelines: Vec::new(),
         model: Default::default(),
         modes: [(
             "baseline".to_string(),

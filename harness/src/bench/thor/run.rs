@@ -19,7 +19,9 @@ use crate::k8s::K8sRelease;
 use crate::metrics::attribution::is_write_request;
 use crate::metrics::percentiles::Percentiles;
 use crate::metrics::pods::{self, PodTracker};
-use crate::metrics::window::Window;
+use crate::metrics::pprof;
+use crate::metrics::timeline::Timeline;
+use crate::metrics::window::{Options, Window};
 use crate::poll::Poll;
 use crate::workload::thor::THOR_AGENT_USER;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl, Who};
@@ -132,13 +134,17 @@ async fn setup(admin: &kube::Client, plan: &Plan) -> Result<Vec<String>> {
 }
 
 /// Run one mode on a running cluster and measure it. `kubectl` is the
-/// binary of the scenario's kubectl version.
+/// binary of the scenario's kubectl version. The mode's timeline is
+/// returned beside its figures; with `scrape` it has the API server's and
+/// etcd's own metrics every second too.
 pub async fn run_mode(
     cluster: &LocalCluster,
     s: &ThorScenario,
     mode: Mode,
     kubectl: &Path,
-) -> Result<ModeResult> {
+    scrape: bool,
+    profile: Option<(&pprof::Request, String)>,
+) -> Result<(ModeResult, Timeline)> {
     let minor = K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
     if template::templates_for(mode, minor).is_empty() {
         bail!(bad_input(format!(
@@ -191,10 +197,34 @@ pub async fn run_mode(
     }
     let served = Discovery::read(&admin).await?;
 
-    let window = Window::open(cluster).await?;
-    let report: DriverReport = driver::run(&env, &plan).await?;
-    driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
-    let closed = window.close(cluster).await?;
+    let opts = Options {
+        scrape,
+        ..Default::default()
+    };
+    let mut window = Window::open_with(cluster, opts).await?;
+    let work = async {
+        let report: DriverReport = driver::run(&env, &plan).await?;
+        driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
+        Ok::<_, anyhow::Error>(report)
+    };
+    let measured = async {
+        let report = window.during(cluster, work).await?;
+        let closed = window.close(cluster).await?;
+        Ok::<_, anyhow::Error>((report, closed))
+    };
+    // Profiles run beside the window, not inside it: a CPU profile longer
+    // than the workload does not stretch the mode's wall time.
+    let profiles = async {
+        match &profile {
+            Some((req, prefix)) => {
+                pprof::collect(cluster, req, prefix, Duration::from_secs(1)).await
+            }
+            None => Ok(Vec::new()),
+        }
+    };
+    let (measured, profiles) = tokio::join!(measured, profiles);
+    let (report, closed) = measured?;
+    let profiles = profiles.context("taking the control plane's profiles")?;
 
     let predicted = |who: Who| -> u64 {
         env.calls
@@ -219,7 +249,7 @@ pub async fn run_mode(
                 .map(|(_, n)| n)
                 .sum()
         });
-    Ok(ModeResult {
+    let result = ModeResult {
         mode: mode.name().into(),
         instances: report.instances.len() as u32,
         workunits: plan.workunits,
@@ -240,5 +270,10 @@ pub async fn run_mode(
         instance_start_ms,
         instance_wall_s: Percentiles::of_ms(&walls).scaled(0.001),
         wall_s: closed.elapsed.as_secs_f64(),
-    })
+        profiles: profiles
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
+            .collect(),
+    };
+    Ok((result, closed.timeline))
 }

@@ -11,6 +11,9 @@ use anyhow::{Result, bail};
 use crate::cluster::client::{client_from_kubeconfig, client_get, http_get};
 use crate::cluster::local::flags::{self, Gates};
 use crate::cluster::local::layout::{Layout, Ports};
+#[cfg(test)]
+use crate::cluster::profile::STOCK;
+use crate::cluster::profile::Settings;
 use crate::k8s::K8sRelease;
 use crate::tools::Component;
 
@@ -63,7 +66,17 @@ pub struct ComponentDef {
 }
 
 /// Every component of a local cluster, in start order.
-pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> Vec<ComponentDef> {
+pub fn components(
+    k8s: K8sRelease,
+    l: &Layout,
+    ports: &Ports,
+    gates: &Gates,
+    cp: &Settings,
+) -> Vec<ComponentDef> {
+    let with = |mut args: Vec<String>, more: Vec<String>| {
+        args.extend(more);
+        args
+    };
     let healthz = |name: &str| Health::Kube {
         kubeconfig: l.kubeconfig(&format!("{name}-health")),
         path: "/healthz",
@@ -82,7 +95,7 @@ pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> 
         ComponentDef {
             name: APISERVER,
             binary: Component::KubeApiserver,
-            args: flags::apiserver(k8s, l, ports, gates),
+            args: with(flags::apiserver(k8s, l, ports, gates), cp.apiserver_flags()),
             health: Health::Kube {
                 kubeconfig: l.admin_kubeconfig(),
                 path: "/readyz",
@@ -93,7 +106,10 @@ pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> 
         ComponentDef {
             name: CONTROLLER_MANAGER,
             binary: Component::KubeControllerManager,
-            args: flags::controller_manager(k8s, l, ports, gates),
+            args: with(
+                flags::controller_manager(k8s, l, ports, gates),
+                cp.controller_manager_flags(),
+            ),
             health: healthz(CONTROLLER_MANAGER),
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
@@ -101,7 +117,7 @@ pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> 
         ComponentDef {
             name: SCHEDULER,
             binary: Component::KubeScheduler,
-            args: flags::scheduler(k8s, l, ports, gates),
+            args: with(flags::scheduler(k8s, l, ports, gates), cp.scheduler_flags()),
             health: healthz(SCHEDULER),
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
@@ -109,7 +125,7 @@ pub fn components(k8s: K8sRelease, l: &Layout, ports: &Ports, gates: &Gates) -> 
         ComponentDef {
             name: JOBSET,
             binary: Component::Jobset,
-            args: flags::jobset(l, ports),
+            args: with(flags::jobset(l, ports), cp.jobset_flags()),
             health: Health::Http {
                 url: format!("http://127.0.0.1:{}/readyz", ports.jobset_health),
             },
@@ -164,7 +180,7 @@ mod tests {
         let l = Layout::new("/s");
         let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
         let k8s = K8sRelease::default_release();
-        let c = components(k8s, &l, &ports, &Gates::default());
+        let c = components(k8s, &l, &ports, &Gates::default(), &STOCK);
         let names: Vec<&str> = c.iter().map(|c| c.name).collect();
         assert_eq!(
             names,

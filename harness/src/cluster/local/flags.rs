@@ -42,6 +42,8 @@ pub fn etcd(l: &Layout, ports: &Ports) -> Vec<String> {
         // 8 GiB: large benchmarks must not hit the 2 GiB default quota.
         "--quota-backend-bytes=8589934592".into(),
         "--log-level=warn".into(),
+        // /debug/pprof on the client URL, for `bench thor --profile`.
+        "--enable-pprof".into(),
         // fsync stays on: etcd's disk latency is part of what is measured.
     ]
 }
@@ -75,7 +77,9 @@ pub fn apiserver(_k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<
         "--audit-log-format=json".into(),
         // One file for the whole run: rotation would split attribution.
         "--audit-log-maxsize=0".into(),
-        "--profiling=false".into(),
+        // Go's pprof endpoints (the upstream default): `bench thor
+        // --profile` reads them; nothing else does.
+        "--profiling=true".into(),
         "--v=1".into(),
     ];
     push_gates(&mut args, g);

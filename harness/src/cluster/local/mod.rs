@@ -27,7 +27,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::audit::AuditEvent;
-use crate::cluster::client::{client_from_kubeconfig, http_get, ok_body};
+use crate::cluster::client::{client_from_kubeconfig, http_client, http_get, ok_body};
 use crate::cluster::local::components::{ComponentDef, Wait};
 use crate::cluster::local::flags::Gates;
 use crate::cluster::local::layout::{Layout, Ports};
@@ -213,6 +213,7 @@ impl LocalCluster {
             &self.layout,
             &self.state.ports,
             &gates,
+            &self.state.spec.control_plane.settings(),
         ))
     }
 
@@ -444,6 +445,28 @@ impl Cluster for LocalCluster {
             .cloned()
     }
 
+    async fn debug_get(&self, component: &str, path: &str) -> Result<Vec<u8>> {
+        self.check_processes()?;
+        match component {
+            components::ETCD => {
+                let url = format!("{}{path}", self.state.ports.etcd_url());
+                let resp = http_client()?
+                    .get(&url)
+                    .timeout(std::time::Duration::from_secs(600))
+                    .send()
+                    .await
+                    .with_context(|| format!("GET {url}"))?
+                    .error_for_status()
+                    .with_context(|| format!("GET {url}"))?;
+                Ok(resp.bytes().await?.to_vec())
+            }
+            components::APISERVER => {
+                crate::cluster::client::client_get_bytes(&self.client().await?, path).await
+            }
+            other => anyhow::bail!("{other}'s debug endpoints are not served to the harness"),
+        }
+    }
+
     async fn etcd_metrics(&self) -> Result<String> {
         self.check_processes()?;
         http_get(&format!("{}/metrics", self.state.ports.etcd_url())).await
@@ -451,6 +474,15 @@ impl Cluster for LocalCluster {
 
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
         self.scheduler_metrics_text().await.map(Some)
+    }
+
+    fn processes(&self) -> Vec<(String, i32)> {
+        // Each component leads its own process group (process::spawn).
+        self.state
+            .procs
+            .iter()
+            .map(|p| (p.name.clone(), p.pid))
+            .collect()
     }
 
     fn harness_users(&self) -> Vec<String> {

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
@@ -48,14 +49,30 @@ pub async fn set_capacity(client: kube::Client, spec: &NodeSpec) -> Result<()> {
             }
         }
     }
-    for i in (0..spec.count).filter(|i| !have.contains(i)) {
-        let node = kwok::node(i, spec);
+    let missing: Vec<Node> = (0..spec.count)
+        .filter(|i| !have.contains(i))
+        .map(|i| kwok::node(i, spec))
+        .collect();
+    create_all(&nodes, missing).await
+}
+
+/// How many node creations are in flight at once: a thousand nodes are
+/// created in seconds, not one round trip after another.
+const CREATE_CONCURRENCY: usize = 32;
+
+async fn create_all(nodes: &Api<Node>, all: Vec<Node>) -> Result<()> {
+    futures::stream::iter(all.into_iter().map(|node| async move {
+        let name = node.metadata.name.clone().unwrap_or_default();
         nodes
             .create(&PostParams::default(), &node)
             .await
-            .with_context(|| format!("creating node {}{i}", kwok::NODE_PREFIX))?;
-    }
-    Ok(())
+            .with_context(|| format!("creating node {name}"))
+            .map(|_| ())
+    }))
+    .buffer_unordered(CREATE_CONCURRENCY)
+    .try_collect::<Vec<()>>()
+    .await
+    .map(|_| ())
 }
 
 pub async fn add_pool(
@@ -65,26 +82,32 @@ pub async fn add_pool(
 ) -> Result<Vec<String>> {
     let nodes: Api<Node> = Api::all(client);
     let names = pool.names();
-    for name in &names {
-        let node = pool.dress(kwok::node(0, &pool.spec()), name);
-        nodes
-            .create(&PostParams::default(), &node)
-            .await
-            .with_context(|| format!("creating pool node {name}"))?;
-    }
-    // Schedulable once kwok reports them Ready.
-    for name in &names {
-        Poll::new(format!("pool node {name} Ready"), Duration::from_secs(60))
-            .alive(&alive)
-            .until(|| async {
-                let n = nodes
-                    .get(name)
-                    .await
-                    .with_context(|| format!("reading node {name}"))?;
-                Ok(node_ready(&n).then_some(()))
+    let template = kwok::node(0, &pool.spec());
+    let dressed: Vec<Node> = names
+        .iter()
+        .map(|n| pool.dress(template.clone(), n))
+        .collect();
+    create_all(&nodes, dressed).await?;
+    // Schedulable once kwok reports them Ready: one LIST of the pool per
+    // round, however many nodes it has.
+    let selector: Vec<String> = pool
+        .selector()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let list = ListParams::default().labels(&selector.join(","));
+    let timeout = Duration::from_secs(60 + names.len() as u64 / 20);
+    Poll::new(format!("{} pool nodes Ready", names.len()), timeout)
+        .alive(&alive)
+        .until_state(|| async {
+            let have = nodes.list(&list).await.context("listing pool nodes")?;
+            let ready = have.items.iter().filter(|n| node_ready(n)).count();
+            Ok(match ready >= names.len() {
+                true => Ok(()),
+                false => Err(format!("{ready} of {} Ready", names.len())),
             })
-            .await?;
-    }
+        })
+        .await?;
     Ok(names)
 }
 

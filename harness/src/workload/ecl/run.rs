@@ -105,7 +105,7 @@ async fn measure(
     // Let the watch list what is there already; those pods are not counted.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let existing: BTreeSet<String> = tracker.snapshot().into_iter().map(|p| p.name).collect();
-    let window = Window::open(cluster).await?;
+    let mut window = Window::open(cluster).await?;
 
     let mut poll = opts.poll.clone();
     if let Some(t) = case.expected.timeout_s {
@@ -118,8 +118,11 @@ async fn measure(
             *s = Some(w.to_string());
         }
     };
-    let run = esp
-        .run_tracked(&case.ecl, &jobname, &opts.target, &poll, &remember)
+    let run = window
+        .during(
+            cluster,
+            esp.run_tracked(&case.ecl, &jobname, &opts.target, &poll, &remember),
+        )
         .await;
     if let Ok(mut s) = opts.in_flight.lock() {
         *s = None;

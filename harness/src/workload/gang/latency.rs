@@ -17,7 +17,7 @@ use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
 use crate::metrics::pods::PodTracker;
 use crate::metrics::prom::{Sample, counter_delta, histogram_delta};
-use crate::metrics::{Percentiles, Window, WindowFigures};
+use crate::metrics::{Options, Percentiles, Window, WindowFigures};
 use crate::poll::Poll;
 use crate::workload::gang::case::Benchmark;
 use crate::workload::gang::trial::{FIELD_MANAGER, Trial, inject, wait_pods_gone};
@@ -125,60 +125,69 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
     let timeout = Duration::from_secs_f64(b.timeout);
     let mut report = LatencyReport::default();
     for &size in &b.sizes {
-        let window = Window::open_with(trial.cluster, true).await?;
-        let mut samples = Vec::new();
-        let mut whole = Vec::new();
-        for r in 0..b.repeats {
-            let name = format!("gang-{size}-{r}");
-            let mut job = gang_job(trial.release, &name, size);
-            inject(&mut job, &trial.ns);
-            jobs.patch(
-                &name,
-                &PatchParams::apply(FIELD_MANAGER).validation_strict(),
-                &Patch::Apply(&job),
-            )
-            .await
-            .with_context(|| format!("creating Job {name}"))?;
-            let (first_created, last_created, last_bound) =
-                Poll::new(format!("gang of {size} (Job {name}) bound whole"), timeout)
-                    .every(Duration::from_millis(20))
-                    .until_state(|| async {
-                        let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
-                        let bound: Vec<Instant> = mine.iter().filter_map(|p| p.scheduled).collect();
-                        if mine.len() < size as usize || bound.len() < size as usize {
-                            return Ok(Err(format!(
-                                "{} pods created, {} bound",
-                                mine.len(),
-                                bound.len()
-                            )));
-                        }
-                        let created = mine.iter().map(|p| p.created);
-                        match (created.clone().min(), created.max(), bound.iter().max()) {
-                            (Some(fc), Some(lc), Some(lb)) => Ok(Ok((fc, lc, *lb))),
-                            _ => bail!("gang of {size}: no timestamps"),
-                        }
-                    })
-                    .await?;
-            samples.push(
-                last_bound
-                    .saturating_duration_since(last_created)
-                    .as_secs_f64()
-                    * 1000.0,
-            );
-            whole.push(
-                last_bound
-                    .saturating_duration_since(first_created)
-                    .as_secs_f64()
-                    * 1000.0,
-            );
-            jobs.delete(&name, &DeleteParams::background())
+        let opts = Options {
+            scheduler: true,
+            ..Default::default()
+        };
+        let mut window = Window::open_with(trial.cluster, opts).await?;
+        let gangs = async {
+            let mut samples = Vec::new();
+            let mut whole = Vec::new();
+            for r in 0..b.repeats {
+                let name = format!("gang-{size}-{r}");
+                let mut job = gang_job(trial.release, &name, size);
+                inject(&mut job, &trial.ns);
+                jobs.patch(
+                    &name,
+                    &PatchParams::apply(FIELD_MANAGER).validation_strict(),
+                    &Patch::Apply(&job),
+                )
                 .await
-                .with_context(|| format!("deleting Job {name}"))?;
-            // The next gang starts on an empty pool.
-            let sel = format!("batch.kubernetes.io/job-name={name}");
-            let what = format!("pods of Job {name}");
-            wait_pods_gone(&pods, &ListParams::default().labels(&sel), timeout, &what).await?;
-        }
+                .with_context(|| format!("creating Job {name}"))?;
+                let (first_created, last_created, last_bound) =
+                    Poll::new(format!("gang of {size} (Job {name}) bound whole"), timeout)
+                        .every(Duration::from_millis(20))
+                        .until_state(|| async {
+                            let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
+                            let bound: Vec<Instant> =
+                                mine.iter().filter_map(|p| p.scheduled).collect();
+                            if mine.len() < size as usize || bound.len() < size as usize {
+                                return Ok(Err(format!(
+                                    "{} pods created, {} bound",
+                                    mine.len(),
+                                    bound.len()
+                                )));
+                            }
+                            let created = mine.iter().map(|p| p.created);
+                            match (created.clone().min(), created.max(), bound.iter().max()) {
+                                (Some(fc), Some(lc), Some(lb)) => Ok(Ok((fc, lc, *lb))),
+                                _ => bail!("gang of {size}: no timestamps"),
+                            }
+                        })
+                        .await?;
+                samples.push(
+                    last_bound
+                        .saturating_duration_since(last_created)
+                        .as_secs_f64()
+                        * 1000.0,
+                );
+                whole.push(
+                    last_bound
+                        .saturating_duration_since(first_created)
+                        .as_secs_f64()
+                        * 1000.0,
+                );
+                jobs.delete(&name, &DeleteParams::background())
+                    .await
+                    .with_context(|| format!("deleting Job {name}"))?;
+                // The next gang starts on an empty pool.
+                let sel = format!("batch.kubernetes.io/job-name={name}");
+                let what = format!("pods of Job {name}");
+                wait_pods_gone(&pods, &ListParams::default().labels(&sel), timeout, &what).await?;
+            }
+            Ok::<_, anyhow::Error>((samples, whole))
+        };
+        let (samples, whole) = window.during(trial.cluster, gangs).await?;
         let closed = window.close(trial.cluster).await?;
         let fig = SizeFigures {
             size,
@@ -202,14 +211,25 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
 }
 
 /// The latency table (Markdown): one row per (server version, gang size).
+/// Pods bound per second over a gang's whole start (size ÷ first created
+/// → last bound, p50).
+pub fn bound_per_s(s: &SizeFigures) -> f64 {
+    let ms = s.first_created_to_last_bound_ms.p50;
+    if ms > 0.0 {
+        f64::from(s.size) * 1000.0 / ms
+    } else {
+        0.0
+    }
+}
+
 pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
     let mut out = String::from(
         "Last pod of the gang created → last pod bound (watch-event arrival times, \
          hdrhistogram over the repeats), the whole gang's start (first created → last \
          bound), the scheduler's podgroup metrics over the same repeats, and what the \
          control plane did for them.\n\n\
-         | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) | podgroup algorithm p50 (ms) | API requests / gang | etcd writes / gang |\n\
-         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+         | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) | podgroup algorithm p50 (ms) | pods bound / s | API requests / gang | etcd writes / gang | apiserver + etcd CPU s / gang |\n\
+         |---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for (version, s) in rows {
         let attempts = if s.scheduler.podgroup_attempts.is_empty() {
@@ -235,7 +255,7 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             .unwrap_or_else(|| "—".into());
         let per = |n: u64| n as f64 / f64::from(s.repeats.max(1));
         out.push_str(&format!(
-            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} | {:.0} |\n",
+            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} | {:.0} | {:.0} | {:.2} |\n",
             s.size,
             s.repeats,
             s.last_created_to_last_bound_ms.p50,
@@ -243,8 +263,10 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             s.first_created_to_last_bound_ms.p50,
             s.first_created_to_last_bound_ms.p99,
             p50_99(&s.scheduler.podgroup_attempt_ms),
+            bound_per_s(s),
             per(s.window.api_requests_total),
             per(s.window.etcd_writes_total),
+            s.window.apiserver_etcd_cpu_s / f64::from(s.repeats.max(1)),
         ));
     }
     out

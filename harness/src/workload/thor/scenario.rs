@@ -12,6 +12,7 @@ use anyhow::Result;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::cluster::profile::ControlPlane;
 use crate::cluster::spec::KubeletModel;
 use crate::error::bad_input;
 use crate::k8s::names;
@@ -157,6 +158,10 @@ pub struct ScenarioCluster {
     pub node_memory: String,
     #[serde(default = "default_pods")]
     pub node_pods: u32,
+    /// Rate and inflight limits of the control plane (cluster::profile):
+    /// `{profile: default|tuned, kcmQps: …}`.
+    #[serde(default)]
+    pub control_plane: ControlPlane,
 }
 
 fn default_thor_name() -> String {

@@ -1,0 +1,252 @@
+//! SVG charts for report.html, drawn by hand (no plotting library): grouped
+//! bars, stacked bars and time-series lines, all on one frame — title,
+//! y-axis with five gridlines, legend under the plot, a `<title>` tooltip on
+//! every mark.
+
+use std::fmt::Write;
+
+use crate::output::xml_escape;
+
+const COLORS: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 50.0;
+
+/// A number as the report prints it: integers plain, others to one decimal
+/// (two below 10).
+pub fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn color(i: usize) -> &'static str {
+    COLORS[i % COLORS.len()]
+}
+
+/// Names in first-seen order, each once.
+fn unique<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+fn plot_w() -> f64 {
+    W - LEFT - RIGHT
+}
+
+fn plot_h() -> f64 {
+    H - TOP - BOTTOM
+}
+
+/// y pixel of value `v` on an axis up to `max`.
+fn y_of(v: f64, max: f64) -> f64 {
+    TOP + plot_h() - plot_h() * (v / max).clamp(0.0, 1.0)
+}
+
+/// The frame: the svg element, title, y gridlines up to `max` with the
+/// unit, and the legend of `series`. The caller adds marks and closes it.
+fn frame(title: &str, unit: &str, max: f64, series: &[String]) -> String {
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{t}\">\n<text x=\"{LEFT}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{t}</text>\n",
+        t = xml_escape(title)
+    );
+    for i in 0..=4 {
+        let v = max * f64::from(i) / 4.0;
+        let y = y_of(v, max);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            W - RIGHT,
+            LEFT - 4.0,
+            y + 3.0,
+            fmt_num(if max >= 20.0 { v.round() } else { v })
+        );
+    }
+    let mid = TOP + plot_h() / 2.0;
+    let _ = writeln!(
+        s,
+        "<text x=\"12\" y=\"{mid:.1}\" font-size=\"10\" transform=\"rotate(-90 12 {mid:.1})\">{}</text>",
+        xml_escape(unit)
+    );
+    let per_row = 5;
+    for (i, name) in series.iter().enumerate() {
+        let x = LEFT + 112.0 * (i % per_row) as f64;
+        let y =
+            H - 20.0 + 12.0 * (i / per_row) as f64 - 12.0 * ((series.len() - 1) / per_row) as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
+            y - 9.0,
+            color(i),
+            x + 14.0,
+            y,
+            xml_escape(name)
+        );
+    }
+    s
+}
+
+fn x_label(s: &mut String, x: f64, label: &str) {
+    let _ = writeln!(
+        s,
+        "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+        H - BOTTOM + 14.0,
+        xml_escape(label)
+    );
+}
+
+fn rect(s: &mut String, x: f64, y: f64, w: f64, h: f64, fill: &str, tip: &str) {
+    let _ = writeln!(
+        s,
+        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{fill}\"><title>{}</title></rect>",
+        xml_escape(tip)
+    );
+}
+
+/// Grouped bars: one group per x label, one bar per series.
+pub fn bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
+    let series = unique(groups.iter().flat_map(|(_, v)| v.iter().map(|(n, _)| n)));
+    let values = groups.iter().flat_map(|(_, v)| v.iter().map(|(_, x)| *x));
+    let max = values.fold(0.0_f64, f64::max).max(1.0);
+    let mut s = frame(title, unit, max, &series);
+    let group_w = plot_w() / groups.len().max(1) as f64;
+    let bar_w = group_w * 0.8 / series.len().max(1) as f64;
+    for (gi, (label, vals)) in groups.iter().enumerate() {
+        let gx = LEFT + group_w * gi as f64 + group_w * 0.1;
+        for (name, v) in vals {
+            let si = series.iter().position(|x| x == name).unwrap_or(0);
+            let y = y_of(*v, max);
+            let tip = format!("{label}, {name}: {}", fmt_num(*v));
+            let x = gx + bar_w * si as f64;
+            rect(
+                &mut s,
+                x,
+                y,
+                bar_w * 0.95,
+                TOP + plot_h() - y,
+                color(si),
+                &tip,
+            );
+        }
+        x_label(&mut s, gx + group_w * 0.4, label);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Stacked bars: one bar per x label, its series stacked bottom to top.
+pub fn stacked(title: &str, unit: &str, bars: &[(String, Vec<(String, f64)>)]) -> String {
+    let series = unique(bars.iter().flat_map(|(_, v)| v.iter().map(|(n, _)| n)));
+    let totals = bars
+        .iter()
+        .map(|(_, v)| v.iter().map(|(_, x)| x).sum::<f64>());
+    let max = totals.fold(0.0_f64, f64::max).max(1.0);
+    let mut s = frame(title, unit, max, &series);
+    let slot = plot_w() / bars.len().max(1) as f64;
+    for (bi, (label, vals)) in bars.iter().enumerate() {
+        let x = LEFT + slot * bi as f64 + slot * 0.2;
+        let mut below = 0.0;
+        for (si, name) in series.iter().enumerate() {
+            let Some((_, v)) = vals.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            let (y0, y1) = (y_of(below, max), y_of(below + v, max));
+            let tip = format!("{label}, {name}: {}", fmt_num(*v));
+            rect(&mut s, x, y1, slot * 0.6, y0 - y1, color(si), &tip);
+            below += v;
+        }
+        x_label(&mut s, x + slot * 0.3, label);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Lines over time: each series a list of (t seconds, value).
+pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let points = || series.iter().flat_map(|(_, p)| p.iter());
+    let max = points().map(|p| p.1).fold(0.0_f64, f64::max);
+    let max = if max > 0.0 { max * 1.05 } else { 1.0 };
+    let t_max = points().map(|p| p.0).fold(0.0_f64, f64::max).max(1.0);
+    let mut s = frame(title, unit, max, &names);
+    let x_of = |t: f64| LEFT + plot_w() * (t / t_max);
+    for i in 0..=4 {
+        let t = t_max * f64::from(i) / 4.0;
+        x_label(&mut s, x_of(t), &format!("{}s", fmt_num(t.round())));
+    }
+    for (si, (name, pts)) in series.iter().enumerate() {
+        let path: Vec<String> = pts
+            .iter()
+            .map(|(t, v)| format!("{:.1},{:.1}", x_of(*t), y_of(*v, max)))
+            .collect();
+        let peak = pts.iter().map(|p| p.1).fold(0.0_f64, f64::max);
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{}: peak {}</title></polyline>",
+            color(si),
+            path.join(" "),
+            xml_escape(name),
+            fmt_num(peak)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::thor::charts::{bars, fmt_num, lines, stacked};
+
+    fn count(s: &str, what: &str) -> usize {
+        s.matches(what).count()
+    }
+
+    #[test]
+    fn bars_stacks_and_lines_draw_every_mark_once() {
+        let g = vec![
+            (
+                "a".to_string(),
+                vec![("x".to_string(), 3.0), ("y".to_string(), 1.0)],
+            ),
+            ("b".to_string(), vec![("y".to_string(), 2.0)]),
+        ];
+        let b = bars("t", "u", &g);
+        // 3 bars + 2 legend squares
+        assert_eq!(count(&b, "<rect"), 5);
+        let s = stacked("t", "u", &g);
+        assert_eq!(count(&s, "<rect"), 5);
+        // x on the bottom of a's bar, y on top of it: y's rect is higher.
+        assert!(s.contains("<title>a, y: 1</title>"));
+        let l = lines(
+            "cpu <&>",
+            "cores",
+            &[("jobset".into(), vec![(0.0, 0.5), (10.0, 1.5)])],
+        );
+        assert_eq!(count(&l, "<polyline"), 1);
+        assert!(l.contains("cpu &lt;&amp;&gt;"));
+        assert!(l.contains("peak 1.50"));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(fmt_num(3.0), "3");
+        assert_eq!(fmt_num(0.256), "0.26");
+        assert_eq!(fmt_num(12.34), "12.3");
+    }
+}

@@ -1,0 +1,195 @@
+//! CPU seconds and resident memory per control-plane component inside a
+//! measurement window, from /proc (metrics::procfs): each component is the
+//! process group the provider started it in; the harness is this process;
+//! "kubectl" is the driver's forked kubectl processes — their CPU from
+//! this process's waited-for children time (cutime + cstime), their
+//! memory summed over those alive at each sample.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::procfs::{self, ProcStat};
+
+/// The harness process itself.
+pub const HARNESS: &str = "harness";
+/// The kubectl processes the harness forks (HPCC's drivers).
+pub const KUBECTL: &str = "kubectl";
+
+/// One component's use of the machine in a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// User + system CPU seconds.
+    pub cpu_s: f64,
+    /// Resident memory, the highest and the mean of the samples (MiB).
+    pub rss_peak_mib: f64,
+    pub rss_mean_mib: f64,
+    /// How many samples the memory figures rest on.
+    pub samples: u32,
+}
+
+/// One sample: name → (cumulative CPU ticks, resident KiB).
+pub type Point = BTreeMap<String, (u64, u64)>;
+
+/// Samples the processes of named process groups, this process and its
+/// kubectl children.
+#[derive(Debug, Clone)]
+pub struct UsageTracker {
+    groups: Vec<(String, i32)>,
+    me: i32,
+    ticks_per_s: f64,
+    first: Option<Point>,
+    last: Option<Point>,
+    rss: BTreeMap<String, (u64, u64, u32)>,
+}
+
+/// What one scan of the process table says about each watched name.
+pub fn point(table: &BTreeMap<i32, ProcStat>, groups: &[(String, i32)], me: i32) -> Point {
+    let mut p = Point::new();
+    for (name, pgid) in groups {
+        let (ticks, rss) = table
+            .values()
+            .filter(|s| s.pgrp == *pgid)
+            .fold((0, 0), |(t, r), s| (t + s.cpu_ticks, r + s.rss_kib));
+        p.insert(name.clone(), (ticks, rss));
+    }
+    if let Some(s) = table.get(&me) {
+        p.insert(HARNESS.into(), (s.cpu_ticks, s.rss_kib));
+        let component = |g: i32| groups.iter().any(|(_, pg)| *pg == g);
+        let kids_rss = table
+            .values()
+            .filter(|c| c.ppid == me && !component(c.pgrp))
+            .map(|c| c.rss_kib)
+            .sum();
+        p.insert(KUBECTL.into(), (s.children_ticks, kids_rss));
+    }
+    p
+}
+
+impl UsageTracker {
+    /// Watch `groups` (name, process group id); empty when the provider's
+    /// processes are not on this machine (then only the harness is seen).
+    pub fn new(groups: Vec<(String, i32)>) -> UsageTracker {
+        UsageTracker {
+            groups,
+            me: std::process::id() as i32,
+            ticks_per_s: procfs::ticks_per_second(),
+            first: None,
+            last: None,
+            rss: BTreeMap::new(),
+        }
+    }
+
+    pub fn ticks_per_s(&self) -> f64 {
+        self.ticks_per_s
+    }
+
+    /// Read the process table once and record it.
+    pub fn sample(&mut self) -> Point {
+        let p = point(&procfs::scan(), &self.groups, self.me);
+        self.record(p.clone());
+        p
+    }
+
+    /// Record a point (from `sample`, or captured in tests).
+    pub fn record(&mut self, p: Point) {
+        for (name, &(_, kib)) in &p {
+            let e = self.rss.entry(name.clone()).or_default();
+            *e = (e.0.max(kib), e.1 + kib, e.2 + 1);
+        }
+        if self.first.is_none() {
+            self.first = Some(p.clone());
+        }
+        self.last = Some(p);
+    }
+
+    /// Usage per name between the first and the last sample.
+    pub fn figures(&self) -> BTreeMap<String, Usage> {
+        let (Some(first), Some(last)) = (&self.first, &self.last) else {
+            return BTreeMap::new();
+        };
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        last.iter()
+            .map(|(name, &(ticks, _))| {
+                let start = first.get(name).map_or(ticks, |f| f.0);
+                let (peak, sum, n) = self.rss.get(name).copied().unwrap_or_default();
+                let usage = Usage {
+                    cpu_s: ticks.saturating_sub(start) as f64 / self.ticks_per_s,
+                    rss_peak_mib: mib(peak),
+                    rss_mean_mib: if n > 0 { mib(sum) / f64::from(n) } else { 0.0 },
+                    samples: n,
+                };
+                (name.clone(), usage)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::metrics::procfs::ProcStat;
+    use crate::metrics::usage::{HARNESS, KUBECTL, UsageTracker, point};
+
+    fn p(pid: i32, ppid: i32, pgrp: i32, ticks: u64, kids: u64, rss: u64) -> (i32, ProcStat) {
+        let s = ProcStat {
+            pid,
+            ppid,
+            pgrp,
+            cpu_ticks: ticks,
+            children_ticks: kids,
+            rss_kib: rss,
+        };
+        (pid, s)
+    }
+
+    #[test]
+    fn groups_sum_their_members_and_the_harness_its_kubectl_children() {
+        let groups = vec![("etcd".to_string(), 10), ("kwok".to_string(), 20)];
+        let table: BTreeMap<_, _> = [
+            p(10, 5, 10, 300, 0, 50_000),
+            p(20, 5, 20, 40, 0, 30_000),
+            p(21, 20, 20, 10, 0, 2_048),
+            p(5, 1, 5, 500, 70, 100_000),
+            // a kubectl child of the harness, and a component it started
+            p(30, 5, 5, 3, 0, 40_000),
+            p(100, 99, 77, 9, 0, 1),
+        ]
+        .into();
+        let pt = point(&table, &groups, 5);
+        assert_eq!(pt["etcd"], (300, 50_000));
+        assert_eq!(pt["kwok"], (50, 32_048));
+        assert_eq!(pt[HARNESS], (500, 100_000));
+        assert_eq!(pt[KUBECTL], (70, 40_000));
+    }
+
+    #[test]
+    fn cpu_is_the_difference_and_memory_peak_and_mean() {
+        let mut t = UsageTracker::new(Vec::new());
+        let at =
+            |ticks: u64, kib: u64| -> super::Point { [("etcd".to_string(), (ticks, kib))].into() };
+        t.record(at(1000, 1024));
+        t.record(at(1100, 3072));
+        t.record(at(1250, 2048));
+        let u = &t.figures()["etcd"];
+        assert!((u.cpu_s - 250.0 / t.ticks_per_s()).abs() < 1e-9);
+        assert_eq!((u.rss_peak_mib, u.rss_mean_mib, u.samples), (3.0, 2.0, 3));
+        assert!(UsageTracker::new(Vec::new()).figures().is_empty());
+    }
+
+    #[test]
+    fn a_restarted_component_counts_no_negative_time() {
+        let mut t = UsageTracker::new(Vec::new());
+        t.record([("x".to_string(), (500, 1))].into());
+        t.record([("x".to_string(), (20, 1))].into());
+        assert_eq!(t.figures()["x"].cpu_s, 0.0);
+    }
+
+    #[test]
+    fn this_process_is_seen() {
+        let mut t = UsageTracker::new(Vec::new());
+        let pt = t.sample();
+        assert!(pt[HARNESS].1 > 0, "{pt:?}");
+    }
+}
