@@ -412,6 +412,108 @@ fn served_api_versions_are_in_the_validation_table(fx: &'static suites::Fixture)
     })
 }
 
+/// A deliberately slow request class — LISTs of 2000 ConfigMaps of 8 KiB
+/// across the cluster — shows up in the window's per (verb, resource,
+/// scope) latency table, slower than the single-object reads, judged
+/// against the cluster-scope LIST SLO (30 s).
+fn slow_lists_show_in_the_slo_table(fx: &'static suites::Fixture) -> Result<()> {
+    use futures::{StreamExt, TryStreamExt};
+    use harness::metrics::Window;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    fx.rt.block_on(async {
+        let client = namespace(&fx.cluster, "t-slow-list").await?;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "t-slow-list");
+        let payload = "x".repeat(8 * 1024);
+        futures::stream::iter(0..2000)
+            .map(|i| {
+                let (cms, payload) = (cms.clone(), payload.clone());
+                async move {
+                    let cm: ConfigMap = serde_json::from_value(json!({
+                        "metadata": {"name": format!("cm-{i}")},
+                        "data": {"payload": payload},
+                    }))?;
+                    cms.create(&PostParams::default(), &cm).await?;
+                    Ok::<_, anyhow::Error>(())
+                }
+            })
+            .buffer_unordered(32)
+            .try_collect::<Vec<()>>()
+            .await?;
+        // Lists by someone other than the harness: the kwok identity.
+        let other = fx.cluster.client_as("kwok").await?;
+        let all: Api<ConfigMap> = Api::all(other.clone());
+        let one: Api<ConfigMap> = Api::namespaced(other, "t-slow-list");
+        let mut window = Window::open(&fx.cluster).await?;
+        window
+            .during(&fx.cluster, async {
+                for i in 0..5 {
+                    all.list(&ListParams::default()).await?;
+                    for j in 0..10 {
+                        one.get(&format!("cm-{}", i * 10 + j)).await?;
+                    }
+                }
+                Ok::<_, anyhow::Error>(())
+            })
+            .await?;
+        let rows = window.close(&fx.cluster).await?.figures.api_latency_slo;
+        let row = |scope: &str| {
+            rows.iter()
+                .find(|r| r.resource == "configmaps" && r.scope == scope && r.verb == "GET/LIST")
+                .with_context(|| {
+                    format!(
+                        "no GET/LIST configmaps {scope} row in {:?}",
+                        rows.iter().map(|r| r.key()).collect::<Vec<_>>()
+                    )
+                })
+        };
+        let (list, get) = (row("cluster")?, row("resource")?);
+        ensure!(list.count >= 5 && get.count >= 50, "{list:?} {get:?}");
+        ensure!(list.slo_ms == 30_000.0 && get.slo_ms == 1_000.0);
+        ensure!(
+            list.latency_ms.p50 > get.latency_ms.p50,
+            "a 16 MiB LIST (p50 {:.1} ms) not slower than a GET (p50 {:.1} ms)",
+            list.latency_ms.p50,
+            get.latency_ms.p50
+        );
+        Ok(())
+    })
+}
+
+/// The tuned control-plane profile reaches the processes: the API
+/// server's total concurrency (API Priority and Fairness' nominal seats)
+/// is its --max-requests-inflight + --max-mutating-requests-inflight,
+/// 3000 + 1000 tuned against 400 + 200 stock.
+fn tuned_profile_raises_the_api_servers_concurrency(fx: &'static suites::Fixture) -> Result<()> {
+    let seats = |text: &str| -> f64 {
+        harness::metrics::prom::parse(text)
+            .iter()
+            .filter(|s| s.name == "apiserver_flowcontrol_nominal_limit_seats")
+            .map(|s| s.value)
+            .sum()
+    };
+    let stock = fx.rt.block_on(fx.cluster.apiserver_metrics())?;
+    let mut spec = suites::test_spec(&suites::unique_name("t-tuned"));
+    spec.nodes.count = 1;
+    spec.control_plane = harness::cluster::profile::ControlPlane::tuned();
+    let tuned = Fixture::start(spec)?;
+    let r = tuned.rt.block_on(tuned.cluster.apiserver_metrics());
+    let argv: Vec<String> = tuned
+        .cluster
+        .proc("kube-controller-manager")
+        .map(|p| p.argv.clone())
+        .unwrap_or_default();
+    tuned.stop()?;
+    let (stock, tuned) = (seats(&stock), seats(&r?));
+    // The seats are shared out over priority levels with rounding.
+    ensure!((595.0..=605.0).contains(&stock), "stock seats {stock}");
+    ensure!((3990.0..=4010.0).contains(&tuned), "tuned seats {tuned}");
+    ensure!(
+        argv.iter().any(|a| a == "--kube-api-qps=100"),
+        "controller-manager argv: {argv:?}"
+    );
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
@@ -436,6 +538,14 @@ fn main() {
         trial(
             "served_api_versions_are_in_the_validation_table",
             served_api_versions_are_in_the_validation_table,
+        ),
+        trial(
+            "slow_lists_show_in_the_slo_latency_table",
+            slow_lists_show_in_the_slo_table,
+        ),
+        trial(
+            "tuned_profile_raises_the_api_servers_concurrency",
+            tuned_profile_raises_the_api_servers_concurrency,
         ),
     ];
     let conclusion = libtest_mimic::run(&args, trials);
