@@ -22,6 +22,7 @@ pub const UNITS: &[&str] = &[
     "containers",
     "ms",
     "s",
+    "cpu-s",
     "bytes",
 ];
 
@@ -383,7 +384,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
     v.push((
         "apiserver_etcd_cpu_s".into(),
         r.window.apiserver_etcd_cpu_s,
-        "CPU s",
+        "cpu-s",
         MetricKind::Latency,
         latency(2.0),
     ));
