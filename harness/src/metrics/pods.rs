@@ -24,6 +24,12 @@ pub struct PodTimes {
     pub running: Option<Instant>,
 }
 
+fn has_all(p: &PodTimes, labels: &[(&str, &str)]) -> bool {
+    labels
+        .iter()
+        .all(|(k, v)| p.labels.get(*k).map(String::as_str) == Some(*v))
+}
+
 /// Watches the pods of one namespace until dropped.
 pub struct PodTracker {
     pods: Arc<Mutex<HashMap<String, PodTimes>>>,
@@ -82,31 +88,38 @@ impl PodTracker {
         }
     }
 
-    pub fn snapshot(&self) -> Vec<PodTimes> {
+    /// The pods `f` picks, mapped, read under the lock: the polls (every
+    /// 20–50 ms, several at once, over thousands of pods) copy only what
+    /// they ask for.
+    fn select<T>(&self, mut f: impl FnMut(&PodTimes) -> Option<T>) -> Vec<T> {
         self.pods
             .lock()
-            .map(|m| m.values().cloned().collect())
+            .map(|m| m.values().filter_map(&mut f).collect())
             .unwrap_or_default()
+    }
+
+    pub fn snapshot(&self) -> Vec<PodTimes> {
+        self.select(|p| Some(p.clone()))
     }
 
     /// Pods whose label `key` is `value`.
     pub fn matching(&self, key: &str, value: &str) -> Vec<PodTimes> {
-        self.snapshot()
-            .into_iter()
-            .filter(|p| p.labels.get(key).map(String::as_str) == Some(value))
-            .collect()
+        self.matching_all(&[(key, value)])
     }
 
     /// Pods carrying every `key=value` of `labels`.
     pub fn matching_all(&self, labels: &[(&str, &str)]) -> Vec<PodTimes> {
-        self.snapshot()
-            .into_iter()
-            .filter(|p| {
-                labels
-                    .iter()
-                    .all(|(k, v)| p.labels.get(*k).map(String::as_str) == Some(*v))
-            })
-            .collect()
+        self.select(|p| has_all(p, labels).then(|| p.clone()))
+    }
+
+    /// How many pods carrying every label of `labels` have been created,
+    /// bound and seen Running, counted without copying any.
+    pub fn counts_where(&self, labels: &[(&str, &str)]) -> (usize, usize, usize) {
+        let steps = self
+            .select(|p| has_all(p, labels).then_some((p.scheduled.is_some(), p.running.is_some())));
+        let bound = steps.iter().filter(|s| s.0).count();
+        let running = steps.iter().filter(|s| s.1).count();
+        (steps.len(), bound, running)
     }
 
     /// Wait until `count` pods carrying every label of `labels` have been
@@ -124,11 +137,7 @@ impl PodTracker {
         )
         .every(Duration::from_millis(50))
         .until_state(|| async {
-            let running = self
-                .matching_all(labels)
-                .iter()
-                .filter(|p| p.running.is_some())
-                .count();
+            let (_, _, running) = self.counts_where(labels);
             Ok(if running >= count {
                 Ok(())
             } else {
@@ -203,9 +212,76 @@ pub fn group_start_ms(pods: &[PodTimes]) -> Option<f64> {
     Some(ms(first, last))
 }
 
+/// Pods per second through each step for one group of pods (a gang): the
+/// pods that reached the step ÷ the time from the group's first pod
+/// created to the last one reaching it. 0 where no pod reached it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PodRates {
+    pub created_per_s: f64,
+    pub bound_per_s: f64,
+    pub running_per_s: f64,
+}
+
+pub fn rates(pods: &[PodTimes]) -> PodRates {
+    let Some(first) = pods.iter().map(|p| p.created).min() else {
+        return PodRates::default();
+    };
+    let per_s = |at: Vec<Instant>| match at.iter().max() {
+        Some(last) if *last > first => at.len() as f64 / (ms(first, *last) / 1000.0),
+        _ => 0.0,
+    };
+    PodRates {
+        created_per_s: per_s(pods.iter().map(|p| p.created).collect()),
+        bound_per_s: per_s(pods.iter().filter_map(|p| p.scheduled).collect()),
+        running_per_s: per_s(pods.iter().filter_map(|p| p.running).collect()),
+    }
+}
+
+impl PodRates {
+    /// The mean of several groups' rates (repeats of one size).
+    pub fn mean(all: &[PodRates]) -> PodRates {
+        let n = all.len().max(1) as f64;
+        PodRates {
+            created_per_s: all.iter().map(|r| r.created_per_s).sum::<f64>() / n,
+            bound_per_s: all.iter().map(|r| r.bound_per_s).sum::<f64>() / n,
+            running_per_s: all.iter().map(|r| r.running_per_s).sum::<f64>() / n,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_count_each_step_from_the_first_pod_created() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let pod = |c: u64, s: Option<u64>, r: Option<u64>| PodTimes {
+            name: "p".into(),
+            labels: Default::default(),
+            containers: 1,
+            created: at(c),
+            scheduled: s.map(at),
+            running: r.map(at),
+        };
+        // 4 pods created over 1 s, bound by 2 s, 3 of them Running by 4 s.
+        let pods = vec![
+            pod(0, Some(500), Some(1000)),
+            pod(250, Some(1000), Some(2000)),
+            pod(500, Some(1500), Some(4000)),
+            pod(1000, Some(2000), None),
+        ];
+        let r = rates(&pods);
+        assert_eq!(r.created_per_s, 4.0);
+        assert_eq!(r.bound_per_s, 2.0);
+        assert_eq!(r.running_per_s, 0.75);
+        assert_eq!(rates(&[]), PodRates::default());
+        // One pod: no interval, no rate.
+        assert_eq!(rates(&pods[..1]).created_per_s, 0.0);
+        let m = PodRates::mean(&[r, PodRates::default()]);
+        assert_eq!(m.created_per_s, 2.0);
+    }
 
     #[test]
     fn figures_and_group_start() {

@@ -64,6 +64,15 @@ fn rows() -> Vec<Row> {
             "instance start p99 (ms, first pod created → last Running)",
             |m| m.instance_start_ms.p99,
         ),
+        ("worker pods created / s (per instance)", |m| {
+            m.worker_pod_rates.created_per_s.round()
+        }),
+        ("worker pods bound / s", |m| {
+            m.worker_pod_rates.bound_per_s.round()
+        }),
+        ("worker pods Running / s", |m| {
+            m.worker_pod_rates.running_per_s.round()
+        }),
         ("instance wall p50 (s)", |m| m.instance_wall_s.p50),
         ("mode wall time (s)", |m| m.wall_s),
         ("kube-apiserver + etcd CPU (s)", |m| {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::pods::PodRates;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::{Percentiles, WindowFigures};
 
@@ -58,6 +59,11 @@ pub struct ModeResult {
     pub instance_start_ms: Percentiles,
     /// The same, for modes that schedule an instance as a gang.
     pub gang_start_ms: Option<Percentiles>,
+    /// An instance's worker pods per second created, bound and Running
+    /// (first worker created → last to reach the step), mean over the
+    /// instances.
+    #[serde(default)]
+    pub worker_pod_rates: PodRates,
     pub instance_wall_s: Percentiles,
     pub wall_s: f64,
     /// pprof files taken during this run (`--profile`), in profiles/.
@@ -183,6 +189,8 @@ pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
             _ => {}
         }
     }
+    let rates: Vec<PodRates> = runs.iter().map(|r| r.worker_pod_rates).collect();
+    result.worker_pod_rates = PodRates::mean(&rates);
     ModeSummary {
         result,
         repeats: runs,

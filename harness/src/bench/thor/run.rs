@@ -267,6 +267,13 @@ pub async fn run_mode(
         pod_startup_ms: pf.startup_ms,
         pod_schedule_ms: pf.schedule_ms,
         gang_start_ms: (mode == Mode::JobsetGang).then_some(instance_start_ms),
+        worker_pod_rates: pods::PodRates::mean(
+            &report
+                .instances
+                .iter()
+                .map(|i| i.worker_rates)
+                .collect::<Vec<_>>(),
+        ),
         instance_start_ms,
         instance_wall_s: Percentiles::of_ms(&walls).scaled(0.001),
         wall_s: closed.elapsed.as_secs_f64(),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
-use crate::metrics::pods::PodTracker;
+use crate::metrics::pods::{PodRates, PodTracker, rates};
 use crate::metrics::prom::{Sample, counter_delta, histogram_delta};
 use crate::metrics::{Options, Percentiles, Window, WindowFigures};
 use crate::poll::Poll;
@@ -45,6 +45,10 @@ pub struct SizeFigures {
     /// client, etcd writes): the cost of placing these gangs.
     #[serde(default)]
     pub window: WindowFigures,
+    /// Pods per second created, bound and Running over each gang's start
+    /// (first created → last to reach the step), mean over the repeats.
+    #[serde(default)]
+    pub pod_rates: PodRates,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,6 +137,7 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
         let gangs = async {
             let mut samples = Vec::new();
             let mut whole = Vec::new();
+            let mut gang_rates = Vec::new();
             for r in 0..b.repeats {
                 let name = format!("gang-{size}-{r}");
                 let mut job = gang_job(trial.release, &name, size);
@@ -148,16 +153,14 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
                     Poll::new(format!("gang of {size} (Job {name}) bound whole"), timeout)
                         .every(Duration::from_millis(20))
                         .until_state(|| async {
-                            let mine = tracker.matching("batch.kubernetes.io/job-name", &name);
+                            let labels = [("batch.kubernetes.io/job-name", name.as_str())];
+                            let (created, bound, _) = tracker.counts_where(&labels);
+                            if created < size as usize || bound < size as usize {
+                                return Ok(Err(format!("{created} pods created, {bound} bound")));
+                            }
+                            let mine = tracker.matching_all(&labels);
                             let bound: Vec<Instant> =
                                 mine.iter().filter_map(|p| p.scheduled).collect();
-                            if mine.len() < size as usize || bound.len() < size as usize {
-                                return Ok(Err(format!(
-                                    "{} pods created, {} bound",
-                                    mine.len(),
-                                    bound.len()
-                                )));
-                            }
                             let created = mine.iter().map(|p| p.created);
                             match (created.clone().min(), created.max(), bound.iter().max()) {
                                 (Some(fc), Some(lc), Some(lb)) => Ok(Ok((fc, lc, *lb))),
@@ -177,6 +180,18 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
                         .as_secs_f64()
                         * 1000.0,
                 );
+                // kwok reports the bound pods Running; the rates need it.
+                tracker
+                    .wait_running(
+                        "batch.kubernetes.io/job-name",
+                        &name,
+                        size as usize,
+                        timeout,
+                    )
+                    .await?;
+                gang_rates.push(rates(
+                    &tracker.matching("batch.kubernetes.io/job-name", &name),
+                ));
                 jobs.delete(&name, &DeleteParams::background())
                     .await
                     .with_context(|| format!("deleting Job {name}"))?;
@@ -185,9 +200,9 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
                 let what = format!("pods of Job {name}");
                 wait_pods_gone(&pods, &ListParams::default().labels(&sel), timeout, &what).await?;
             }
-            Ok::<_, anyhow::Error>((samples, whole))
+            Ok::<_, anyhow::Error>((samples, whole, gang_rates))
         };
-        let (samples, whole) = window.during(trial.cluster, gangs).await?;
+        let (samples, whole, gang_rates) = window.during(trial.cluster, gangs).await?;
         let closed = window.close(trial.cluster).await?;
         let fig = SizeFigures {
             size,
@@ -197,6 +212,7 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
             samples_ms: samples,
             scheduler: scheduler_figures(&closed.before.scheduler, &closed.after.scheduler),
             window: closed.figures,
+            pod_rates: PodRates::mean(&gang_rates),
         };
         trial.observations.push(format!(
             "gang of {size} × {}: last created → last bound p50 {:.0} ms, p99 {:.0} ms; first created → last bound p50 {:.0} ms",
@@ -211,24 +227,13 @@ pub async fn run<C: Cluster>(trial: &mut Trial<'_, C>, b: &Benchmark) -> Result<
 }
 
 /// The latency table (Markdown): one row per (server version, gang size).
-/// Pods bound per second over a gang's whole start (size ÷ first created
-/// → last bound, p50).
-pub fn bound_per_s(s: &SizeFigures) -> f64 {
-    let ms = s.first_created_to_last_bound_ms.p50;
-    if ms > 0.0 {
-        f64::from(s.size) * 1000.0 / ms
-    } else {
-        0.0
-    }
-}
-
 pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
     let mut out = String::from(
         "Last pod of the gang created → last pod bound (watch-event arrival times, \
          hdrhistogram over the repeats), the whole gang's start (first created → last \
          bound), the scheduler's podgroup metrics over the same repeats, and what the \
          control plane did for them.\n\n\
-         | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) | podgroup algorithm p50 (ms) | pods bound / s | API requests / gang | etcd writes / gang | apiserver + etcd CPU s / gang |\n\
+         | version | gang size | repeats | last created → last bound p50 / p99 (ms) | first created → last bound p50 / p99 (ms) | podgroup attempts | podgroup attempt p50 / p99 (ms) | podgroup algorithm p50 (ms) | pods / s created · bound · Running | API requests / gang | etcd writes / gang | apiserver + etcd CPU s / gang |\n\
          |---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for (version, s) in rows {
@@ -255,7 +260,7 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             .unwrap_or_else(|| "—".into());
         let per = |n: u64| n as f64 / f64::from(s.repeats.max(1));
         out.push_str(&format!(
-            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} | {:.0} | {:.0} | {:.2} |\n",
+            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} · {:.0} · {:.0} | {:.0} | {:.0} | {:.2} |\n",
             s.size,
             s.repeats,
             s.last_created_to_last_bound_ms.p50,
@@ -263,7 +268,9 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             s.first_created_to_last_bound_ms.p50,
             s.first_created_to_last_bound_ms.p99,
             p50_99(&s.scheduler.podgroup_attempt_ms),
-            bound_per_s(s),
+            s.pod_rates.created_per_s,
+            s.pod_rates.bound_per_s,
+            s.pod_rates.running_per_s,
             per(s.window.api_requests_total),
             per(s.window.etcd_writes_total),
             s.window.apiserver_etcd_cpu_s / f64::from(s.repeats.max(1)),
@@ -276,6 +283,30 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
 mod tests {
     use super::*;
     use crate::metrics::prom;
+
+    #[test]
+    fn the_table_gives_rates_and_costs_per_gang() {
+        let s = SizeFigures {
+            size: 512,
+            repeats: 2,
+            pod_rates: PodRates {
+                created_per_s: 40.0,
+                bound_per_s: 20.0,
+                running_per_s: 10.0,
+            },
+            window: WindowFigures {
+                api_requests_total: 1000,
+                apiserver_etcd_cpu_s: 3.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let t = latency_table(&[("1.37.1", &s)]);
+        let row = t.lines().last().unwrap();
+        assert!(row.starts_with("| 1.37.1 | 512 | 2 |"), "{row}");
+        assert!(row.contains("| 40 · 20 · 10 | 500 |"), "{row}");
+        assert!(row.ends_with("| 1.50 |"), "{row}");
+    }
 
     #[test]
     fn gang_job_per_minor() {

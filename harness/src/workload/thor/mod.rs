@@ -65,6 +65,16 @@ pub fn api_usage(mode: Mode) -> Vec<ApiUse> {
             resource: "pods",
             verbs: &["get", "list"],
         },
+        // The manager's look at its workers' Job (the JobSet's
+        // `<job>-workers-0`) after each idle minute while they register:
+        // a waitJob pass, `kubectl get jobs NAME -o jsonpath=…`. Only when
+        // registering takes over a minute (1024 workers here), so the smoke
+        // runs never make it.
+        ApiUse {
+            group: "batch",
+            resource: "jobs",
+            verbs: &["get"],
+        },
     ];
     // Gang mode: JobSet mode plus the bring-your-own Workload and PodGroup
     // (list and watch because kubectl delete waits with a watch).

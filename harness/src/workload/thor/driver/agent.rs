@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::metrics::pods::group_start_ms;
+use crate::metrics::pods::{group_start_ms, rates};
 use crate::workload::thor::driver::dispatch::Graph;
 use crate::workload::thor::driver::env::{
     COMPONENT_LABEL, InstanceResult, JOB_LABEL, Plan, ThorEnv,
@@ -139,10 +139,14 @@ pub async fn run_instance(
         k.delete(log, resource_of(kind)?, &name_of(d), None).await?;
     }
     let pods = env.tracker.matching(JOB_LABEL, &job);
+    let workers = env
+        .tracker
+        .matching_all(&[(JOB_LABEL, &job), (COMPONENT_LABEL, "thorworker")]);
     Ok(InstanceResult {
         job_name: job.clone(),
         graphs,
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         start_ms: group_start_ms(&pods),
+        worker_rates: rates(&workers),
     })
 }

@@ -114,4 +114,6 @@ pub struct InstanceResult {
     pub wall_ms: f64,
     /// First pod of the instance created → last pod Running.
     pub start_ms: Option<f64>,
+    /// Its worker pods per second created, bound and Running.
+    pub worker_rates: crate::metrics::pods::PodRates,
 }

@@ -19,34 +19,50 @@ pub fn role_selector(job: &str, component: &str) -> String {
     format!("{JOB_LABEL}={job},{COMPONENT_LABEL}={component}")
 }
 
+/// Pods listed per page: an instance of 1024 workers is not held in
+/// memory whole, however many instances end at once.
+const PAGE: u32 = 200;
+
 /// Report every running pod matching `sel` Succeeded, as `kubelet` (a
 /// client with the fake kubelets' identity). Pods already gone or
 /// terminating are left alone. How many were ended.
 pub async fn end_pods(kubelet: kube::Client, ns: &str, sel: &str) -> Result<u32> {
     let pods: Api<Pod> = Api::namespaced(kubelet, ns);
-    let list = pods
-        .list(&ListParams::default().labels(sel))
-        .await
-        .with_context(|| format!("listing pods {sel}"))?;
     let mut n = 0;
-    for p in list.items {
-        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        if !running || p.metadata.deletion_timestamp.is_some() {
-            continue;
+    let mut next: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default()
+            .labels(sel)
+            .fields("status.phase=Running")
+            .limit(PAGE);
+        if let Some(token) = &next {
+            lp = lp.continue_token(token);
         }
-        let name = p.metadata.name.unwrap_or_default();
-        let patch = json!({"status": {"phase": "Succeeded"}});
-        match pods
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        let page = pods
+            .list(&lp)
             .await
-        {
-            Ok(_) => n += 1,
-            // Deleted meanwhile (the worker Job went first): nothing to end.
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => return Err(e).with_context(|| format!("ending pod {name}")),
+            .with_context(|| format!("listing pods {sel}"))?;
+        next = page.metadata.continue_.filter(|t| !t.is_empty());
+        for p in page.items {
+            if p.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let name = p.metadata.name.unwrap_or_default();
+            let patch = json!({"status": {"phase": "Succeeded"}});
+            match pods
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => n += 1,
+                // Deleted meanwhile (the worker Job went first): nothing to end.
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(e).with_context(|| format!("ending pod {name}")),
+            }
+        }
+        if next.is_none() {
+            return Ok(n);
         }
     }
-    Ok(n)
 }
 
 /// End the pods matching `sel` now.

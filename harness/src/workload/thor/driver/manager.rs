@@ -24,6 +24,19 @@ use crate::workload::thor::template::Mode;
 /// HPCC's registration receive timeout: one idle minute.
 pub const REGISTRATION_WAIT: Duration = Duration::from_secs(60);
 
+/// The Job the manager looks at while its workers register: the worker
+/// Job it created (baseline) or the JobSet's workers Job.
+pub fn worker_watch(mode: Mode, job: &str) -> Watched {
+    match mode {
+        Mode::Baseline => Watched::Job {
+            name: format!("thorworker-job-{job}"),
+        },
+        Mode::Jobset | Mode::JobsetGang => Watched::Job {
+            name: format!("{job}-workers-0"),
+        },
+    }
+}
+
 /// What the manager of one instance creates (baseline), by role.
 pub struct WorkerDocs<'a> {
     pub network_policy: &'a Value,
@@ -44,14 +57,7 @@ pub async fn run(
         k.replace(log, w.network_policy).await?;
         k.replace(log, w.job).await?;
     }
-    let worker_job = match plan.mode {
-        Mode::Baseline => Watched::Job {
-            name: format!("thorworker-job-{job}"),
-        },
-        Mode::Jobset | Mode::JobsetGang => Watched::Job {
-            name: format!("{job}-workers-0"),
-        },
-    };
+    let worker_job = worker_watch(plan.mode, job);
     // Registration: workers report over HPCC's own messaging once their
     // pods run; each idle minute the manager looks at the worker Job.
     let worker_pods = plan.worker_pods() as usize;
@@ -123,4 +129,27 @@ pub async fn run(
         .await
         .with_context(|| format!("ending the manager pod of {job}"))?;
     Ok(graphs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::thor::api_usage;
+
+    /// The manager's registration look must be inside the Role of every
+    /// mode: a 1024-worker jobset run failed with Forbidden when it was not
+    /// (registration took over a minute; the smoke runs never get there).
+    #[test]
+    fn the_registration_look_at_the_workers_is_granted_in_every_mode() {
+        for mode in [Mode::Baseline, Mode::Jobset, Mode::JobsetGang] {
+            let (group, resource) = match worker_watch(mode, "thor-1") {
+                Watched::Job { .. } => ("batch", "jobs"),
+                Watched::JobSet { .. } => ("jobset.x-k8s.io", "jobsets"),
+            };
+            let granted = api_usage(mode)
+                .iter()
+                .any(|u| u.group == group && u.resource == resource && u.verbs.contains(&"get"));
+            assert!(granted, "{mode:?}: get {group}/{resource} not granted");
+        }
+    }
 }

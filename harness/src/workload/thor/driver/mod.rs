@@ -115,11 +115,13 @@ pub async fn run(env: &ThorEnv, plan: &Plan) -> Result<DriverReport> {
     };
     let (instances, compile_jobs, done) =
         tokio::join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc));
-    done?;
+    // An instance's or a compile's own error first: the workunits only see
+    // that their graph or compile was dropped when those ended early.
     let report = DriverReport {
         instances: instances?,
         compile_jobs: compile_jobs?,
     };
+    done?;
     let background: Vec<_> = env
         .background
         .lock()
