@@ -9,7 +9,8 @@ use crate::output::xml_escape;
 
 const COLORS: &[&str] = &[
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac",
+    "#9c755f", "#bab0ac", "#a0cbe8", "#ffbe7d", "#8cd17d", "#ff9d9a", "#86bcb6", "#f1ce63",
+    "#d4a6c8", "#fabfd2", "#d7b5a6", "#79706e",
 ];
 
 const W: f64 = 640.0;
@@ -18,6 +19,14 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 50.0;
+/// Legend entries per row and the width of each (room for a name like
+/// `system:serviceaccount:…` cut to LEGEND_CHARS characters).
+const LEGEND_PER_ROW: usize = 3;
+const LEGEND_COL: f64 = 190.0;
+const LEGEND_CHARS: usize = 28;
+const LEGEND_ROW: f64 = 14.0;
+/// The first legend row's baseline: under the x-axis labels.
+const LEGEND_Y: f64 = H - BOTTOM + 34.0;
 
 /// A number as the report prints it: integers plain, others to one decimal
 /// (two below 10).
@@ -62,8 +71,10 @@ fn y_of(v: f64, max: f64) -> f64 {
 /// The frame: the svg element, title, y gridlines up to `max` with the
 /// unit, and the legend of `series`. The caller adds marks and closes it.
 fn frame(title: &str, unit: &str, max: f64, series: &[String]) -> String {
+    let rows = series.len().div_ceil(LEGEND_PER_ROW);
+    let height = LEGEND_Y + LEGEND_ROW * rows.saturating_sub(1) as f64 + 8.0;
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{t}\">\n<text x=\"{LEFT}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{t}</text>\n",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height:.0}\" role=\"img\" style=\"background:#fff\" font-family=\"sans-serif\" aria-label=\"{t}\">\n<text x=\"{LEFT}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{t}</text>\n",
         t = xml_escape(title)
     );
     for i in 0..=4 {
@@ -84,19 +95,23 @@ fn frame(title: &str, unit: &str, max: f64, series: &[String]) -> String {
         "<text x=\"12\" y=\"{mid:.1}\" font-size=\"10\" transform=\"rotate(-90 12 {mid:.1})\">{}</text>",
         xml_escape(unit)
     );
-    let per_row = 5;
     for (i, name) in series.iter().enumerate() {
-        let x = LEFT + 112.0 * (i % per_row) as f64;
-        let y =
-            H - 20.0 + 12.0 * (i / per_row) as f64 - 12.0 * ((series.len() - 1) / per_row) as f64;
+        let x = LEFT + LEGEND_COL * (i % LEGEND_PER_ROW) as f64;
+        let y = LEGEND_Y + LEGEND_ROW * (i / LEGEND_PER_ROW) as f64;
+        let shown: String = if name.chars().count() > LEGEND_CHARS {
+            let head: String = name.chars().take(LEGEND_CHARS - 1).collect();
+            format!("{head}…")
+        } else {
+            name.clone()
+        };
         let _ = writeln!(
             s,
-            "<rect x=\"{x}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
+            "<rect x=\"{x}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y:.1}\" font-size=\"11\"><title>{}</title>{}</text>",
             y - 9.0,
             color(i),
             x + 14.0,
-            y,
-            xml_escape(name)
+            xml_escape(name),
+            xml_escape(&shown)
         );
     }
     s
@@ -211,7 +226,7 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::charts::{bars, fmt_num, lines, stacked};
+    use crate::bench::thor::charts::{LEGEND_ROW, bars, fmt_num, lines, stacked};
 
     fn count(s: &str, what: &str) -> usize {
         s.matches(what).count()
@@ -241,6 +256,43 @@ mod tests {
         assert_eq!(count(&l, "<polyline"), 1);
         assert!(l.contains("cpu &lt;&amp;&gt;"));
         assert!(l.contains("peak 1.50"));
+    }
+
+    #[test]
+    fn a_long_legend_gets_rows_of_its_own_below_the_labels_in_distinct_colours() {
+        let names: Vec<String> = (0..14)
+            .map(|i| format!("system:serviceaccount:kube-system:controller-{i}"))
+            .collect();
+        let bar = [(
+            "baseline".to_string(),
+            names.iter().map(|n| (n.clone(), 1.0)).collect(),
+        )];
+        let one = stacked("t", "u", &bar);
+        let few = stacked(
+            "t",
+            "u",
+            &[("baseline".to_string(), vec![("a".to_string(), 1.0)])],
+        );
+        let height = |s: &str| -> f64 {
+            let h = s.split("height=\"").nth(1).unwrap();
+            h[..h.find('"').unwrap()].parse().unwrap()
+        };
+        // 5 rows of 3 instead of 1: 4 more rows.
+        assert_eq!(height(&one) - height(&few), 4.0 * LEGEND_ROW);
+        // Every legend entry has a place of its own, under the x labels.
+        let places: Vec<&str> = one
+            .lines()
+            .filter(|l| l.starts_with("<rect x=") && l.contains("width=\"10\""))
+            .map(|l| &l[..l.find(" width").unwrap()])
+            .collect();
+        assert_eq!(places.len(), 14);
+        let unique: std::collections::BTreeSet<_> = places.iter().collect();
+        assert_eq!(unique.len(), 14, "{places:?}");
+        let colours: std::collections::BTreeSet<_> = (0..14).map(super::color).collect();
+        assert_eq!(colours.len(), 14);
+        // Long names are cut in the legend, whole in its tooltip.
+        assert!(one.contains(&format!("<title>{}</title>", names[0])));
+        assert!(one.contains("system:serviceaccount:kube-…"));
     }
 
     #[test]
