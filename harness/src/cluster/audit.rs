@@ -63,6 +63,20 @@ pub struct AuditEvent {
 }
 
 impl AuditEvent {
+    /// An event of `user`'s `verb` at `stage`; the rest empty (fixtures).
+    pub fn of(id: &str, stage: &str, verb: &str, user: &str) -> AuditEvent {
+        AuditEvent {
+            audit_id: id.into(),
+            stage: stage.into(),
+            verb: verb.into(),
+            user: AuditUser {
+                username: user.into(),
+                groups: Vec::new(),
+            },
+            ..Default::default()
+        }
+    }
+
     /// "VERB resource[/subresource]", the key the reports use.
     /// Requests without a resource (discovery, /healthz, /metrics) are
     /// keyed by their path, API discovery paths as "discovery".

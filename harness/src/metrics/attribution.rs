@@ -91,7 +91,7 @@ pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::audit::{AuditUser, ObjectRef, ResponseStatus};
+    use crate::cluster::audit::{ObjectRef, ResponseStatus};
 
     #[test]
     fn write_requests_are_told_from_reads() {
@@ -125,20 +125,13 @@ mod tests {
         code: u16,
     ) -> AuditEvent {
         AuditEvent {
-            audit_id: id.into(),
-            stage: stage.into(),
-            verb: verb.into(),
-            user: AuditUser {
-                username: user.into(),
-                groups: vec![],
-            },
             object_ref: Some(ObjectRef {
                 resource: resource.into(),
                 subresource: sub.into(),
                 ..Default::default()
             }),
             response_status: Some(ResponseStatus { code }),
-            ..Default::default()
+            ..AuditEvent::of(id, stage, verb, user)
         }
     }
 

@@ -247,7 +247,7 @@ pub fn csv(runs: &[(String, usize, &Timeline)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::cluster::audit::{AuditEvent, AuditUser};
+    use crate::cluster::audit::AuditEvent;
     use crate::metrics::prom::parse;
     use crate::metrics::timeline::{
         APISERVER_FAMILIES, ETCD_FAMILIES, Timeline, add_audit_series, csv, parse_families, reduce,
@@ -255,16 +255,9 @@ mod tests {
 
     fn ev(id: &str, stage: &str, verb: &str, user: &str, received: &str, at: &str) -> AuditEvent {
         AuditEvent {
-            audit_id: id.into(),
-            stage: stage.into(),
-            verb: verb.into(),
-            user: AuditUser {
-                username: user.into(),
-                groups: Vec::new(),
-            },
             request_received_timestamp: format!("2026-11-23T10:00:{received}Z"),
             stage_timestamp: format!("2026-11-23T10:00:{at}Z"),
-            ..Default::default()
+            ..AuditEvent::of(id, stage, verb, user)
         }
     }
 

@@ -228,6 +228,8 @@ impl Window {
             api_latency_slo: slo::rows(&before.apiserver, &after.apiserver),
             resources,
         };
+        drop(events);
+        crate::metrics::usage::release_freed_heap();
         Ok(Closed {
             figures,
             before,

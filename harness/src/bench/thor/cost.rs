@@ -47,15 +47,7 @@ pub fn markdown(r: &ThorResult) -> String {
     if components.is_empty() {
         s.push_str("Not measured: this provider's processes do not run on this machine.\n");
     } else {
-        let _ = write!(s, "| component |");
-        for m in &modes {
-            let _ = write!(s, " {m} |");
-        }
-        s.push_str("\n|---|");
-        for _ in &modes {
-            s.push_str("---:|");
-        }
-        s.push('\n');
+        crate::bench::thor::report::table_head(&mut s, "component", &modes);
         for c in components {
             let _ = write!(s, "| {c} |");
             for m in &modes {

@@ -42,6 +42,20 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
 type Row = (&'static str, fn(&ModeResult) -> f64);
 type TextRow = (&'static str, fn(&ModeResult) -> String);
 
+/// A Markdown table's head: `first` over the labels, then one numeric
+/// column per name.
+pub fn table_head<S: std::fmt::Display>(s: &mut String, first: &str, columns: &[S]) {
+    let _ = write!(s, "| {first} |");
+    for c in columns {
+        let _ = write!(s, " {c} |");
+    }
+    s.push_str("\n|---|");
+    for _ in columns {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+}
+
 /// Rows of the headline table: label and a value from a mode.
 fn rows() -> Vec<Row> {
     vec![
@@ -106,27 +120,21 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         r.harness_peak_rss_kib as f64 / 1024.0
     );
     let base = r.modes.get("baseline").map(|m| &m.result);
-    let _ = write!(
-        s,
-        "| per run of {} instances |",
-        r.modes.values().next().map_or(0, |m| m.result.instances)
-    );
-    for m in &modes {
-        let _ = write!(s, " {m} |");
-    }
     let ratio_cols: Vec<&String> = modes
         .iter()
         .copied()
         .filter(|m| m.as_str() != "baseline" && base.is_some())
         .collect();
-    for m in &ratio_cols {
-        let _ = write!(s, " {m} / baseline |");
-    }
-    s.push_str("\n|---|");
-    for _ in 0..modes.len() + ratio_cols.len() {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    let columns: Vec<String> = modes
+        .iter()
+        .map(|m| m.to_string())
+        .chain(ratio_cols.iter().map(|m| format!("{m} / baseline")))
+        .collect();
+    let first = format!(
+        "per run of {} instances",
+        r.modes.values().next().map_or(0, |m| m.result.instances)
+    );
+    table_head(&mut s, &first, &columns);
     for (label, f) in rows() {
         let _ = write!(s, "| {label} |");
         for m in &modes {
@@ -163,15 +171,8 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             );
         }
     }
-    s.push_str("\n### API requests by client\n\n| client |");
-    for m in &modes {
-        let _ = write!(s, " {m} |");
-    }
-    s.push_str("\n|---|");
-    for _ in &modes {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    s.push_str("\n### API requests by client\n\n");
+    table_head(&mut s, "client", &modes);
     let mut clients: Vec<&String> = r
         .modes
         .values()
@@ -228,19 +229,8 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             );
         }
     }
-    s.push_str("\n### etcd\n\n| | ");
-    s.push_str(
-        &modes
-            .iter()
-            .map(|m| m.as_str())
-            .collect::<Vec<_>>()
-            .join(" | "),
-    );
-    s.push_str(" |\n|---|");
-    for _ in &modes {
-        s.push_str("---:|");
-    }
-    s.push('\n');
+    s.push_str("\n### etcd\n\n");
+    table_head(&mut s, "", &modes);
     let etcd_rows: Vec<TextRow> = vec![
         ("puts", |m| m.window.etcd.puts.to_string()),
         ("deletes", |m| m.window.etcd.deletes.to_string()),

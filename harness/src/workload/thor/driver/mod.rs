@@ -143,32 +143,47 @@ pub async fn wait_all_gone(env: &ThorEnv, keep: &[String], timeout: Duration) ->
     let jobsets: Api<kube::api::DynamicObject> =
         Api::namespaced_with(env.admin.clone(), ns, &crate::k8s::jobset::api_resource());
     Poll::new(format!("everything the driver made in {ns} gone"), timeout)
-        .every(Duration::from_millis(250))
+        .every(Duration::from_millis(500))
         .until_state(|| async {
-            let lp = ListParams::default();
-            let named =
-                |items: Vec<String>| items.into_iter().filter(|n| !keep.contains(n)).count();
-            let names = |l: kube::api::ObjectList<kube::api::PartialObjectMeta<NetworkPolicy>>| {
-                l.items
-                    .into_iter()
-                    .filter_map(|o| o.metadata.name)
-                    .collect::<Vec<_>>()
-            };
+            // One object per answer and the server's count of the rest, and
+            // the pods first (they go last): the harness's own requests and
+            // their cost to the API server stay small inside the window.
+            let lp = ListParams::default().limit(1);
+            let count =
+                |rest: Option<i64>, items: usize| items as u64 + rest.unwrap_or(0).max(0) as u64;
+            let pods_left = pods.list_metadata(&lp).await?;
+            let pods_left = count(
+                pods_left.metadata.remaining_item_count,
+                pods_left.items.len(),
+            );
+            if pods_left > 0 {
+                return Ok(Err(format!("{pods_left} pods left")));
+            }
+            let jobs_left = jobs.list_metadata(&lp).await?;
+            let jobsets_left = jobsets
+                .list_metadata(&lp)
+                .await
+                .map(|l| l.items.len())
+                .unwrap_or(0);
+            // NetworkPolicies: the setup's own stay, so these are named.
+            let nps_left = nps
+                .list_metadata(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|o| o.metadata.name)
+                .filter(|n| !keep.contains(n))
+                .count();
             let left = [
-                ("pods", pods.list_metadata(&lp).await?.items.len()),
-                ("jobs", jobs.list_metadata(&lp).await?.items.len()),
                 (
-                    "networkpolicies",
-                    named(names(nps.list_metadata(&lp).await?)),
+                    "jobs",
+                    count(
+                        jobs_left.metadata.remaining_item_count,
+                        jobs_left.items.len(),
+                    ),
                 ),
-                (
-                    "jobsets",
-                    jobsets
-                        .list_metadata(&lp)
-                        .await
-                        .map(|l| l.items.len())
-                        .unwrap_or(0),
-                ),
+                ("networkpolicies", nps_left as u64),
+                ("jobsets", jobsets_left as u64),
             ];
             Ok(if left.iter().all(|(_, n)| *n == 0) {
                 Ok(())
