@@ -44,6 +44,20 @@ pub fn terminal_safe(s: &str) -> String {
     out
 }
 
+/// A Markdown table's head: `first` over the labels, then one numeric
+/// column per name.
+pub fn markdown_table_head<S: std::fmt::Display>(s: &mut String, first: &str, columns: &[S]) {
+    s.push_str(&format!("| {first} |"));
+    for c in columns {
+        s.push_str(&format!(" {c} |"));
+    }
+    s.push_str("\n|---|");
+    for _ in columns {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+}
+
 /// Write `bytes` to `path` atomically, creating its directory.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let dir = path

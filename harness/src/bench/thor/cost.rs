@@ -47,7 +47,7 @@ pub fn markdown(r: &ThorResult) -> String {
     if components.is_empty() {
         s.push_str("Not measured: this provider's processes do not run on this machine.\n");
     } else {
-        crate::bench::thor::report::table_head(&mut s, "component", &modes);
+        crate::output::markdown_table_head(&mut s, "component", &modes);
         for c in components {
             let _ = write!(s, "| {c} |");
             for m in &modes {

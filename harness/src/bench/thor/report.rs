@@ -11,7 +11,7 @@ use crate::bench::thor::charts::{self, fmt_num};
 use crate::bench::thor::compare::Verdict;
 use crate::bench::thor::cost;
 use crate::bench::thor::result::{ModeResult, ThorResult};
-use crate::output::{JunitCase, JunitSuite, junit_xml, xml_escape};
+use crate::output::{JunitCase, JunitSuite, junit_xml, markdown_table_head, xml_escape};
 
 pub use crate::bench::thor::cost::write_timelines;
 
@@ -41,20 +41,6 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
 /// A row of a table: its label and how to read it off a mode.
 type Row = (&'static str, fn(&ModeResult) -> f64);
 type TextRow = (&'static str, fn(&ModeResult) -> String);
-
-/// A Markdown table's head: `first` over the labels, then one numeric
-/// column per name.
-pub fn table_head<S: std::fmt::Display>(s: &mut String, first: &str, columns: &[S]) {
-    let _ = write!(s, "| {first} |");
-    for c in columns {
-        let _ = write!(s, " {c} |");
-    }
-    s.push_str("\n|---|");
-    for _ in columns {
-        s.push_str("---:|");
-    }
-    s.push('\n');
-}
 
 /// Rows of the headline table: label and a value from a mode.
 fn rows() -> Vec<Row> {
@@ -134,7 +120,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         "per run of {} instances",
         r.modes.values().next().map_or(0, |m| m.result.instances)
     );
-    table_head(&mut s, &first, &columns);
+    markdown_table_head(&mut s, &first, &columns);
     for (label, f) in rows() {
         let _ = write!(s, "| {label} |");
         for m in &modes {
@@ -172,7 +158,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         }
     }
     s.push_str("\n### API requests by client\n\n");
-    table_head(&mut s, "client", &modes);
+    markdown_table_head(&mut s, "client", &modes);
     let mut clients: Vec<&String> = r
         .modes
         .values()
@@ -230,7 +216,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         }
     }
     s.push_str("\n### etcd\n\n");
-    table_head(&mut s, "", &modes);
+    markdown_table_head(&mut s, "", &modes);
     let etcd_rows: Vec<TextRow> = vec![
         ("puts", |m| m.window.etcd.puts.to_string()),
         ("deletes", |m| m.window.etcd.deletes.to_string()),
