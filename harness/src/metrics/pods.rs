@@ -115,11 +115,18 @@ impl PodTracker {
     /// How many pods carrying every label of `labels` have been created,
     /// bound and seen Running, counted without copying any.
     pub fn counts_where(&self, labels: &[(&str, &str)]) -> (usize, usize, usize) {
-        let steps = self
-            .select(|p| has_all(p, labels).then_some((p.scheduled.is_some(), p.running.is_some())));
-        let bound = steps.iter().filter(|s| s.0).count();
-        let running = steps.iter().filter(|s| s.1).count();
-        (steps.len(), bound, running)
+        let Ok(map) = self.pods.lock() else {
+            return (0, 0, 0);
+        };
+        map.values()
+            .filter(|p| has_all(p, labels))
+            .fold((0, 0, 0), |(c, b, r), p| {
+                (
+                    c + 1,
+                    b + usize::from(p.scheduled.is_some()),
+                    r + usize::from(p.running.is_some()),
+                )
+            })
     }
 
     /// Wait until `count` pods carrying every label of `labels` have been

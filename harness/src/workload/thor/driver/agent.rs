@@ -139,9 +139,11 @@ pub async fn run_instance(
         k.delete(log, resource_of(kind)?, &name_of(d), None).await?;
     }
     let pods = env.tracker.matching(JOB_LABEL, &job);
-    let workers = env
-        .tracker
-        .matching_all(&[(JOB_LABEL, &job), (COMPONENT_LABEL, "thorworker")]);
+    let workers: Vec<_> = pods
+        .iter()
+        .filter(|p| p.labels.get(COMPONENT_LABEL).map(String::as_str) == Some("thorworker"))
+        .cloned()
+        .collect();
     Ok(InstanceResult {
         job_name: job.clone(),
         graphs,

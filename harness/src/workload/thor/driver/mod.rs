@@ -149,22 +149,13 @@ pub async fn wait_all_gone(env: &ThorEnv, keep: &[String], timeout: Duration) ->
             // the pods first (they go last): the harness's own requests and
             // their cost to the API server stay small inside the window.
             let lp = ListParams::default().limit(1);
-            let count =
-                |rest: Option<i64>, items: usize| items as u64 + rest.unwrap_or(0).max(0) as u64;
-            let pods_left = pods.list_metadata(&lp).await?;
-            let pods_left = count(
-                pods_left.metadata.remaining_item_count,
-                pods_left.items.len(),
-            );
+            let pods_left = listed(&pods.list_metadata(&lp).await?);
             if pods_left > 0 {
                 return Ok(Err(format!("{pods_left} pods left")));
             }
-            let jobs_left = jobs.list_metadata(&lp).await?;
-            let jobsets_left = jobsets
-                .list_metadata(&lp)
-                .await
-                .map(|l| l.items.len())
-                .unwrap_or(0);
+            let jobs_left = listed(&jobs.list_metadata(&lp).await?);
+            // No JobSet CRD (baseline clusters): no JobSets.
+            let jobsets_left = jobsets.list_metadata(&lp).await.map_or(0, |l| listed(&l));
             // NetworkPolicies: the setup's own stay, so these are named.
             let nps_left = nps
                 .list_metadata(&ListParams::default())
@@ -175,15 +166,9 @@ pub async fn wait_all_gone(env: &ThorEnv, keep: &[String], timeout: Duration) ->
                 .filter(|n| !keep.contains(n))
                 .count();
             let left = [
-                (
-                    "jobs",
-                    count(
-                        jobs_left.metadata.remaining_item_count,
-                        jobs_left.items.len(),
-                    ),
-                ),
+                ("jobs", jobs_left),
                 ("networkpolicies", nps_left as u64),
-                ("jobsets", jobsets_left as u64),
+                ("jobsets", jobsets_left),
             ];
             Ok(if left.iter().all(|(_, n)| *n == 0) {
                 Ok(())
@@ -192,4 +177,11 @@ pub async fn wait_all_gone(env: &ThorEnv, keep: &[String], timeout: Duration) ->
             })
         })
         .await
+}
+
+/// How many objects a list holds: those in this page and the server's
+/// count of the rest (set when the list was limited and not filtered).
+fn listed<K: Clone>(l: &kube::api::ObjectList<K>) -> u64 {
+    let rest = l.metadata.remaining_item_count.unwrap_or(0).max(0) as u64;
+    l.items.len() as u64 + rest
 }
