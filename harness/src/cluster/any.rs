@@ -7,15 +7,15 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::cluster::audit::AuditEvent;
 use crate::cluster::kind::KindCluster;
 use crate::cluster::local::LocalCluster;
 use crate::cluster::pool::NodePool;
-use crate::cluster::provider::Cluster;
+use crate::cluster::provider::{Cluster, Processes};
 use crate::cluster::spec::ComponentHealth;
 use crate::cluster::spec::NodeSpec;
 use crate::cluster::state::provider_of;
 use crate::error::bad_input;
+use std::path::PathBuf;
 
 /// One variant per provider.
 pub enum AnyCluster {
@@ -89,7 +89,7 @@ impl Cluster for AnyCluster {
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
         each!(self, c => c.scheduler_metrics().await)
     }
-    fn processes(&self) -> Vec<(String, i32)> {
+    fn processes(&self) -> Processes {
         each!(self, c => c.processes())
     }
     fn harness_users(&self) -> Vec<String> {
@@ -98,11 +98,8 @@ impl Cluster for AnyCluster {
     fn check_alive(&self) -> Result<()> {
         each!(self, c => c.check_alive())
     }
-    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-        each!(self, c => c.audit_events(offset))
-    }
-    fn audit_end(&self) -> Result<u64> {
-        each!(self, c => c.audit_end())
+    fn audit_log(&self) -> Option<PathBuf> {
+        each!(self, c => c.audit_log())
     }
     async fn set_capacity(&self, nodes: &NodeSpec) -> Result<()> {
         each!(self, c => c.set_capacity(nodes).await)

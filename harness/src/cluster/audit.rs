@@ -122,11 +122,18 @@ pub fn end_offset(path: &Path) -> Result<u64> {
 /// next read). A line that is not an audit event is an error naming its
 /// position.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+    let mut events = Vec::new();
+    let end = visit_from(path, offset, &mut |e| events.push(e))?;
+    Ok((events, end))
+}
+
+/// `read_from` one event at a time: `each` sees every event in order and
+/// nothing is kept, so a window of 50 000 events costs one event's memory.
+pub fn visit_from(path: &Path, offset: u64, each: &mut dyn FnMut(AuditEvent)) -> Result<u64> {
     let mut f = std::fs::File::open(path)
         .with_context(|| format!("opening the audit log {}", path.display()))?;
     f.seek(SeekFrom::Start(offset))?;
     let mut reader = BufReader::new(f);
-    let mut events = Vec::new();
     let mut pos = offset;
     let mut line = String::new();
     loop {
@@ -137,10 +144,10 @@ pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
         }
         let ev: AuditEvent = serde_json::from_str(line.trim_end())
             .with_context(|| format!("{}: byte {pos}: not an audit event", path.display()))?;
-        events.push(ev);
+        each(ev);
         pos += n as u64;
     }
-    Ok((events, pos))
+    Ok(pos)
 }
 
 #[cfg(test)]

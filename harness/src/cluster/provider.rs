@@ -2,13 +2,28 @@
 //! may ask of a running cluster, whichever provider made it.
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use crate::cluster::audit::AuditEvent;
 use crate::cluster::pool::NodePool;
 use crate::cluster::spec::{ComponentHealth, NodeSpec};
+
+/// Where a provider's control-plane processes can be seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Processes {
+    /// Not from this machine.
+    Unseen,
+    /// Process groups on this machine: (component name, process group id).
+    Groups(Vec<(String, i32)>),
+    /// Inside these containers on this machine (kind's nodes), read with
+    /// `docker exec`; components are told apart by their command names.
+    InContainers {
+        docker: PathBuf,
+        containers: Vec<String>,
+    },
+}
 
 /// A running cluster, whichever provider made it.
 pub trait Cluster: Sync {
@@ -49,21 +64,39 @@ pub trait Cluster: Sync {
     fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
         async { Ok(None) }
     }
-    /// The control-plane processes on this machine, as (component name,
-    /// process group id), for CPU and memory per component
-    /// (metrics::usage). Empty when the provider's processes run elsewhere
-    /// (inside kind's node containers).
-    fn processes(&self) -> Vec<(String, i32)> {
-        Vec::new()
+    /// Where the control-plane processes can be seen, for CPU and memory
+    /// per component (metrics::usage).
+    fn processes(&self) -> Processes {
+        Processes::Unseen
     }
     /// The user names the harness itself acts as on this cluster (its
     /// setup, watches, scrapes): measurement counts their requests apart.
     fn harness_users(&self) -> Vec<String>;
-    /// Audit events written since byte `offset` of the audit log, and the
-    /// offset to read from next time.
-    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)>;
+    /// The API server's audit log (JSON lines) on this machine; None when
+    /// the provider cannot reach it.
+    fn audit_log(&self) -> Option<PathBuf>;
+    /// Each audit event written since byte `offset` of the audit log, in
+    /// order, none kept; the offset to read from next time.
+    fn visit_audit(&self, offset: u64, each: &mut dyn FnMut(AuditEvent)) -> Result<u64> {
+        match self.audit_log() {
+            Some(path) => crate::cluster::audit::visit_from(&path, offset, each),
+            None => Err(no_audit_log(self.name())),
+        }
+    }
+    /// Audit events written since byte `offset`, and the offset to read
+    /// from next time.
+    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
+        let mut events = Vec::new();
+        let end = self.visit_audit(offset, &mut |e| events.push(e))?;
+        Ok((events, end))
+    }
     /// The audit log's current end (after its last complete event).
-    fn audit_end(&self) -> Result<u64>;
+    fn audit_end(&self) -> Result<u64> {
+        match self.audit_log() {
+            Some(path) => crate::cluster::audit::end_offset(&path),
+            None => Err(no_audit_log(self.name())),
+        }
+    }
     /// Make the cluster's schedulable capacity exactly `nodes`.
     fn set_capacity(&self, nodes: &NodeSpec) -> impl Future<Output = Result<()>> + Send;
     /// Add a pool of nodes for one workload and wait until they are Ready;
@@ -98,4 +131,8 @@ pub trait Cluster: Sync {
     fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
     /// Stop everything; keep the state directory when `keep`.
     fn down(self, keep: bool) -> Result<()>;
+}
+
+fn no_audit_log(cluster: &str) -> anyhow::Error {
+    anyhow::anyhow!("cluster {cluster:?}: its API server's audit log is not readable from here")
 }

@@ -1,7 +1,7 @@
 //! Who made the requests: audit events counted per client identity, verb
 //! and resource, with the harness's own identities set apart.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,11 +44,35 @@ pub fn is_write_request(key: &str) -> bool {
 /// Attribute audit events to clients; `harness_users` are excluded from
 /// the totals and counted apart.
 pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> Attribution {
-    let mut seen = BTreeSet::new();
-    let mut a = Attribution::default();
-    for e in events {
-        if !e.audit_id.is_empty() && !seen.insert(e.audit_id.clone()) {
-            continue;
+    let mut a = Attributor::new(harness_users);
+    events.iter().for_each(|e| a.add(e));
+    a.finish()
+}
+
+/// `attribute` one event at a time (for a streamed audit log): keeps the
+/// counts and the audit IDs seen, not the events.
+#[derive(Debug, Default)]
+pub struct Attributor {
+    harness_users: Vec<String>,
+    seen: HashSet<String>,
+    a: Attribution,
+}
+
+impl Attributor {
+    pub fn new<S: AsRef<str>>(harness_users: &[S]) -> Attributor {
+        Attributor {
+            harness_users: harness_users
+                .iter()
+                .map(|u| u.as_ref().to_string())
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    pub fn add(&mut self, e: &AuditEvent) {
+        let a = &mut self.a;
+        if !e.audit_id.is_empty() && !self.seen.insert(e.audit_id.clone()) {
+            return;
         }
         if e.object_ref
             .as_ref()
@@ -56,9 +80,9 @@ pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> A
         {
             a.resource_requests += 1;
         }
-        if harness_users.iter().any(|u| u.as_ref() == e.user.username) {
+        if self.harness_users.contains(&e.user.username) {
             a.harness += 1;
-            continue;
+            return;
         }
         let key = e.key();
         a.total += 1;
@@ -85,7 +109,10 @@ pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> A
             *a.created.entry(o.resource.clone()).or_default() += 1;
         }
     }
-    a
+
+    pub fn finish(self) -> Attribution {
+        self.a
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,29 @@ pub fn parse_stat(text: &str) -> Option<(i32, i32, u64, u64)> {
     ))
 }
 
+/// `/proc/PID/stat` for processes seen elsewhere (inside a container,
+/// where /proc/PID/status would cost a second read): (command name,
+/// utime+stime, resident pages (field 24)). Zombies give None.
+pub fn parse_stat_named(text: &str) -> Option<(String, u64, u64)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    if matches!(f.first()?.chars().next()?, 'Z' | 'X') {
+        return None;
+    }
+    let n = |i: usize| f.get(i)?.parse::<u64>().ok();
+    Some((comm, n(11)? + n(12)?, n(21)?))
+}
+
+/// The memory page size in KiB (sysconf(_SC_PAGESIZE)); containers share
+/// the machine's kernel and so its page size.
+pub fn page_kib() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as u64 / 1024 } else { 4 }
+}
+
 /// VmRSS in KiB from `/proc/PID/status` (None for kernel threads).
 pub fn parse_status_rss(text: &str) -> Option<u64> {
     text.lines()
@@ -88,7 +111,7 @@ pub fn scan() -> BTreeMap<i32, ProcStat> {
 
 #[cfg(test)]
 mod tests {
-    use crate::metrics::procfs::{parse_stat, parse_status_rss};
+    use crate::metrics::procfs::{page_kib, parse_stat, parse_stat_named, parse_status_rss};
 
     // Captured from an etcd process on Linux 6.x (fields after starttime cut).
     const ETCD_STAT: &str = "41234 (etcd) S 41200 41234 41200 0 -1 4194560 8821 0 0 0 1520 377 12 9 20 0 14 0 5012345 11877335040 12289";
@@ -96,6 +119,23 @@ mod tests {
     #[test]
     fn stat_gives_group_and_ticks() {
         assert_eq!(parse_stat(ETCD_STAT), Some((41200, 41234, 1897, 21)));
+    }
+
+    #[test]
+    fn stat_named_gives_command_ticks_and_resident_pages() {
+        assert_eq!(
+            parse_stat_named(ETCD_STAT),
+            Some(("etcd".to_string(), 1897, 12289))
+        );
+        let s = "77 (kube (api) server) R 1 77 77 0 -1 0 0 0 0 0 5 6 7 8 20 0 1 0 99 0 321";
+        assert_eq!(
+            parse_stat_named(s),
+            Some(("kube (api) server".to_string(), 11, 321))
+        );
+        let z = "9 (kubectl) Z 8 8 8 0 -1 0 0 0 0 0 5 6 7 8 20 0 1 0 99 0 0";
+        assert_eq!(parse_stat_named(z), None);
+        assert_eq!(parse_stat_named("1 (x) S 1 2"), None);
+        assert!(page_kib() >= 4);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! "Overhead of sampling" has the measured price). Rates come from two
 //! consecutive samples, so n samples give n − 1 points.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -175,60 +175,91 @@ pub fn add_audit_series(
     origin: OffsetDateTime,
     skip: &[String],
 ) {
-    let n = tl.t_s.len();
-    if n == 0 {
-        return;
+    let mut spans = AuditSpans::new(origin, skip);
+    events.iter().for_each(|e| spans.add(e));
+    spans.apply(tl);
+}
+
+/// Each request's span (verb, received, completed; in seconds from the
+/// window's opening), gathered one audit event at a time for
+/// `add_audit_series`: a streamed audit log keeps these, not its events.
+#[derive(Debug)]
+pub struct AuditSpans {
+    origin: OffsetDateTime,
+    skip: Vec<String>,
+    /// audit ID → (verb, received, completed); watches still open end at
+    /// +inf.
+    spans: HashMap<String, (String, f64, f64)>,
+}
+
+impl AuditSpans {
+    pub fn new(origin: OffsetDateTime, skip: &[String]) -> AuditSpans {
+        AuditSpans {
+            origin,
+            skip: skip.to_vec(),
+            spans: HashMap::new(),
+        }
     }
-    let ours = |e: &&AuditEvent| !skip.contains(&e.user.username);
-    // (verb, received, completed); watches still open end at +inf.
-    let mut spans: BTreeMap<&str, (String, f64, f64)> = BTreeMap::new();
-    for e in events.iter().filter(ours) {
-        let Some(received) = offset_s(&e.request_received_timestamp, origin) else {
-            continue;
+
+    pub fn add(&mut self, e: &AuditEvent) {
+        if self.skip.contains(&e.user.username) {
+            return;
+        }
+        let Some(received) = offset_s(&e.request_received_timestamp, self.origin) else {
+            return;
         };
         let end = match e.stage.as_str() {
-            "ResponseComplete" | "Panic" => offset_s(&e.stage_timestamp, origin),
+            "ResponseComplete" | "Panic" => offset_s(&e.stage_timestamp, self.origin),
             _ => None,
         };
-        let span = spans
-            .entry(e.audit_id.as_str())
+        let span = self
+            .spans
+            .entry(e.audit_id.clone())
             .or_insert_with(|| (e.verb.clone(), received, f64::INFINITY));
         if let Some(end) = end {
             span.2 = end;
         }
     }
-    let mut add = |name: String, i: usize, v: f64| {
-        tl.series.entry(name).or_insert_with(|| vec![0.0; n])[i] += v;
-    };
-    for (verb, received, completed) in spans.values() {
-        let watch = verb == "watch";
-        for (i, &t) in tl.t_s.iter().enumerate() {
-            let prev = if i == 0 { t - 1.0 } else { tl.t_s[i - 1] };
-            // A request counts when it completes; a watch when it starts
-            // (it may never complete inside the window).
-            let at = if watch { *received } else { *completed };
-            if at > prev && at <= t {
-                let dt = (t - prev).max(1e-9);
-                add(format!("audit.requests_per_s.{verb}"), i, 1.0 / dt);
-            }
-            if *received <= t && *completed > t {
-                let kind = match (watch, MUTATING.contains(&verb.as_str())) {
-                    (true, _) => "audit.watches",
-                    (false, true) => "audit.inflight.mutating",
-                    (false, false) => "audit.inflight.readOnly",
-                };
-                add(kind.to_string(), i, 1.0);
+
+    /// Add the series at `tl`'s points.
+    pub fn apply(self, tl: &mut Timeline) {
+        let n = tl.t_s.len();
+        if n == 0 {
+            return;
+        }
+        let mut add = |name: String, i: usize, v: f64| {
+            tl.series.entry(name).or_insert_with(|| vec![0.0; n])[i] += v;
+        };
+        for (verb, received, completed) in self.spans.values() {
+            let watch = verb == "watch";
+            for (i, &t) in tl.t_s.iter().enumerate() {
+                let prev = if i == 0 { t - 1.0 } else { tl.t_s[i - 1] };
+                // A request counts when it completes; a watch when it
+                // starts (it may never complete inside the window).
+                let at = if watch { *received } else { *completed };
+                if at > prev && at <= t {
+                    let dt = (t - prev).max(1e-9);
+                    add(format!("audit.requests_per_s.{verb}"), i, 1.0 / dt);
+                }
+                if *received <= t && *completed > t {
+                    let kind = match (watch, MUTATING.contains(&verb.as_str())) {
+                        (true, _) => "audit.watches",
+                        (false, true) => "audit.inflight.mutating",
+                        (false, false) => "audit.inflight.readOnly",
+                    };
+                    add(kind.to_string(), i, 1.0);
+                }
             }
         }
-    }
-    for name in [
-        "audit.watches",
-        "audit.inflight.mutating",
-        "audit.inflight.readOnly",
-    ] {
-        tl.series
-            .entry(name.to_string())
-            .or_insert_with(|| vec![0.0; n]);
+        for name in [
+            "audit.watches",
+            "audit.inflight.mutating",
+            "audit.inflight.readOnly",
+        ] {
+            tl.series
+                .entry(name.to_string())
+                .or_insert_with(|| vec![0.0; n]);
+        }
     }
 }
 

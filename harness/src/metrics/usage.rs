@@ -3,12 +3,16 @@
 //! process group the provider started it in; the harness is this process;
 //! "kubectl" is the driver's forked kubectl processes — their CPU from
 //! this process's waited-for children time (cutime + cstime), their
-//! memory summed over those alive at each sample.
+//! memory summed over those alive at each sample. On kind the components
+//! run inside the node containers: one `docker exec … cat /proc/*/stat`
+//! per node and sample, the components told apart by command name
+//! (`IN_NODE_COMMANDS`) and summed over the nodes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::provider::Processes;
 use crate::metrics::procfs::{self, ProcStat};
 
 /// The harness process itself.
@@ -35,7 +39,7 @@ pub type Point = BTreeMap<String, (u64, u64)>;
 /// kubectl children.
 #[derive(Debug, Clone)]
 pub struct UsageTracker {
-    groups: Vec<(String, i32)>,
+    source: Processes,
     me: i32,
     ticks_per_s: f64,
     first: Option<Point>,
@@ -66,12 +70,57 @@ pub fn point(table: &BTreeMap<i32, ProcStat>, groups: &[(String, i32)], me: i32)
     p
 }
 
+/// Command names in kind's node containers (/proc/PID/stat's, at most 15
+/// characters) → the component. The JobSet and Kueue controllers' binaries
+/// are both `/manager`: one row for both.
+pub const IN_NODE_COMMANDS: &[(&str, &str)] = &[
+    ("kube-apiserver", "kube-apiserver"),
+    ("etcd", "etcd"),
+    ("kube-controller", "kube-controller-manager"),
+    ("kube-scheduler", "kube-scheduler"),
+    ("kubelet", "kubelet"),
+    ("containerd", "containerd"),
+    ("manager", "jobset/kueue controller"),
+];
+
+/// What one container's `/proc/*/stat` lines say about each component of
+/// `IN_NODE_COMMANDS` (processes of other names are left out).
+pub fn point_in_container(stat_lines: &str, page_kib: u64) -> Point {
+    let mut p = Point::new();
+    for (comm, ticks, pages) in stat_lines.lines().filter_map(procfs::parse_stat_named) {
+        if let Some((_, name)) = IN_NODE_COMMANDS.iter().find(|(c, _)| *c == comm) {
+            let e = p.entry(name.to_string()).or_default();
+            *e = (e.0 + ticks, e.1 + pages * page_kib);
+        }
+    }
+    p
+}
+
+/// Every process's stat line inside `container`; None (and nothing
+/// printed) when docker fails or takes over 5 s.
+async fn container_stats(docker: &std::path::Path, container: &str) -> Option<String> {
+    let run = tokio::process::Command::new(docker)
+        .args([
+            "exec",
+            container,
+            "sh",
+            "-c",
+            "cat /proc/[0-9]*/stat 2>/dev/null; true",
+        ])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(std::time::Duration::from_secs(5), run).await {
+        Ok(Ok(out)) if out.status.success() => String::from_utf8(out.stdout).ok(),
+        _ => None,
+    }
+}
+
 impl UsageTracker {
-    /// Watch `groups` (name, process group id); empty when the provider's
-    /// processes are not on this machine (then only the harness is seen).
-    pub fn new(groups: Vec<(String, i32)>) -> UsageTracker {
+    /// Watch what `source` says (the harness and its kubectls always).
+    pub fn new(source: Processes) -> UsageTracker {
         UsageTracker {
-            groups,
+            source,
             me: std::process::id() as i32,
             ticks_per_s: procfs::ticks_per_second(),
             first: None,
@@ -84,9 +133,24 @@ impl UsageTracker {
         self.ticks_per_s
     }
 
-    /// Read the process table once and record it.
-    pub fn sample(&mut self) -> Point {
-        let p = point(&procfs::scan(), &self.groups, self.me);
+    /// Read the process tables once and record them. A container that
+    /// cannot be read leaves its components out of this sample.
+    pub async fn sample(&mut self) -> Point {
+        let groups = match &self.source {
+            Processes::Groups(g) => g.as_slice(),
+            _ => &[],
+        };
+        let mut p = point(&procfs::scan(), groups, self.me);
+        if let Processes::InContainers { docker, containers } = &self.source {
+            let reads = containers.iter().map(|c| container_stats(docker, c));
+            let page_kib = procfs::page_kib();
+            for text in futures::future::join_all(reads).await.into_iter().flatten() {
+                for (name, (ticks, kib)) in point_in_container(&text, page_kib) {
+                    let e = p.entry(name).or_default();
+                    *e = (e.0 + ticks, e.1 + kib);
+                }
+            }
+        }
         self.record(p.clone());
         p
     }
@@ -140,8 +204,9 @@ pub fn release_freed_heap() {
 mod tests {
     use std::collections::BTreeMap;
 
+    use crate::cluster::provider::Processes;
     use crate::metrics::procfs::ProcStat;
-    use crate::metrics::usage::{HARNESS, KUBECTL, UsageTracker, point};
+    use crate::metrics::usage::{HARNESS, KUBECTL, UsageTracker, point, point_in_container};
 
     fn p(pid: i32, ppid: i32, pgrp: i32, ticks: u64, kids: u64, rss: u64) -> (i32, ProcStat) {
         let s = ProcStat {
@@ -177,7 +242,7 @@ mod tests {
 
     #[test]
     fn cpu_is_the_difference_and_memory_peak_and_mean() {
-        let mut t = UsageTracker::new(Vec::new());
+        let mut t = UsageTracker::new(Processes::Unseen);
         let at =
             |ticks: u64, kib: u64| -> super::Point { [("etcd".to_string(), (ticks, kib))].into() };
         t.record(at(1000, 1024));
@@ -186,21 +251,69 @@ mod tests {
         let u = &t.figures()["etcd"];
         assert!((u.cpu_s - 250.0 / t.ticks_per_s()).abs() < 1e-9);
         assert_eq!((u.rss_peak_mib, u.rss_mean_mib, u.samples), (3.0, 2.0, 3));
-        assert!(UsageTracker::new(Vec::new()).figures().is_empty());
+        assert!(UsageTracker::new(Processes::Unseen).figures().is_empty());
     }
 
     #[test]
     fn a_restarted_component_counts_no_negative_time() {
-        let mut t = UsageTracker::new(Vec::new());
+        let mut t = UsageTracker::new(Processes::Unseen);
         t.record([("x".to_string(), (500, 1))].into());
         t.record([("x".to_string(), (20, 1))].into());
         assert_eq!(t.figures()["x"].cpu_s, 0.0);
     }
 
-    #[test]
-    fn this_process_is_seen() {
-        let mut t = UsageTracker::new(Vec::new());
-        let pt = t.sample();
+    #[tokio::test]
+    async fn this_process_is_seen() {
+        let mut t = UsageTracker::new(Processes::Unseen);
+        let pt = t.sample().await;
         assert!(pt[HARNESS].1 > 0, "{pt:?}");
+    }
+
+    // Captured shapes of a kind control-plane node's /proc/*/stat (fields
+    // after the resident pages cut): systemd, containerd, kubelet,
+    // kube-controller-manager (its name cut at 15), etcd, a shell.
+    const NODE: &str =
+        "1 (systemd) S 0 1 1 0 -1 4194560 900 0 0 0 30 20 0 0 20 0 1 0 10 20000000 2000
+120 (containerd) S 1 120 120 0 -1 0 0 0 0 0 400 100 0 0 20 0 30 0 50 900000000 12000
+300 (kubelet) S 1 300 300 0 -1 0 0 0 0 0 900 300 0 0 20 0 20 0 60 1900000000 25000
+410 (kube-controller) S 390 410 410 0 -1 0 0 0 0 0 700 100 0 0 20 0 10 0 80 1300000000 20000
+420 (etcd) S 395 420 420 0 -1 0 0 0 0 0 1500 500 0 0 20 0 12 0 81 11000000000 30000
+999 (sh) R 0 999 999 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9999 3000000 200
+";
+
+    #[test]
+    fn components_in_a_node_are_told_by_command_name() {
+        let p = point_in_container(NODE, 4);
+        assert_eq!(p["etcd"], (2000, 120_000));
+        assert_eq!(p["kube-controller-manager"], (800, 80_000));
+        assert_eq!(p["kubelet"], (1200, 100_000));
+        assert_eq!(p["containerd"], (500, 48_000));
+        assert!(!p.contains_key("systemd") && !p.contains_key("sh"), "{p:?}");
+    }
+
+    #[tokio::test]
+    async fn containers_are_read_with_docker_exec_and_summed_over_nodes() {
+        let (_tmp, fakes) = crate::cluster::kind::fakes::FakeCommands::healthy_in_temp_dir();
+        fakes.script("docker", &format!("printf '%s' '{NODE}'\n"));
+        let mut t = UsageTracker::new(Processes::InContainers {
+            docker: fakes.dir.join("docker"),
+            containers: vec!["c-control-plane".into(), "c-worker".into()],
+        });
+        let pt = t.sample().await;
+        let kib = crate::metrics::procfs::page_kib();
+        assert_eq!(pt["kubelet"], (2400, 2 * 25_000 * kib), "{pt:?}");
+        assert!(pt[HARNESS].1 > 0);
+        // The two reads run at once: their logged words may interleave.
+        let log = fakes.calls().join("\n");
+        assert_eq!(log.matches("exec").count(), 2, "{log}");
+        assert_eq!(log.matches("cat /proc/[0-9]*/stat").count(), 2, "{log}");
+        assert!(
+            log.contains("c-worker") && log.contains("c-control-plane"),
+            "{log}"
+        );
+        // A node docker cannot read leaves its components out.
+        fakes.script("docker", "exit 1\n");
+        let pt = t.sample().await;
+        assert!(!pt.contains_key("kubelet"), "{pt:?}");
     }
 }

@@ -22,7 +22,7 @@ use crate::cluster::provider::Cluster;
 /// figure adds up (the local provider's process names).
 const APISERVER: &str = "kube-apiserver";
 const ETCD: &str = "etcd";
-use crate::metrics::attribution::attribute;
+use crate::metrics::attribution::Attributor;
 use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
 use crate::metrics::percentiles::Percentiles;
 use crate::metrics::slo::{self, SloRow};
@@ -150,7 +150,7 @@ impl Window {
     /// missed, not fatal: the workload's own checks see a dead cluster).
     async fn sample(&mut self, cluster: &impl Cluster) {
         let t_s = self.opened.elapsed().as_secs_f64();
-        let point = self.usage.sample();
+        let point = self.usage.sample().await;
         let raw = match self.opts.scrape {
             false => timeline::reduce(t_s, point, &[], &[]),
             true => {
@@ -204,10 +204,17 @@ impl Window {
         let (before, mut timeline) = (this.before, this.timeline);
         let resources = this.usage.figures();
         let cpu = |n: &str| resources.get(n).map_or(0.0, |u| u.cpu_s);
-        let (events, _) = cluster.audit_events(before.audit_offset)?;
+        // The audit log is streamed: at 1024 workers a window holds
+        // ~50 000 events, which the harness must not hold at once.
         let harness = cluster.harness_users();
-        let attribution = attribute(&events, &harness);
-        timeline::add_audit_series(&mut timeline, &events, this.opened_at, &harness);
+        let mut attributor = Attributor::new(&harness);
+        let mut spans = timeline::AuditSpans::new(this.opened_at, &harness);
+        cluster.visit_audit(before.audit_offset, &mut |e| {
+            attributor.add(&e);
+            spans.add(&e);
+        })?;
+        let attribution = attributor.finish();
+        spans.apply(&mut timeline);
         let api = api_figures(&before, &after);
         let etcd = etcd_figures(&before, &after);
         let figures = WindowFigures {
@@ -228,7 +235,6 @@ impl Window {
             api_latency_slo: slo::rows(&before.apiserver, &after.apiserver),
             resources,
         };
-        drop(events);
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {
             figures,

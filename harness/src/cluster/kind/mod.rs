@@ -26,11 +26,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::audit::AuditEvent;
 use crate::cluster::client::{client_from_kubeconfig, client_get};
 use crate::cluster::kind::commands::{KindEnv, KindTools, plan};
 use crate::cluster::local::identity::AUDIT_POLICY;
-use crate::cluster::provider::Cluster;
+use crate::cluster::provider::{Cluster, Processes};
 use crate::cluster::spec::ComponentHealth;
 use crate::cluster::spec::NodeSpec;
 use crate::cluster::state::validate_name;
@@ -394,12 +393,19 @@ impl Cluster for KindCluster {
         )
     }
 
-    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-        crate::cluster::audit::read_from(&self.state.audit_log, offset)
+    fn audit_log(&self) -> Option<PathBuf> {
+        Some(self.state.audit_log.clone())
     }
 
-    fn audit_end(&self) -> Result<u64> {
-        crate::cluster::audit::end_offset(&self.state.audit_log)
+    /// The components run in the node containers: read there.
+    fn processes(&self) -> Processes {
+        match self.tools() {
+            Ok(t) => Processes::InContainers {
+                docker: t.docker,
+                containers: self.state.nodes.clone(),
+            },
+            Err(_) => Processes::Unseen,
+        }
     }
 
     async fn set_capacity(&self, _nodes: &NodeSpec) -> Result<()> {

@@ -26,14 +26,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::audit::AuditEvent;
 use crate::cluster::client::{client_from_kubeconfig, http_client, http_get, ok_body};
 use crate::cluster::local::components::{ComponentDef, Wait};
 use crate::cluster::local::flags::Gates;
 use crate::cluster::local::layout::{Layout, Ports};
 use crate::cluster::local::process::{Proc, log_tail};
 use crate::cluster::pool::NodePool;
-use crate::cluster::provider::Cluster;
+use crate::cluster::provider::{Cluster, Processes};
 use crate::cluster::spec::ClusterSpec;
 use crate::cluster::spec::ComponentHealth;
 use crate::cluster::spec::NodeSpec;
@@ -476,13 +475,15 @@ impl Cluster for LocalCluster {
         self.scheduler_metrics_text().await.map(Some)
     }
 
-    fn processes(&self) -> Vec<(String, i32)> {
+    fn processes(&self) -> Processes {
         // Each component leads its own process group (process::spawn).
-        self.state
-            .procs
-            .iter()
-            .map(|p| (p.name.clone(), p.pid))
-            .collect()
+        Processes::Groups(
+            self.state
+                .procs
+                .iter()
+                .map(|p| (p.name.clone(), p.pid))
+                .collect(),
+        )
     }
 
     fn harness_users(&self) -> Vec<String> {
@@ -493,12 +494,8 @@ impl Cluster for LocalCluster {
         self.check_processes()
     }
 
-    fn audit_events(&self, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
-        crate::cluster::audit::read_from(&self.layout.audit_log(), offset)
-    }
-
-    fn audit_end(&self) -> Result<u64> {
-        crate::cluster::audit::end_offset(&self.layout.audit_log())
+    fn audit_log(&self) -> Option<PathBuf> {
+        Some(self.layout.audit_log())
     }
 
     async fn set_capacity(&self, spec: &NodeSpec) -> Result<()> {
