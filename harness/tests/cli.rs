@@ -227,6 +227,26 @@ fn usage_errors_exit_2() {
             "--counts-only",
         ],
         &["no-such-command"],
+        // A cluster the harness did not start is never stopped.
+        &["down", "--provider", "existing"],
+        &["down", "--kubeconfig", "/some/kubeconfig"],
+        // --provider existing needs its kubeconfig; its flags need it.
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--provider",
+            "existing",
+        ],
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--audit-log",
+            "/var/log/audit.log",
+        ],
     ] {
         let out = env.run(args);
         assert_code(&out, 2);

@@ -24,6 +24,7 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
             out: None,
             scrape: false,
             profiles: None,
+            existing: None,
         };
         rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
     })

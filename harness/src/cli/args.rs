@@ -79,6 +79,70 @@ pub fn parse_bins(items: &[String]) -> Result<BTreeMap<Component, PathBuf>> {
     Ok(out)
 }
 
+/// A cluster the harness did not start (`--provider existing`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ExistingArgs {
+    /// The existing cluster's kubeconfig (`--provider existing`).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig's context (default: its current one).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The API server's audit log, readable from here (JSON lines at
+    /// Metadata level): requests per client come from it.
+    #[arg(long)]
+    pub audit_log: Option<PathBuf>,
+    /// etcd's metrics endpoint (etcd figures are "not measured" without).
+    #[arg(long)]
+    pub etcd_metrics_url: Option<String>,
+    /// Client certificate, key and CA for --etcd-metrics-url (PEM).
+    #[arg(long)]
+    pub etcd_cert: Option<PathBuf>,
+    #[arg(long)]
+    pub etcd_key: Option<PathBuf>,
+    #[arg(long)]
+    pub etcd_ca: Option<PathBuf>,
+}
+
+impl ExistingArgs {
+    /// The options, or a usage error naming the flag that is missing or
+    /// does not belong.
+    pub fn options(&self) -> Result<harness::cluster::existing::ExistingOptions> {
+        let kubeconfig = self.kubeconfig.clone().ok_or_else(|| {
+            bad_input("--provider existing needs --kubeconfig FILE (the cluster to run on)")
+        })?;
+        let etcd_cert = match (&self.etcd_cert, &self.etcd_key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            (None, None) => None,
+            _ => return Err(bad_input("--etcd-cert and --etcd-key go together")),
+        };
+        if self.etcd_metrics_url.is_none() && (etcd_cert.is_some() || self.etcd_ca.is_some()) {
+            return Err(bad_input(
+                "--etcd-cert/--etcd-key/--etcd-ca need --etcd-metrics-url",
+            ));
+        }
+        Ok(harness::cluster::existing::ExistingOptions {
+            kubeconfig,
+            context: self.context.clone(),
+            audit_log: self.audit_log.clone(),
+            etcd_metrics_url: self.etcd_metrics_url.clone(),
+            etcd_cert,
+            etcd_ca: self.etcd_ca.clone(),
+        })
+    }
+
+    /// Whether any of the existing-cluster flags was given.
+    pub fn any(&self) -> bool {
+        self.kubeconfig.is_some()
+            || self.context.is_some()
+            || self.audit_log.is_some()
+            || self.etcd_metrics_url.is_some()
+            || self.etcd_cert.is_some()
+            || self.etcd_key.is_some()
+            || self.etcd_ca.is_some()
+    }
+}
+
 /// `--control-plane`: a control-plane profile name.
 pub fn parse_profile(s: &str) -> Result<Profile, String> {
     Profile::parse(s).ok_or_else(|| format!("unknown profile {s:?}: default or tuned"))

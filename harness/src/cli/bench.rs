@@ -15,12 +15,12 @@ use harness::metrics::pprof;
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 use harness::workload::thor::Mode;
 
-use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::args::{ExistingArgs, parse_bins, parse_profile};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh local clusters.
-    Thor(BenchThorArgs),
+    Thor(Box<BenchThorArgs>),
     /// Gang placement latency: gangs of N pods on a fresh local cluster per
     /// Kubernetes minor (that release's gang feature set).
     Gang(BenchGangArgs),
@@ -72,6 +72,24 @@ pub struct BenchThorArgs {
     /// Length of the CPU profile, in seconds.
     #[arg(long, default_value_t = 20)]
     pub profile_seconds: u32,
+    /// local: a fresh local cluster per mode; existing: the cluster of
+    /// --kubeconfig, which the harness never starts or stops (each mode
+    /// in a namespace of its own, removed after).
+    #[arg(long, value_enum, default_value = "local")]
+    pub provider: BenchProvider,
+    #[command(flatten)]
+    pub existing: ExistingArgs,
+    /// On an existing cluster that runs other workloads: load it above the
+    /// smoke size anyway.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// Where `bench thor` runs.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchProvider {
+    Local,
+    Existing,
 }
 
 #[derive(Args, Debug)]
@@ -134,6 +152,26 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
         ));
     }
+    let existing = match args.provider {
+        BenchProvider::Local if args.existing.any() || args.yes => {
+            return Err(bad_input(
+                "--kubeconfig, --context, --audit-log, --etcd-* and --yes are for --provider existing",
+            ));
+        }
+        BenchProvider::Local => None,
+        BenchProvider::Existing => {
+            if args.profile.is_some() {
+                return Err(bad_input(
+                    "--profile reads the control plane's pprof endpoints: only on the harness's own clusters",
+                ));
+            }
+            Some(thor::existing::ExistingTarget {
+                cluster: args.existing.options()?,
+                run_id: harness::cluster::existing::site::new_run_id(),
+                yes: args.yes,
+            })
+        }
+    };
     let root = harness::paths::repo_root(&std::env::current_dir()?);
     let opts = ThorBenchOptions {
         scenario: args.scenario.clone(),
@@ -151,14 +189,26 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             )),
             None => None,
         },
+        existing,
     };
     // Every check before any cluster starts.
     thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
     let result = match signal::race(thor::bench_thor(&opts)).await {
         Raced::Finished(r) => r?,
         Raced::Interrupted(sig) => {
-            eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            match &opts.existing {
+                Some(target) => {
+                    eprintln!(
+                        "\nharness: {sig}: removing what run {} created",
+                        target.run_id
+                    );
+                    thor::existing::cleanup(target).await?;
+                }
+                None => {
+                    eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
+                    harness::lifecycle::down_all(&opts.cluster_prefix)?;
+                }
+            }
             return Ok(EXIT_INTERRUPTED);
         }
     };

@@ -139,6 +139,12 @@ pub struct DownArgs {
     /// Keep the state directory (logs, audit log, certificates).
     #[arg(long)]
     pub keep: bool,
+    /// A cluster the harness did not start (`--provider existing
+    /// --kubeconfig F`): refused, the harness never stops one.
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub kubeconfig: Option<std::path::PathBuf>,
 }
 
 pub async fn up(args: UpArgs) -> Result<i32> {
@@ -305,6 +311,24 @@ async fn up_local(args: UpArgs) -> Result<i32> {
 }
 
 pub fn down(args: &DownArgs) -> Result<i32> {
+    if let Some(kc) = &args.kubeconfig {
+        return Err(harness::cluster::existing::refuse_down(
+            &kc.display().to_string(),
+        ));
+    }
+    match args.provider.as_deref() {
+        None | Some("local") | Some("kind") => {}
+        Some("existing") => {
+            return Err(harness::cluster::existing::refuse_down(
+                "--provider existing",
+            ));
+        }
+        Some(other) => {
+            return Err(bad_input(format!(
+                "--provider {other}: one of local, kind (existing clusters are never stopped)"
+            )));
+        }
+    }
     let started = Instant::now();
     if lifecycle::down(&args.name, args.keep)? == lifecycle::Down::RemovedHalfMade {
         eprintln!(

@@ -8,6 +8,7 @@
 pub mod any;
 pub mod audit;
 pub mod client;
+pub mod existing;
 pub mod kind;
 pub mod local;
 pub mod pool;

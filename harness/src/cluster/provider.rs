@@ -59,6 +59,12 @@ pub trait Cluster: Sync {
     }
     /// etcd's Prometheus metrics text.
     fn etcd_metrics(&self) -> impl Future<Output = Result<String>> + Send;
+    /// Whether etcd's metrics can be read at all (a cluster the harness
+    /// did not start may not say where they are): when not, windows
+    /// report etcd's figures as not measured instead of failing.
+    fn measures_etcd(&self) -> bool {
+        true
+    }
     /// kube-scheduler's Prometheus metrics text, when the provider can
     /// reach it (None otherwise).
     fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {

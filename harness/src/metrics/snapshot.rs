@@ -21,7 +21,10 @@ pub struct Snapshot {
 /// events of a run are read from there afterwards.
 pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapshot> {
     let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
-    let etcd = prom::parse(&cluster.etcd_metrics().await?);
+    let etcd = match cluster.measures_etcd() {
+        true => prom::parse(&cluster.etcd_metrics().await?),
+        false => Vec::new(),
+    };
     let scheduler = match scheduler {
         true => cluster
             .scheduler_metrics()

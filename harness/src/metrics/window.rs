@@ -85,6 +85,10 @@ pub struct WindowFigures {
     /// worst first.
     #[serde(default)]
     pub api_latency_slo: Vec<SloRow>,
+    /// What this cluster did not let the window measure ("etcd",
+    /// "control-plane CPU and memory"): those figures are 0, not zero.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<String>,
 }
 
 /// What a window samples besides its two snapshots.
@@ -95,6 +99,18 @@ pub struct Options {
     /// Also scrape the API server's and etcd's metrics every second into
     /// the timeline (costs the API server CPU: off unless asked).
     pub scrape: bool,
+}
+
+/// What `cluster` does not let a window measure.
+fn not_measured(cluster: &impl Cluster) -> Vec<String> {
+    let mut out = Vec::new();
+    if !cluster.measures_etcd() {
+        out.push("etcd".to_string());
+    }
+    if cluster.processes() == crate::cluster::provider::Processes::Unseen {
+        out.push("control-plane CPU and memory".to_string());
+    }
+    out
 }
 
 /// An open window.
@@ -234,6 +250,7 @@ impl Window {
             apiserver_etcd_cpu_s: cpu(APISERVER) + cpu(ETCD),
             api_latency_slo: slo::rows(&before.apiserver, &after.apiserver),
             resources,
+            not_measured: not_measured(cluster),
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

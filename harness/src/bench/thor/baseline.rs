@@ -39,6 +39,30 @@ pub struct Baseline {
     pub harness_version: String,
     /// mode → metric name → metric
     pub modes: BTreeMap<String, BTreeMap<String, Metric>>,
+    /// What the cluster let the run measure (existing clusters:
+    /// probe::Capabilities::comparable); a run with another set is not
+    /// compared with this baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<String>,
+}
+
+/// Err (bad input) when `r` was measured with other capabilities than
+/// `b` was recorded with: their figures are not the same quantities.
+pub fn same_capabilities(b: &Baseline, r: &ThorResult, path: &Path) -> Result<()> {
+    let run = r.capabilities.as_ref().map(|c| c.comparable());
+    if b.capabilities != run {
+        let say = |c: &Option<String>| {
+            c.clone()
+                .unwrap_or_else(|| "a cluster the harness started".into())
+        };
+        return Err(crate::error::bad_input(format!(
+            "{}: recorded on {}; this run measured {}: not comparable (record a baseline for this cluster with --record)",
+            path.display(),
+            say(&b.capabilities),
+            say(&run)
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -456,6 +480,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
         recorded: r.started.clone(),
         harness_version: r.harness_version.clone(),
         modes,
+        capabilities: r.capabilities.as_ref().map(|c| c.comparable()),
     }
 }
 
@@ -468,6 +493,22 @@ pub fn record(path: &Path, r: &ThorResult, scenario_file: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_with_other_capabilities_are_not_compared() {
+        let r = crate::bench::thor::result::sample_result(100, 10.0);
+        let mut b = from_result(&r, "suites/thor/smoke.yaml");
+        let p = Path::new("baselines/existing/1.37/smoke.json");
+        assert!(same_capabilities(&b, &r, p).is_ok());
+        let mut other = r.clone();
+        other.capabilities = Some(Default::default());
+        let e = same_capabilities(&b, &other, p).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(format!("{e}").contains("not comparable"), "{e}");
+        b.capabilities =
+            Some(crate::cluster::existing::probe::Capabilities::default().comparable());
+        assert!(same_capabilities(&b, &other, p).is_ok());
+    }
     use crate::bench::thor::compare::compare;
     use crate::bench::thor::result::sample_result as result;
 

@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod charts;
 pub mod compare;
 pub mod cost;
+pub mod existing;
 pub mod report;
 pub mod result;
 pub mod run;
@@ -46,6 +47,9 @@ pub struct ThorBenchOptions {
     /// pprof profiles of kube-apiserver and etcd to take in each run
     /// (into `<out>/profiles/`), and the CPU profile's length in seconds.
     pub profiles: Option<(Vec<pprof::Kind>, u32)>,
+    /// Run on this cluster the harness did not start (`--provider
+    /// existing`) instead of fresh local clusters.
+    pub existing: Option<existing::ExistingTarget>,
 }
 
 /// What `bench thor` checks before it starts any cluster: the scenario
@@ -78,7 +82,11 @@ pub fn preflight(
             )
         })?;
         let profile = s.cluster.control_plane.label();
-        let path = baseline::path_of(root, "local", &s.cluster.k8s_minor, &s.name, &profile);
+        let provider = match opts.existing {
+            Some(_) => crate::cluster::existing::PROVIDER,
+            None => "local",
+        };
+        let path = baseline::path_of(root, provider, &s.cluster.k8s_minor, &s.name, &profile);
         if !path.starts_with(root.join("baselines")) {
             return Err(crate::error::bad_input(format!(
                 "{}: outside baselines/",
@@ -156,13 +164,24 @@ fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
     model
 }
 
-/// Run every mode (× repeats), each on a fresh cluster torn down after.
+/// Run every mode (× repeats), each on a fresh cluster torn down after
+/// (or in a fresh namespace of an existing cluster, removed after).
 pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
-    let s = preflight(opts, None, false, false)?.scenario;
+    let mut s = preflight(opts, None, false, false)?.scenario;
     let modes: Vec<Mode> = match &opts.modes {
         Some(m) => m.clone(),
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
+    if let Some(target) = &opts.existing {
+        let r = on_existing(opts, target, &mut s, &modes).await;
+        if r.is_err() {
+            // Nothing that carries the run id stays behind.
+            if let Err(e) = existing::cleanup(target).await {
+                return r.map_err(|r| r.context(format!("cleaning up failed too: {e:#}")));
+            }
+        }
+        return r;
+    }
     let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(&s)).await?;
     let started = time::OffsetDateTime::now_utc()
@@ -183,6 +202,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         model: model_of(&s),
         modes: BTreeMap::new(),
         harness_peak_rss_kib: 0,
+        capabilities: None,
         timelines: Vec::new(),
     };
     let profile_req = match (&opts.profiles, &opts.out) {
@@ -208,23 +228,20 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
                 timeout: Duration::from_secs(180),
             })
             .await?;
-            let step = Step::start(format!(
-                "{} workunits × Thor {} ({} workers, {} at a time) in {} mode{}",
-                s.workunits,
-                s.name,
-                s.thor.num_workers,
-                s.thor.max_graphs,
-                mode.name(),
-                if opts.repeat > 1 {
-                    format!(", run {}/{}", rep + 1, opts.repeat)
-                } else {
-                    String::new()
-                }
-            ));
-            let r = lifecycle::while_alive(
-                &cluster,
-                run::run_mode(&cluster, &s, mode, &kubectl, opts.scrape, profile_of(rep)),
-            )
+            let step = step_of(&s, mode, rep, opts.repeat, "");
+            let r = lifecycle::while_alive(&cluster, async {
+                let site = run::Site::local(&cluster, mode).await?;
+                run::run_mode(
+                    &cluster,
+                    &site,
+                    &s,
+                    mode,
+                    &kubectl,
+                    opts.scrape,
+                    profile_of(rep),
+                )
+                .await
+            })
             .await;
             let r = match r {
                 Ok((r, timeline)) => {
@@ -258,15 +275,111 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         result
             .modes
             .insert(mode.name().to_string(), summarize(runs));
-        result.harness_peak_rss_kib = peak_rss_kib();
-        if let Some(out) = &opts.out {
-            // The modes done so far survive a failure in the next one.
-            crate::output::write_atomic(
-                &out.join("result.json"),
-                serde_json::to_string_pretty(&result)? + "\n",
-            )?;
-            report::write_timelines(&result, out)?;
+        save_progress(&mut result, opts.out.as_deref())?;
+    }
+    Ok(result)
+}
+
+/// The step line of one run of a mode.
+fn step_of(s: &ThorScenario, mode: Mode, rep: u32, repeat: u32, where_: &str) -> Step {
+    Step::start(format!(
+        "{} workunits × Thor {} ({} workers, {} at a time) in {} mode{}{where_}",
+        s.workunits,
+        s.name,
+        s.thor.num_workers,
+        s.thor.max_graphs,
+        mode.name(),
+        if repeat > 1 {
+            format!(", run {}/{repeat}", rep + 1)
+        } else {
+            String::new()
         }
+    ))
+}
+
+/// Keep what the modes so far measured, in `out` (a later failure loses
+/// nothing).
+fn save_progress(result: &mut ThorResult, out: Option<&Path>) -> Result<()> {
+    result.harness_peak_rss_kib = peak_rss_kib();
+    if let Some(out) = out {
+        crate::output::write_atomic(
+            &out.join("result.json"),
+            serde_json::to_string_pretty(&result)? + "\n",
+        )?;
+        report::write_timelines(result, out)?;
+    }
+    Ok(())
+}
+
+/// Every mode on an existing cluster: probe first (nothing is created
+/// when something is missing), then each run in its own namespace,
+/// removed after it.
+async fn on_existing(
+    opts: &ThorBenchOptions,
+    target: &existing::ExistingTarget,
+    s: &mut ThorScenario,
+    modes: &[Mode],
+) -> Result<ThorResult> {
+    if modes.is_empty() {
+        return Err(crate::error::bad_input("no modes to run"));
+    }
+    let (cluster, caps) = existing::prepare(target, s, modes).await?;
+    // The templates follow the server's release, not the scenario's.
+    let k8s = K8sRelease::parse(&caps.server_version).or_else(|_| {
+        let v = caps.server_version.trim_start_matches('v');
+        let minor: String = v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+        K8sRelease::parse(&minor)
+    })?;
+    s.cluster.k8s_minor = k8s.minor.to_string();
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
+    let mut result = ThorResult {
+        schema: RESULT_SCHEMA.into(),
+        scenario: s.name.clone(),
+        scenario_file: opts.scenario.display().to_string(),
+        provider: crate::cluster::existing::PROVIDER.into(),
+        k8s_version: caps.server_version.trim_start_matches('v').to_string(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        started: time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        num_workers: s.thor.num_workers,
+        num_workers_per_pod: s.thor.num_workers_per_pod,
+        max_graphs: s.thor.max_graphs,
+        graph_duration: s.graph_duration.clone(),
+        model: model_of(s),
+        modes: BTreeMap::new(),
+        harness_peak_rss_kib: 0,
+        capabilities: Some(caps),
+        timelines: Vec::new(),
+    };
+    let tokens = existing::token_dir()?;
+    for &mode in modes {
+        let mut runs = Vec::new();
+        for rep in 0..opts.repeat.max(1) {
+            let site = existing::site(&cluster, target, mode, rep, tokens.path()).await?;
+            let step = step_of(
+                s,
+                mode,
+                rep,
+                opts.repeat,
+                &format!(" in namespace {}", site.namespace),
+            );
+            let (r, timeline) =
+                run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await?;
+            existing::cleanup(target).await?;
+            step.done(&format!(
+                "{} API requests, {} etcd writes",
+                r.window.api_requests_total, r.window.etcd_writes_total
+            ));
+            result
+                .timelines
+                .push((mode.name().to_string(), rep as usize, timeline));
+            runs.push(r);
+        }
+        result
+            .modes
+            .insert(mode.name().to_string(), summarize(runs));
+        save_progress(&mut result, opts.out.as_deref())?;
     }
     Ok(result)
 }
@@ -289,6 +402,7 @@ impl Comparison {
 pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
     let base = baseline::load(&path)?;
+    baseline::same_capabilities(&base, r, &path)?;
     let mut verdicts = compare::compare(&base, r);
     if counts_only {
         compare::not_judging_latency(&mut verdicts);

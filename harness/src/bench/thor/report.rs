@@ -105,6 +105,21 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
         r.harness_peak_rss_kib as f64 / 1024.0
     );
+    let mut not_measured: Vec<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| &m.result.window.not_measured)
+        .collect();
+    not_measured.sort();
+    not_measured.dedup();
+    if !not_measured.is_empty() {
+        let list: Vec<&str> = not_measured.iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "Not measured on this cluster: {} (their rows read 0).\n",
+            list.join(", ")
+        );
+    }
     let base = r.modes.get("baseline").map(|m| &m.result);
     let ratio_cols: Vec<&String> = modes
         .iter()
@@ -189,7 +204,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             .result
             .window
             .api_requests_by_client_request
-            .get(crate::workload::thor::THOR_AGENT_USER);
+            .get(&r.modes[*m].result.thor_agent_user);
         let parts: Vec<String> = reqs
             .into_iter()
             .flatten()

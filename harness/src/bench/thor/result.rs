@@ -33,6 +33,11 @@ pub struct ModeResult {
     /// status polls with HPCC's backoff and kubectl's discovery, so it
     /// moves with timing by a few percent.
     pub thor_agent_requests: u64,
+    /// The user name the Thor identity has on the cluster ("thor-agent",
+    /// a client certificate, on the harness's own clusters; a
+    /// ServiceAccount's on an existing cluster).
+    #[serde(default = "thor_agent_user")]
+    pub thor_agent_user: String,
     /// Of those, the writes (create, update, patch, delete): what the
     /// driver decides to do, independent of timing.
     #[serde(default)]
@@ -104,11 +109,19 @@ pub struct ThorResult {
     /// the control-plane processes are not included.
     #[serde(default)]
     pub harness_peak_rss_kib: u64,
+    /// What the cluster offered, probed before the run (existing clusters
+    /// only): results with different sets are not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<crate::cluster::existing::probe::Capabilities>,
     /// Each run's metrics over time as (mode, repeat, timeline): written
     /// beside result.json as timeline.json and timeline.csv, drawn in
     /// report.html; not part of result.json (they are long).
     #[serde(skip)]
     pub timelines: Vec<(String, usize, Timeline)>,
+}
+
+fn thor_agent_user() -> String {
+    crate::workload::thor::THOR_AGENT_USER.to_string()
 }
 
 /// This process's peak resident set size (VmHWM) in KiB.
@@ -232,6 +245,7 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
         max_graphs: 2,
         graph_duration: "3s".into(),
         harness_peak_rss_kib: 0,
+        capabilities: None,
         timelines: Vec::new(),
         model: Default::default(),
         modes: [(

@@ -3,7 +3,7 @@
 //! claims, its NetworkPolicies, RBAC), then the driver inside one
 //! measurement window, then the figures of the mode.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,26 +89,73 @@ fn render_all(ts: &[Template], p: &ThorParams) -> Result<Vec<Value>> {
         .collect())
 }
 
+/// Where a mode runs and as whom: the namespace, HPCC's two identities
+/// (kubeconfig and user name each) and the fake kubelets' client.
+pub struct Site {
+    pub namespace: String,
+    /// Where the identities' kubectl cache directories go.
+    pub work_dir: PathBuf,
+    /// The client that ends pods as a kubelet would.
+    pub kubelet: kube::Client,
+    pub thor: (PathBuf, String),
+    pub eclcc: (PathBuf, String),
+    /// Bind the Roles to these ServiceAccounts (thor, eclcc) in the
+    /// namespace instead of the templates' certificate users.
+    pub service_accounts: Option<(String, String)>,
+}
+
+impl Site {
+    /// A mode on the harness's own local cluster: HPCC's `default`
+    /// namespace and the certificate identities the cluster was made with.
+    pub async fn local(cluster: &LocalCluster, mode: Mode) -> Result<Site> {
+        let user = |u: &str| (cluster.kubeconfig_of(u), u.to_string());
+        Ok(Site {
+            namespace: NAMESPACE.into(),
+            work_dir: cluster.layout.root.join(format!("kubectl-{}", mode.name())),
+            kubelet: cluster.client_as("kwok").await?,
+            thor: user(THOR_AGENT_USER),
+            eclcc: user(ECLCCSERVER_USER),
+            service_accounts: None,
+        })
+    }
+}
+
+/// RoleBindings of `docs` bound to ServiceAccount `sa` in `namespace`.
+fn bind_to_service_account(docs: &mut [Value], sa: &str, namespace: &str) {
+    for d in docs.iter_mut().filter(|d| d["kind"] == "RoleBinding") {
+        d["subjects"] = serde_json::json!([
+            {"kind": "ServiceAccount", "name": sa, "namespace": namespace}
+        ]);
+    }
+}
+
 /// The namespace, HPCC's once-per-release objects and both identities'
 /// RBAC, as the harness; waits until pods can be created and the storage
 /// claims are bound.
-async fn setup(admin: &kube::Client, plan: &Plan) -> Result<Vec<String>> {
+async fn setup(admin: &kube::Client, plan: &Plan, site: &Site) -> Result<Vec<String>> {
     let p = plan.params(0);
     let mut docs = Vec::new();
     docs.extend(render_all(&template::setup(), &p)?);
-    docs.extend(render(&template::rbac(plan.mode), &p)?);
-    docs.extend(render(&template::eclccserver_rbac(), &p)?);
+    let mut thor = render(&template::rbac(plan.mode), &p)?;
+    let mut eclcc = render(&template::eclccserver_rbac(), &p)?;
+    if let Some((t, e)) = &site.service_accounts {
+        bind_to_service_account(&mut thor, t, &plan.namespace);
+        bind_to_service_account(&mut eclcc, e, &plan.namespace);
+    }
+    docs.extend(thor);
+    docs.extend(eclcc);
     crate::install::apply::apply_all(admin, &docs)
         .await
         .context("creating the namespace, HPCC's setup objects and RBAC")?;
-    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);
+    let ns = plan.namespace.as_str();
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
     Poll::new(
-        format!("namespace {NAMESPACE}'s default service account"),
+        format!("namespace {ns}'s default service account"),
         Duration::from_secs(30),
     )
     .until(|| async { Ok(sas.get_opt("default").await?.map(|_| ())) })
     .await?;
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), NAMESPACE);
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), ns);
     Poll::new("HPCC's storage claims Bound", Duration::from_secs(60))
         .until_state(|| async {
             let list = pvcs.list(&Default::default()).await?;
@@ -138,7 +185,8 @@ async fn setup(admin: &kube::Client, plan: &Plan) -> Result<Vec<String>> {
 /// returned beside its figures; with `scrape` it has the API server's and
 /// etcd's own metrics every second too.
 pub async fn run_mode(
-    cluster: &LocalCluster,
+    cluster: &impl Cluster,
+    site: &Site,
     s: &ThorScenario,
     mode: Mode,
     kubectl: &Path,
@@ -153,33 +201,32 @@ pub async fn run_mode(
             s.cluster.k8s_minor
         )));
     }
-    let plan = plan(s, mode)?;
+    let mut plan = plan(s, mode)?;
+    plan.namespace = site.namespace.clone();
+    let ns = plan.namespace.clone();
     let admin = cluster.client().await?;
-    let keep = setup(&admin, &plan).await?;
+    let keep = setup(&admin, &plan, site).await?;
     let cache = match s.kubectl.discovery_cache {
         DiscoveryCacheSpec::None => DiscoveryCache::None,
         DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
     };
     let model = KubectlModel::new(&s.kubectl.version, cache)?;
-    let identity = |who: Who, user: &str| Kubectl {
+    let identity = |who: Who, (kubeconfig, user): &(PathBuf, String)| Kubectl {
         who,
         model: model.clone(),
         binary: kubectl.to_path_buf(),
-        kubeconfig: cluster.kubeconfig_of(user),
-        cache_root: cluster
-            .layout
-            .root
-            .join(format!("kubectl-{}-{user}", mode.name())),
-        namespace: NAMESPACE.into(),
+        kubeconfig: kubeconfig.clone(),
+        cache_root: site.work_dir.join(user.replace(':', "-")),
+        namespace: ns.clone(),
     };
-    let tracker = Arc::new(PodTracker::start(admin.clone(), NAMESPACE));
+    let tracker = Arc::new(PodTracker::start(admin.clone(), &ns));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let env = ThorEnv {
         admin: admin.clone(),
-        kubelet: cluster.client_as("kwok").await?,
-        thor: identity(Who::ThorAgent, THOR_AGENT_USER),
-        eclcc: identity(Who::Eclccserver, ECLCCSERVER_USER),
-        namespace: NAMESPACE.into(),
+        kubelet: site.kubelet.clone(),
+        thor: identity(Who::ThorAgent, &site.thor),
+        eclcc: identity(Who::Eclccserver, &site.eclcc),
+        namespace: ns.clone(),
         tracker: tracker.clone(),
         dispatcher: Dispatcher::new(plan.max_graphs),
         calls: CallLog::default(),
@@ -231,7 +278,7 @@ pub async fn run_mode(
             .calls()
             .into_iter()
             .filter(|(w, _)| *w == who)
-            .map(|(_, c)| u64::from(model.expected_requests(&c, NAMESPACE, &served).total()))
+            .map(|(_, c)| u64::from(model.expected_requests(&c, &ns, &served).total()))
             .sum()
     };
     let pf = pods::figures(&tracker.snapshot());
@@ -242,7 +289,7 @@ pub async fn run_mode(
     let of = |user: &str| w.api_requests_by_client.get(user).copied().unwrap_or(0);
     let thor_agent_writes = w
         .api_requests_by_client_request
-        .get(THOR_AGENT_USER)
+        .get(&site.thor.1)
         .map_or(0, |reqs| {
             reqs.iter()
                 .filter(|(req, _)| is_write_request(req))
@@ -255,11 +302,12 @@ pub async fn run_mode(
         workunits: plan.workunits,
         graphs: report.instances.iter().map(|i| i.graphs).sum(),
         compile_jobs: report.compile_jobs,
-        thor_agent_requests: of(THOR_AGENT_USER),
+        thor_agent_requests: of(&site.thor.1),
+        thor_agent_user: site.thor.1.clone(),
         thor_agent_writes,
         thor_agent_requests_predicted: predicted(Who::ThorAgent),
         thor_agent_calls: env.calls.count(Who::ThorAgent),
-        eclccserver_requests: of(ECLCCSERVER_USER),
+        eclccserver_requests: of(&site.eclcc.1),
         eclccserver_requests_predicted: predicted(Who::Eclccserver),
         window: w,
         pods_created: pf.pods_created,

@@ -1,0 +1,241 @@
+//! `bench thor --provider existing`: the modes of a scenario on a cluster
+//! the harness did not start. Before anything is created the cluster is
+//! probed for what the run needs (cluster::existing::probe), and a lack is
+//! an error naming each missing piece (exit 3). Each mode then runs in a
+//! namespace of its own carrying the run's id, as ServiceAccounts with the
+//! scenario's Roles; the namespace is deleted after the mode, and on any
+//! failure everything carrying the run id is.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
+use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
+use crate::cluster::provider::Cluster;
+use crate::error::{bad_input, env_missing};
+use crate::workload::thor::Mode;
+use crate::workload::thor::scenario::ThorScenario;
+use crate::workload::thor::template::{self, render};
+
+use crate::bench::thor::run::{self, Site};
+
+/// The cluster and the run's id.
+#[derive(Debug, Clone)]
+pub struct ExistingTarget {
+    pub cluster: ExistingOptions,
+    /// Every namespace the run creates carries it (probe::RUN_ID_LABEL).
+    pub run_id: String,
+    /// Go on above the smoke size on a cluster that runs other workloads.
+    pub yes: bool,
+}
+
+/// The ServiceAccounts a mode runs as.
+const THOR_SA: &str = "harness-thor-agent";
+const ECLCC_SA: &str = "harness-eclccserver";
+const KUBELET_SA: &str = "harness-fake-kubelet";
+/// Workers above which a busy cluster needs --yes (the smoke scenario's
+/// size).
+const SMOKE_WORKERS: u32 = 2;
+/// How long the identities' tokens live.
+const TOKEN_TTL: Duration = Duration::from_secs(4 * 3600);
+
+/// Every access the run needs: the harness's own (namespaces, identities,
+/// HPCC's setup objects, the fake kubelets' pod status, /metrics) and what
+/// the modes' Roles grant (a user may only grant what it holds).
+pub fn needs(s: &ThorScenario, modes: &[Mode]) -> Result<Needs> {
+    let mut access: Vec<Access> = vec![
+        Access::new("create", "", "namespaces", false),
+        Access::new("delete", "", "namespaces", false),
+        Access::new("list", "", "namespaces", false),
+        Access::new("get", "", "/metrics", false),
+    ];
+    for (verb, group, resource) in [
+        ("create", "", "serviceaccounts"),
+        ("create", "", "serviceaccounts/token"),
+        ("create", "rbac.authorization.k8s.io", "roles"),
+        ("create", "rbac.authorization.k8s.io", "rolebindings"),
+        ("create", "", "configmaps"),
+        ("create", "", "persistentvolumeclaims"),
+        ("list", "", "persistentvolumeclaims"),
+        ("create", "networking.k8s.io", "networkpolicies"),
+        ("list", "", "pods"),
+        ("watch", "", "pods"),
+        ("patch", "", "pods/status"),
+        ("list", "batch", "jobs"),
+    ] {
+        access.push(Access::new(verb, group, resource, true));
+    }
+    let params = run::plan(s, modes.first().copied().unwrap_or(Mode::Baseline))?.params(0);
+    let mut roles = render(&template::eclccserver_rbac(), &params)?;
+    for m in modes {
+        roles.extend(render(&template::rbac(*m), &params)?);
+    }
+    for rule in roles
+        .iter()
+        .filter(|d| d["kind"] == "Role")
+        .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
+    {
+        let list = |k: &str| -> Vec<String> {
+            rule[k]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for g in list("apiGroups") {
+            for r in list("resources") {
+                for v in list("verbs") {
+                    access.push(Access::new(&v, &g, &r, true));
+                }
+            }
+        }
+    }
+    let jobset = modes.iter().any(|m| *m != Mode::Baseline);
+    if jobset {
+        access.push(Access::new("list", "jobset.x-k8s.io", "jobsets", true));
+    }
+    access.sort();
+    access.dedup();
+    Ok(Needs {
+        access,
+        jobset,
+        gang_apis: modes.contains(&Mode::JobsetGang),
+        kwok_nodes: true,
+        default_storage_class: true,
+        audit_log: true,
+    })
+}
+
+/// Attach to the cluster and probe it; the probe's table goes to stderr.
+/// Anything the run needs and lacks is an error naming each piece (exit
+/// 3), before anything is created.
+pub async fn prepare(
+    target: &ExistingTarget,
+    s: &ThorScenario,
+    modes: &[Mode],
+) -> Result<(ExistingCluster, Capabilities)> {
+    let cluster = ExistingCluster::attach(target.cluster.clone()).await?;
+    let needs = needs(s, modes)?;
+    let ns = namespace_of(&target.run_id, modes[0], 0);
+    let caps = probe::probe(&cluster, &needs, &ns).await?;
+    eprintln!(
+        "harness: cluster {} as {}:\n{}",
+        cluster.opts.kubeconfig.display(),
+        caps.user,
+        probe::table(&caps, &needs)
+    );
+    let missing = probe::missing(&caps, &needs);
+    if !missing.is_empty() {
+        let what = missing
+            .iter()
+            .map(|m| format!("  - {}", m.what))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let fix = missing
+            .iter()
+            .map(|m| format!("  - {}", m.fix))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(env_missing(
+            format!("the cluster lacks what this run needs (nothing was created):\n{what}"),
+            format!("\n{fix}"),
+        ));
+    }
+    if caps.other_pods > 0 && s.thor.num_workers > SMOKE_WORKERS && !target.yes {
+        return Err(bad_input(format!(
+            "the cluster runs other workloads ({} pods outside kube-* namespaces) and this scenario has {} workers: add --yes to load it anyway, or run the smoke scenario",
+            caps.other_pods, s.thor.num_workers
+        )));
+    }
+    Ok((cluster, caps))
+}
+
+/// The namespace of one run of a mode.
+pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> String {
+    format!("harness-{run_id}-{}-{rep}", mode.name())
+}
+
+/// The namespace, its identities and the fake kubelets' Role for one run
+/// of a mode; `dir` holds the identities' kubeconfigs.
+pub async fn site(
+    cluster: &ExistingCluster,
+    target: &ExistingTarget,
+    mode: Mode,
+    rep: u32,
+    dir: &std::path::Path,
+) -> Result<Site> {
+    let admin = cluster.client().await?;
+    let ns = namespace_of(&target.run_id, mode, rep);
+    site::create_namespace(&admin, &ns, &target.run_id).await?;
+    let kubelet_role: Vec<Value> = vec![
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": KUBELET_SA, "namespace": ns},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+                {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+            ],
+        }),
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": KUBELET_SA, "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KUBELET_SA},
+            "subjects": [{"kind": "ServiceAccount", "name": KUBELET_SA, "namespace": ns}],
+        }),
+    ];
+    crate::install::apply::apply_all(&admin, &kubelet_role)
+        .await
+        .context("the fake kubelets' Role")?;
+    let opts = &cluster.opts;
+    let identity = |sa: &'static str| {
+        let (admin, ns) = (admin.clone(), ns.clone());
+        async move {
+            site::service_account_kubeconfig(
+                &admin,
+                &opts.kubeconfig,
+                opts.context.as_deref(),
+                &ns,
+                sa,
+                dir,
+                TOKEN_TTL,
+            )
+            .await
+        }
+    };
+    let thor = identity(THOR_SA).await?;
+    let eclcc = identity(ECLCC_SA).await?;
+    let (kubelet_kc, _) = identity(KUBELET_SA).await?;
+    Ok(Site {
+        namespace: ns,
+        work_dir: dir.join(format!("kubectl-{}-{rep}", mode.name())),
+        kubelet: crate::cluster::client::client_from_kubeconfig(&kubelet_kc).await?,
+        thor,
+        eclcc,
+        service_accounts: Some((THOR_SA.into(), ECLCC_SA.into())),
+    })
+}
+
+/// Remove everything carrying the run id (the modes' namespaces).
+pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
+    let client = crate::cluster::existing::client_for(
+        &target.cluster.kubeconfig,
+        target.cluster.context.as_deref(),
+    )
+    .await?;
+    site::remove_run(&client, &target.run_id, Duration::from_secs(300)).await
+}
+
+/// A private directory for the identities' kubeconfigs (tokens): removed
+/// when dropped.
+pub fn token_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("harness-tokens-")
+        .tempdir()
+        .context("a directory for the run's ServiceAccount kubeconfigs")
+}

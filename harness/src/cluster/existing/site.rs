@@ -1,0 +1,252 @@
+//! Where a run works on a cluster the harness did not start: namespaces of
+//! its own, labelled with the run's id, and ServiceAccount identities with
+//! short-lived tokens (no client certificates); `remove_run` deletes what
+//! carries the run id and checks that nothing is left.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+use crate::cluster::existing::probe::RUN_ID_LABEL;
+use crate::poll::Poll;
+
+/// A run id: short, lower-case, unique enough on one cluster (time and
+/// process id in base 36).
+pub fn new_run_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    format!(
+        "{}{}",
+        base36(t % 36u64.pow(6)),
+        base36(u64::from(std::process::id()) % 1296)
+    )
+}
+
+fn base36(mut n: u64) -> String {
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(digits[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Create namespace `name` carrying the run id.
+pub async fn create_namespace(client: &kube::Client, name: &str, run_id: &str) -> Result<()> {
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {
+                RUN_ID_LABEL: run_id,
+                "app.kubernetes.io/managed-by": "harness",
+            },
+        },
+    }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(())
+}
+
+/// A ServiceAccount `name` in `namespace` and a kubeconfig for it (a token
+/// valid for `ttl`) written into `dir` (mode 0600): its path and the user
+/// name the API server sees.
+pub async fn service_account_kubeconfig(
+    client: &kube::Client,
+    user_kubeconfig: &Path,
+    context: Option<&str>,
+    namespace: &str,
+    name: &str,
+    dir: &Path,
+    ttl: Duration,
+) -> Result<(PathBuf, String)> {
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let sa: ServiceAccount = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace},
+    }))?;
+    match sas.create(&PostParams::default(), &sa).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e).with_context(|| format!("creating ServiceAccount {name}")),
+    }
+    let req = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(ttl.as_secs() as i64),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let token: TokenRequest = sas
+        .create_subresource("token", name, &PostParams::default(), &req)
+        .await
+        .with_context(|| format!("requesting a token for ServiceAccount {namespace}/{name}"))?;
+    let token = token
+        .status
+        .and_then(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .with_context(|| format!("the token request for {namespace}/{name} returned no token"))?;
+    let text = kubeconfig_with_token(user_kubeconfig, context, name, &token)?;
+    let path = dir.join(format!("{namespace}-{name}.kubeconfig"));
+    write_private(&path, &text)?;
+    Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// A kubeconfig with the cluster entry of `user_kubeconfig`'s context (its
+/// CA file made absolute) and a bearer token as the user.
+pub fn kubeconfig_with_token(
+    user_kubeconfig: &Path,
+    context: Option<&str>,
+    user: &str,
+    token: &str,
+) -> Result<String> {
+    let kc = kube::config::Kubeconfig::read_from(user_kubeconfig)
+        .with_context(|| format!("reading {}", user_kubeconfig.display()))?;
+    let ctx_name = context
+        .map(str::to_string)
+        .or(kc.current_context.clone())
+        .with_context(|| format!("{}: no current context", user_kubeconfig.display()))?;
+    let ctx = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == ctx_name)
+        .and_then(|c| c.context.as_ref())
+        .with_context(|| format!("{}: no context {ctx_name}", user_kubeconfig.display()))?;
+    let mut cluster = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == ctx.cluster)
+        .and_then(|c| c.cluster.clone())
+        .with_context(|| format!("{}: no cluster {}", user_kubeconfig.display(), ctx.cluster))?;
+    if let Some(ca) = &cluster.certificate_authority
+        && Path::new(ca).is_relative()
+    {
+        let base = user_kubeconfig.parent().unwrap_or(Path::new("."));
+        cluster.certificate_authority = Some(base.join(ca).display().to_string());
+    }
+    let mut c = serde_json::to_value(&cluster)?;
+    if let Some(m) = c.as_object_mut() {
+        m.retain(|_, v| !v.is_null());
+    }
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": c}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "run", "context": {"cluster": "cluster", "user": user}}],
+        "current-context": "run",
+    });
+    // JSON is YAML: every kubectl reads it.
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+/// Delete every namespace carrying `run_id` and wait until none is
+/// listed (their objects go with them); Err naming what is left.
+pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
+    for ns in api.list_metadata(&sel).await?.items {
+        let Some(name) = ns.metadata.name else {
+            continue;
+        };
+        match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e).with_context(|| format!("deleting namespace {name}")),
+        }
+    }
+    let left = Poll::new(format!("namespaces of run {run_id} deleted"), timeout)
+        .until_state(|| async {
+            let names: Vec<String> = api
+                .list_metadata(&sel)
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect();
+            Ok(if names.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still there: {}", names.join(", ")))
+            })
+        })
+        .await;
+    if let Err(e) = left {
+        bail!("{e:#}: delete them with `kubectl delete namespace -l {RUN_ID_LABEL}={run_id}`");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_short_lowercase_and_differ_over_time() {
+        let a = new_run_id();
+        assert!(a.len() <= 8 && !a.is_empty(), "{a}");
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            "{a}"
+        );
+        assert_eq!(base36(0), "0");
+        assert_eq!(base36(35), "z");
+        assert_eq!(base36(36), "10");
+    }
+
+    #[test]
+    fn a_token_kubeconfig_keeps_the_cluster_and_makes_its_ca_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("user.kubeconfig");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c1\n  cluster:\n    server: https://10.1.2.3:6443\n    certificate-authority: pki/ca.crt\n- name: c2\n  cluster:\n    server: https://other:6443\n    insecure-skip-tls-verify: true\ncontexts:\n- name: a\n  context: {cluster: c1, user: u}\n- name: b\n  context: {cluster: c2, user: u}\ncurrent-context: a\nusers:\n- name: u\n  user: {token: secret}\n",
+        )
+        .unwrap();
+        let text = kubeconfig_with_token(&kc, None, "sa", "TOKEN").unwrap();
+        let parsed = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        let c = parsed.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(c.server.as_deref(), Some("https://10.1.2.3:6443"));
+        assert_eq!(
+            c.certificate_authority.as_deref(),
+            Some(dir.path().join("pki/ca.crt").to_str().unwrap())
+        );
+        assert!(
+            !text.contains("secret"),
+            "the user's credentials stay out: {text}"
+        );
+        assert!(text.contains("TOKEN"));
+        let b = kubeconfig_with_token(&kc, Some("b"), "sa", "T").unwrap();
+        assert!(b.contains("https://other:6443") && b.contains("insecure-skip-tls-verify"));
+        assert!(kubeconfig_with_token(&kc, Some("nope"), "sa", "T").is_err());
+    }
+}
