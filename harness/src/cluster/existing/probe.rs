@@ -20,7 +20,7 @@ use kube::api::{Api, ListParams, PostParams};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::client::client_get;
-use crate::cluster::existing::ExistingCluster;
+use crate::cluster::existing::cluster::ExistingCluster;
 use crate::cluster::provider::Cluster;
 
 /// The annotation kwok manages nodes by (kwok's `--manage-nodes-with-

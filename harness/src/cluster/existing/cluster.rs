@@ -1,0 +1,224 @@
+//! The existing provider's `Cluster`: reached through a kubeconfig, never
+//! started, stopped or reconfigured by the harness.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use kube::api::{Api, PostParams};
+
+use crate::cluster::client::{client_get, ok_body};
+use crate::cluster::pool::NodePool;
+use crate::cluster::provider::Cluster;
+use crate::cluster::spec::{ComponentHealth, NodeSpec};
+use crate::error::{bad_input, env_missing};
+
+pub const PROVIDER: &str = "existing";
+
+/// What the user tells the harness about a cluster it did not start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExistingOptions {
+    pub kubeconfig: PathBuf,
+    /// The kubeconfig's context to use (its current one when None).
+    pub context: Option<String>,
+    /// The API server's audit log (JSON lines), readable from here.
+    pub audit_log: Option<PathBuf>,
+    /// etcd's Prometheus endpoint, e.g. https://10.0.0.5:2381/metrics.
+    pub etcd_metrics_url: Option<String>,
+    /// Client certificate and key for etcd's endpoint (PEM files).
+    pub etcd_cert: Option<(PathBuf, PathBuf)>,
+    /// CA bundle that signed etcd's serving certificate (PEM).
+    pub etcd_ca: Option<PathBuf>,
+}
+
+/// A cluster reached through a kubeconfig.
+pub struct ExistingCluster {
+    pub opts: ExistingOptions,
+    name: String,
+    /// Who the kubeconfig's credentials are (SelfSubjectReview).
+    pub user: String,
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for ExistingCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExistingCluster")
+            .field("name", &self.name)
+            .field("user", &self.user)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client for a kubeconfig's context.
+pub async fn client_for(kubeconfig: &Path, context: Option<&str>) -> Result<kube::Client> {
+    crate::init_crypto();
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| {
+        bad_input(format!(
+            "--kubeconfig {}: not a readable kubeconfig: {e}",
+            kubeconfig.display()
+        ))
+    })?;
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &options)
+        .await
+        .map_err(|e| {
+            bad_input(format!(
+                "--kubeconfig {}{}: {e}",
+                kubeconfig.display(),
+                context
+                    .map(|c| format!(" --context {c}"))
+                    .unwrap_or_default()
+            ))
+        })?;
+    config.read_timeout = Some(Duration::from_secs(60));
+    config.connect_timeout = Some(Duration::from_secs(5));
+    kube::Client::try_from(config)
+        .with_context(|| format!("building a client from {}", kubeconfig.display()))
+}
+
+impl ExistingCluster {
+    /// Reach the cluster and learn who the credentials are. An unreachable
+    /// server or credentials it refuses are the environment's (exit 3).
+    pub async fn attach(opts: ExistingOptions) -> Result<ExistingCluster> {
+        let client = client_for(&opts.kubeconfig, opts.context.as_deref()).await?;
+        let reviews: Api<SelfSubjectReview> = Api::all(client.clone());
+        let review = reviews
+            .create(&PostParams::default(), &SelfSubjectReview::default())
+            .await
+            .map_err(|e| {
+                env_missing(
+                    format!(
+                        "the cluster of --kubeconfig {} does not answer who its credentials are (SelfSubjectReview): {e}",
+                        opts.kubeconfig.display()
+                    ),
+                    "check the server is reachable from here and the credentials are valid (`kubectl auth whoami` with the same kubeconfig)",
+                )
+            })?;
+        let user = review
+            .status
+            .and_then(|s| s.user_info)
+            .and_then(|u| u.username)
+            .unwrap_or_default();
+        let name = format!(
+            "{PROVIDER}:{}",
+            opts.context.clone().unwrap_or_else(|| "current".into())
+        );
+        Ok(ExistingCluster {
+            opts,
+            name,
+            user,
+            client,
+        })
+    }
+
+    async fn etcd_get(&self, url: &str) -> Result<String> {
+        let mut b = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(10));
+        if let Some(ca) = &self.opts.etcd_ca {
+            let pem = std::fs::read(ca).with_context(|| format!("--etcd-ca {}", ca.display()))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("--etcd-ca {}: not PEM", ca.display()))?
+            {
+                b = b.add_root_certificate(cert);
+            }
+        }
+        if let Some((crt, key)) = &self.opts.etcd_cert {
+            let mut pem =
+                std::fs::read(crt).with_context(|| format!("--etcd-cert {}", crt.display()))?;
+            pem.extend(
+                std::fs::read(key).with_context(|| format!("--etcd-key {}", key.display()))?,
+            );
+            b = b.identity(
+                reqwest::Identity::from_pem(&pem).context("--etcd-cert/--etcd-key: not PEM")?,
+            );
+        }
+        let resp = b
+            .build()?
+            .get(url)
+            .send()
+            .await
+            .with_context(|| format!("GET {url}"))?;
+        ok_body(resp, url).await
+    }
+}
+
+impl Cluster for ExistingCluster {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kubeconfig(&self) -> &Path {
+        &self.opts.kubeconfig
+    }
+
+    async fn client(&self) -> Result<kube::Client> {
+        Ok(self.client.clone())
+    }
+
+    async fn etcd_metrics(&self) -> Result<String> {
+        match &self.opts.etcd_metrics_url {
+            Some(url) => self.etcd_get(url).await,
+            None => Err(env_missing(
+                "etcd's metrics: no --etcd-metrics-url given",
+                "pass --etcd-metrics-url (and --etcd-cert/--etcd-key/--etcd-ca if it needs TLS)",
+            )),
+        }
+    }
+
+    fn measures_etcd(&self) -> bool {
+        self.opts.etcd_metrics_url.is_some()
+    }
+
+    fn harness_users(&self) -> Vec<String> {
+        vec![self.user.clone()]
+    }
+
+    fn audit_log(&self) -> Option<PathBuf> {
+        self.opts.audit_log.clone()
+    }
+
+    async fn set_capacity(&self, _nodes: &NodeSpec) -> Result<()> {
+        Err(bad_input(format!(
+            "cluster {}: the harness does not change the nodes of a cluster it did not start",
+            self.name
+        )))
+    }
+
+    async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
+        Err(bad_input(format!(
+            "cluster {}: the harness does not add nodes ({} asked) to a cluster it did not start",
+            self.name, pool.count
+        )))
+    }
+
+    async fn health(&self) -> Vec<ComponentHealth> {
+        let (healthy, health) = match client_get(&self.client, "/readyz").await {
+            Ok(body) => (body.trim() == "ok", body.trim().to_string()),
+            Err(e) => (false, format!("{e:#}")),
+        };
+        vec![ComponentHealth {
+            component: "kube-apiserver".into(),
+            pid: None,
+            running: healthy,
+            health,
+            healthy,
+        }]
+    }
+
+    fn down(self, _keep: bool) -> Result<()> {
+        Err(refuse_down(&self.name))
+    }
+}
+
+/// `down` of a cluster the harness did not start: refused (exit 2).
+pub fn refuse_down(name: &str) -> anyhow::Error {
+    bad_input(format!(
+        "{name}: the harness never stops a cluster it did not start (it removes only what carries its run id, when its run ends)"
+    ))
+}
