@@ -35,13 +35,21 @@ pub fn kubeconfig_text(
 }
 
 pub async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
+    client_for_context(path, None).await
+}
+
+/// A client for `context` of a kubeconfig (its current one when None).
+pub async fn client_for_context(path: &Path, context: Option<&str>) -> Result<kube::Client> {
     crate::init_crypto();
     let kc = kube::config::Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &options)
+        .await
+        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
     config.read_timeout = Some(Duration::from_secs(60));
     config.connect_timeout = Some(Duration::from_secs(5));
     kube::Client::try_from(config)

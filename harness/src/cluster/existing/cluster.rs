@@ -51,34 +51,20 @@ impl std::fmt::Debug for ExistingCluster {
     }
 }
 
-/// A client for a kubeconfig's context.
+/// A client for a kubeconfig's context; a kubeconfig that cannot be used
+/// is bad input (exit 2).
 pub async fn client_for(kubeconfig: &Path, context: Option<&str>) -> Result<kube::Client> {
-    crate::init_crypto();
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| {
-        bad_input(format!(
-            "--kubeconfig {}: not a readable kubeconfig: {e}",
-            kubeconfig.display()
-        ))
-    })?;
-    let options = kube::config::KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..Default::default()
-    };
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &options)
+    crate::cluster::client::client_for_context(kubeconfig, context)
         .await
         .map_err(|e| {
             bad_input(format!(
-                "--kubeconfig {}{}: {e}",
+                "--kubeconfig {}{}: {e:#}",
                 kubeconfig.display(),
                 context
                     .map(|c| format!(" --context {c}"))
                     .unwrap_or_default()
             ))
-        })?;
-    config.read_timeout = Some(Duration::from_secs(60));
-    config.connect_timeout = Some(Duration::from_secs(5));
-    kube::Client::try_from(config)
-        .with_context(|| format!("building a client from {}", kubeconfig.display()))
+        })
 }
 
 impl ExistingCluster {
