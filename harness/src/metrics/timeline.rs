@@ -168,7 +168,9 @@ const MUTATING: &[&str] = &["create", "update", "patch", "delete", "deletecollec
 /// before each point,
 /// requests in flight at each point (received, not yet complete; WATCH
 /// apart) and watches open. `origin` is when the window opened; events of
-/// `skip` users (the harness) are left out.
+/// `skip` users (the harness) are left out. Windows stream the log into
+/// `AuditSpans` instead; this is its form for events in hand (tests).
+#[cfg(test)]
 pub fn add_audit_series(
     tl: &mut Timeline,
     events: &[AuditEvent],
