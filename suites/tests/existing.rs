@@ -8,6 +8,9 @@
 //!   (its calls priced for the run's own namespace); the result records
 //!   the capabilities, and comparing it with the local baseline is
 //!   refused; nothing carrying the run id is left;
+//! - with `--attribution apf` every followed identity's count agrees with
+//!   the audit log's; without the audit log APF alone counts the Thor
+//!   identity as the log has it, and no FlowSchema of the run is left;
 //! - a kubeconfig whose user may not create namespaces or read /metrics
 //!   (the cluster's eclccserver identity) fails with exit 3 before
 //!   anything is created, naming what it may not do.
@@ -18,17 +21,28 @@ use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor};
 use harness::cluster::Cluster;
 use harness::cluster::existing::ExistingOptions;
+use harness::cluster::existing::apf::{Attribution, Identity};
 use harness::cluster::existing::probe::RUN_ID_LABEL;
 use harness::cluster::existing::site::new_run_id;
 use harness::cluster::local::LocalCluster;
 use harness::workload::thor::Mode;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::flowcontrol::v1::FlowSchema;
 use kube::api::{Api, ListParams};
 use libtest_mimic::{Arguments, Trial};
 use suites::{Fixture, trial_result, unique_name};
 
 fn fixture() -> std::result::Result<&'static Fixture, String> {
     Fixture::shared("t-exist")
+}
+
+/// The trials that load the shared cluster run one at a time: each
+/// measures the whole API server, and two runs counting by FlowSchema at
+/// once are refused.
+static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    LOAD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
@@ -38,8 +52,7 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
             context: None,
             audit_log: Some(c.layout.audit_log()),
             etcd_metrics_url: Some(format!("{}/metrics", c.state.ports.etcd_url())),
-            etcd_cert: None,
-            etcd_ca: None,
+            ..Default::default()
         },
         run_id: new_run_id(),
         yes: false,
@@ -62,6 +75,7 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
 }
 
 fn smoke_as_existing() -> Result<()> {
+    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let t = target(c, c.kubeconfig().to_path_buf());
@@ -177,6 +191,126 @@ fn a_user_without_rights_creates_nothing() -> Result<()> {
     Ok(())
 }
 
+/// The local provider's identities the standard list does not know
+/// (their groups from cluster::local::identity).
+fn local_identities() -> Vec<Identity> {
+    vec![
+        Identity::user("jobset-controller", &[]),
+        Identity::user("kwok-controller", &["system:masters"]),
+    ]
+}
+
+fn left_flowschemas(fx: &Fixture, run_id: &str) -> Result<Vec<String>> {
+    fx.rt.block_on(async {
+        let api: Api<FlowSchema> = Api::all(fx.cluster.client().await?);
+        let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
+        Ok(api
+            .list_metadata(&sel)
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect())
+    })
+}
+
+/// With both the audit log and `--attribution apf`, every followed
+/// identity's APF count is its audit count within 5 % (or 2 requests,
+/// for identities that made few: a watch that began before the window
+/// and ends in it is in the audit log's window and not in APF's).
+fn apf_agrees_with_the_audit_log() -> Result<()> {
+    let _load = one_at_a_time();
+    let fx = fixture().map_err(anyhow::Error::msg)?;
+    let c = &fx.cluster;
+    let mut t = target(c, c.kubeconfig().to_path_buf());
+    t.cluster.attribution = Attribution::Apf;
+    t.cluster.apf_identities = local_identities();
+    let run_id = t.run_id.clone();
+    let mut o = options(t);
+    o.modes = Some(vec![Mode::Jobset]);
+    let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
+    let w = &r.modes["jobset"].result.window;
+    ensure!(w.attribution == "audit log", "{}", w.attribution);
+    let thor = &r.modes["jobset"].result.thor_agent_user;
+    for who in [
+        thor.as_str(),
+        "system:serviceaccount:kube-system:job-controller",
+        "system:kube-scheduler",
+        "jobset-controller",
+    ] {
+        let a = w
+            .apf_agreement
+            .get(who)
+            .with_context(|| format!("{who} not followed: {:?}", w.apf_agreement.keys()))?;
+        ensure!(a.audit > 0, "{who}: no request in the audit log: {a:?}");
+    }
+    for (who, a) in &w.apf_agreement {
+        eprintln!(
+            "APF vs audit log: {who}: {} vs {} ({:.1} % off)",
+            a.apf,
+            a.audit,
+            a.off_pct()
+        );
+    }
+    for (who, a) in &w.apf_agreement {
+        ensure!(
+            a.off_pct() <= 5.0 || a.apf.abs_diff(a.audit) <= 2,
+            "{who}: APF counted {}, the audit log {} ({:.1} % off)",
+            a.apf,
+            a.audit,
+            a.off_pct()
+        );
+    }
+    let left = left_flowschemas(fx, &run_id)?;
+    ensure!(left.is_empty(), "FlowSchemas left behind: {left:?}");
+    Ok(())
+}
+
+/// With no audit log, APF alone counts the run's identities: the Thor
+/// identity's figure is what the cluster's audit log (which this test
+/// reads, the harness not) has for it; what needs the log is marked not
+/// measured.
+fn apf_without_the_audit_log() -> Result<()> {
+    let _load = one_at_a_time();
+    let fx = fixture().map_err(anyhow::Error::msg)?;
+    let c = &fx.cluster;
+    let mut t = target(c, c.kubeconfig().to_path_buf());
+    t.cluster.audit_log = None;
+    t.cluster.attribution = Attribution::Apf;
+    t.cluster.apf_identities = local_identities();
+    let mut o = options(t);
+    o.modes = Some(vec![Mode::Baseline]);
+    let from = c.audit_end()?;
+    let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
+    let m = &r.modes["baseline"].result;
+    let w = &m.window;
+    ensure!(w.attribution == "apf", "{}", w.attribution);
+    ensure!(
+        w.not_measured
+            .iter()
+            .any(|n| n.contains("verb and resource")),
+        "{:?}",
+        w.not_measured
+    );
+    let caps = r.capabilities.as_ref().context("no capabilities")?;
+    ensure!(
+        caps.attribution == "apf" && caps.audit_log.is_none(),
+        "{caps:?}"
+    );
+    let mut seen = std::collections::HashSet::new();
+    let (events, _) = c.audit_events(from)?;
+    let audit = events
+        .iter()
+        .filter(|e| e.user.username == m.thor_agent_user && seen.insert(e.audit_id.clone()))
+        .count() as f64;
+    let apf = m.thor_agent_requests as f64;
+    ensure!(
+        audit > 0.0 && (apf - audit).abs() <= 0.05 * audit,
+        "the Thor identity: APF {apf}, audit log {audit}"
+    );
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
@@ -185,6 +319,12 @@ fn main() {
         }),
         Trial::test("a_user_without_rights_exits_3_and_creates_nothing", || {
             trial_result(a_user_without_rights_creates_nothing())
+        }),
+        Trial::test("apf_counts_agree_with_the_audit_log", || {
+            trial_result(apf_agrees_with_the_audit_log())
+        }),
+        Trial::test("apf_counts_without_the_audit_log", || {
+            trial_result(apf_without_the_audit_log())
         }),
     ];
     let conclusion = libtest_mimic::run(&args, trials);

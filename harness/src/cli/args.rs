@@ -102,6 +102,17 @@ pub struct ExistingArgs {
     pub etcd_key: Option<PathBuf>,
     #[arg(long)]
     pub etcd_ca: Option<PathBuf>,
+    /// Where requests per client come from: `audit` (the audit log,
+    /// --audit-log) or `apf` (the API server's per-FlowSchema counts, one
+    /// FlowSchema added per followed identity for the run; checked
+    /// against the audit log when that is given too).
+    #[arg(long, value_name = "audit|apf", default_value = "audit")]
+    pub attribution: String,
+    /// One more identity to follow with --attribution apf:
+    /// user:NAME[;groups=G1,G2], sa:NAMESPACE/NAME or group:NAME
+    /// (repeatable).
+    #[arg(long = "apf-identity", value_name = "SPEC")]
+    pub apf_identities: Vec<String>,
 }
 
 impl ExistingArgs {
@@ -121,7 +132,19 @@ impl ExistingArgs {
                 "--etcd-cert/--etcd-key/--etcd-ca need --etcd-metrics-url",
             ));
         }
+        use harness::cluster::existing::apf::{Attribution, Identity};
+        let attribution = Attribution::parse(&self.attribution)?;
+        if attribution != Attribution::Apf && !self.apf_identities.is_empty() {
+            return Err(bad_input("--apf-identity needs --attribution apf"));
+        }
+        let apf_identities = self
+            .apf_identities
+            .iter()
+            .map(|s| Identity::parse(s))
+            .collect::<Result<Vec<_>>>()?;
         Ok(harness::cluster::existing::ExistingOptions {
+            attribution,
+            apf_identities,
             kubeconfig,
             context: self.context.clone(),
             audit_log: self.audit_log.clone(),
@@ -140,6 +163,8 @@ impl ExistingArgs {
             || self.etcd_cert.is_some()
             || self.etcd_key.is_some()
             || self.etcd_ca.is_some()
+            || self.attribution != "audit"
+            || !self.apf_identities.is_empty()
     }
 }
 

@@ -155,7 +155,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     let existing = match args.provider {
         BenchProvider::Local if args.existing.any() || args.yes => {
             return Err(bad_input(
-                "--kubeconfig, --context, --audit-log, --etcd-* and --yes are for --provider existing",
+                "--kubeconfig, --context, --audit-log, --etcd-*, --attribution, --apf-identity and --yes are for --provider existing",
             ));
         }
         BenchProvider::Local => None,

@@ -6,7 +6,8 @@ use clap::Args;
 use harness::cluster::Cluster;
 use harness::error;
 
-use crate::cli::args::Format;
+use crate::cli::args::{ExistingArgs, Format};
+use crate::cli::bench::BenchProvider;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -15,11 +16,86 @@ pub struct StatusArgs {
     pub name: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// local: the clusters this machine's harness started; existing: the
+    /// cluster of --kubeconfig, probed for what `bench thor` needs.
+    #[arg(long, value_enum, default_value = "local")]
+    pub provider: BenchProvider,
+    #[command(flatten)]
+    pub existing: ExistingArgs,
+    /// The scenario whose needs an existing cluster is probed for.
+    #[arg(long, default_value = "suites/thor/smoke.yaml")]
+    pub scenario: std::path::PathBuf,
+}
+
+/// An existing cluster: its API server's health, the probe's table for
+/// the scenario in every mode, what it lacks and what runs left on it.
+/// Exit 1 when the API server is not ready, 3 when it lacks something,
+/// and nothing is created either way.
+async fn existing(args: &StatusArgs) -> Result<i32> {
+    let opts = args.existing.options()?;
+    let smoke = harness::workload::thor::scenario::load(&args.scenario)?;
+    let s = harness::bench::thor::existing::survey(&opts, &smoke).await?;
+    let health = s.cluster.health().await;
+    let healthy = health.iter().all(|h| h.healthy);
+    match args.format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "name": s.cluster.name(), "provider": "existing",
+                "kubeconfig": s.cluster.kubeconfig(), "healthy": healthy,
+                "components": health, "capabilities": s.caps,
+                "missing": s.missing.iter().map(|m| serde_json::json!({"what": m.what, "fix": m.fix})).collect::<Vec<_>>(),
+                "runs_left": s.runs_left,
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => {
+            println!(
+                "{} as {} ({}): {}",
+                s.cluster.kubeconfig().display(),
+                s.cluster.user,
+                s.caps.server_version,
+                if healthy { "ready" } else { "NOT READY" }
+            );
+            print!(
+                "{}",
+                harness::cluster::existing::probe::table(&s.caps, &s.needs)
+            );
+            for m in &s.missing {
+                println!("LACKS: {}\n  fix: {}", m.what, m.fix);
+            }
+            for (run, objects) in &s.runs_left {
+                println!(
+                    "left by run {run}: {} (`kubectl delete namespace,flowschema -l {}={run}`)",
+                    objects.join(", "),
+                    harness::cluster::existing::probe::RUN_ID_LABEL
+                );
+            }
+        }
+    }
+    Ok(match (healthy, s.missing.is_empty()) {
+        (false, _) => error::EXIT_FAILED,
+        (true, false) => error::EXIT_ENV,
+        (true, true) => 0,
+    })
 }
 
 /// Print every cluster (or one) with each component's health; exit 1
 /// when any is unhealthy.
 pub async fn status(args: &StatusArgs) -> Result<i32> {
+    match args.provider {
+        BenchProvider::Existing if args.name.is_some() => {
+            return Err(error::bad_input(
+                "--name is for the local provider's clusters",
+            ));
+        }
+        BenchProvider::Existing => return existing(args).await,
+        BenchProvider::Local if args.existing.any() => {
+            return Err(error::bad_input(
+                "--kubeconfig and the other existing-cluster flags need --provider existing",
+            ));
+        }
+        BenchProvider::Local => {}
+    }
     let names = match &args.name {
         Some(n) => vec![n.clone()],
         None => harness::cluster::state::list_dirs()?,

@@ -15,6 +15,9 @@ pub struct Attribution {
     pub by_request: BTreeMap<String, u64>,
     /// user → count, the harness's own excluded.
     pub by_client: BTreeMap<String, u64>,
+    /// group → requests of its members, the harness's own excluded.
+    #[serde(default)]
+    pub by_group: BTreeMap<String, u64>,
     /// user → "verb resource" → count, the harness's own excluded.
     pub by_client_request: BTreeMap<String, BTreeMap<String, u64>>,
     /// created objects by resource, the harness's own excluded.
@@ -90,6 +93,9 @@ impl Attributor {
         a.total += 1;
         *a.by_request.entry(key.clone()).or_default() += 1;
         *a.by_client.entry(e.user.username.clone()).or_default() += 1;
+        for g in &e.user.groups {
+            *a.by_group.entry(g.clone()).or_default() += 1;
+        }
         let code = e.response_status.as_ref().map_or(0, |s| s.code);
         if code >= 400 && code != 404 && code != 409 {
             *a.failed

@@ -5,6 +5,7 @@
 //! component (`procfs`, `usage`), metrics over time (`timeline`), API
 //! latency against the SLOs (`slo`) and the one percentile type.
 
+pub mod apf;
 pub mod attribution;
 pub mod figures;
 pub mod percentiles;

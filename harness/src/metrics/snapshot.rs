@@ -17,8 +17,9 @@ pub struct Snapshot {
     pub audit_offset: u64,
 }
 
-/// Take a snapshot; its audit offset is the log's current end, so the
-/// events of a run are read from there afterwards.
+/// Take a snapshot; its audit offset is the log's current end (0 when the
+/// cluster's log is out of reach), so the events of a run are read from
+/// there afterwards.
 pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapshot> {
     let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
     let etcd = match cluster.measures_etcd() {
@@ -33,7 +34,10 @@ pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapsho
             .unwrap_or_default(),
         false => Vec::new(),
     };
-    let audit_offset = cluster.audit_end()?;
+    let audit_offset = match cluster.audit_log() {
+        Some(_) => cluster.audit_end()?,
+        None => 0,
+    };
     Ok(Snapshot {
         apiserver,
         etcd,

@@ -22,7 +22,8 @@ use crate::cluster::provider::Cluster;
 /// figure adds up (the local provider's process names).
 const APISERVER: &str = "kube-apiserver";
 const ETCD: &str = "etcd";
-use crate::metrics::attribution::Attributor;
+use crate::metrics::apf::{self, Agreement, ApfFlows};
+use crate::metrics::attribution::{Attribution, Attributor};
 use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
 use crate::metrics::percentiles::Percentiles;
 use crate::metrics::slo::{self, SloRow};
@@ -89,16 +90,29 @@ pub struct WindowFigures {
     /// "control-plane CPU and memory"): those figures are 0, not zero.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_measured: Vec<String>,
+    /// Where requests per client come from: "audit log" or "apf" (the
+    /// API server's priority-and-fairness counts per FlowSchema, see
+    /// metrics::apf); empty in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub attribution: String,
+    /// With both the audit log and APF: each followed identity's requests
+    /// as each counted them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub apf_agreement: BTreeMap<String, Agreement>,
 }
 
 /// What a window samples besides its two snapshots.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// Snapshot the scheduler's metrics too.
     pub scheduler: bool,
     /// Also scrape the API server's and etcd's metrics every second into
     /// the timeline (costs the API server CPU: off unless asked).
     pub scrape: bool,
+    /// Count requests per identity by the FlowSchemas set up for them
+    /// (cluster::existing::apf): alone where there is no audit log,
+    /// checked against it where there is.
+    pub apf: Option<ApfFlows>,
 }
 
 /// What `cluster` does not let a window measure.
@@ -111,6 +125,27 @@ fn not_measured(cluster: &impl Cluster) -> Vec<String> {
         out.push("control-plane CPU and memory".to_string());
     }
     out
+}
+
+/// Requests per client from the audit log since the window opened; the
+/// log is streamed: at 1024 workers a window holds ~50 000 events, which
+/// the harness must not hold at once. Its request spans go into the
+/// timeline.
+fn audit_attribution(
+    cluster: &impl Cluster,
+    before: &Snapshot,
+    opened_at: time::OffsetDateTime,
+    timeline: &mut Timeline,
+) -> Result<Attribution> {
+    let harness = cluster.harness_users();
+    let mut attributor = Attributor::new(&harness);
+    let mut spans = timeline::AuditSpans::new(opened_at, &harness);
+    cluster.visit_audit(before.audit_offset, &mut |e| {
+        attributor.add(&e);
+        spans.add(&e);
+    })?;
+    spans.apply(timeline);
+    Ok(attributor.finish())
 }
 
 /// An open window.
@@ -220,17 +255,54 @@ impl Window {
         let (before, mut timeline) = (this.before, this.timeline);
         let resources = this.usage.figures();
         let cpu = |n: &str| resources.get(n).map_or(0.0, |u| u.cpu_s);
-        // The audit log is streamed: at 1024 workers a window holds
-        // ~50 000 events, which the harness must not hold at once.
-        let harness = cluster.harness_users();
-        let mut attributor = Attributor::new(&harness);
-        let mut spans = timeline::AuditSpans::new(this.opened_at, &harness);
-        cluster.visit_audit(before.audit_offset, &mut |e| {
-            attributor.add(&e);
-            spans.add(&e);
-        })?;
-        let attribution = attributor.finish();
-        spans.apply(&mut timeline);
+        let apf = this
+            .opts
+            .apf
+            .as_ref()
+            .map(|f| apf::counts(&before.apiserver, &after.apiserver, f));
+        let mut not_measured = not_measured(cluster);
+        let (attribution, source, apf_agreement) = match (cluster.audit_log().is_some(), apf) {
+            (true, apf) => {
+                let a = audit_attribution(cluster, &before, this.opened_at, &mut timeline)?;
+                let agreement = apf
+                    .map(|c| apf::agreement(&c, &a.by_client, &a.by_group))
+                    .unwrap_or_default();
+                (a, "audit log", agreement)
+            }
+            (false, Some(c)) => {
+                if let Some(f) = &this.opts.apf
+                    && f.harness.iter().any(|h| f.exempt.contains(h))
+                {
+                    let others: Vec<&str> = f
+                        .exempt
+                        .iter()
+                        .filter(|l| !f.harness.contains(*l))
+                        .map(String::as_str)
+                        .collect();
+                    not_measured.push(format!(
+                        "the requests of system:masters members ({}the API server's loopback client, any other), which APF's exempt schema takes before any other schema: set apart with the harness's own",
+                        others.iter().map(|o| format!("{o}, ")).collect::<String>()
+                    ));
+                }
+                not_measured.push(
+                    "requests by verb and resource, failed requests and objects created (they need the audit log; requests per client are APF's)"
+                        .to_string(),
+                );
+                let a = Attribution {
+                    by_client: c.by_client,
+                    total: c.total,
+                    harness: c.harness,
+                    ..Default::default()
+                };
+                (a, "apf", BTreeMap::new())
+            }
+            (false, None) => {
+                return Err(anyhow::anyhow!(
+                    "cluster {}: no audit log and no APF attribution set up: requests per client cannot be counted",
+                    cluster.name()
+                ));
+            }
+        };
         let api = api_figures(&before, &after);
         let etcd = etcd_figures(&before, &after);
         let figures = WindowFigures {
@@ -250,7 +322,9 @@ impl Window {
             apiserver_etcd_cpu_s: cpu(APISERVER) + cpu(ETCD),
             api_latency_slo: slo::rows(&before.apiserver, &after.apiserver),
             resources,
-            not_measured: not_measured(cluster),
+            not_measured,
+            attribution: source.to_string(),
+            apf_agreement,
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+use crate::cluster::existing::apf::{self, Attribution, Identity};
 use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
 use crate::cluster::provider::Cluster;
@@ -44,7 +45,7 @@ const TOKEN_TTL: Duration = Duration::from_secs(4 * 3600);
 /// Every access the run needs: the harness's own (namespaces, identities,
 /// HPCC's setup objects, the fake kubelets' pod status, /metrics) and what
 /// the modes' Roles grant (a user may only grant what it holds).
-pub fn needs(s: &ThorScenario, modes: &[Mode]) -> Result<Needs> {
+pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Result<Needs> {
     let mut access: Vec<Access> = vec![
         Access::new("create", "", "namespaces", false),
         Access::new("delete", "", "namespaces", false),
@@ -96,6 +97,17 @@ pub fn needs(s: &ThorScenario, modes: &[Mode]) -> Result<Needs> {
             }
         }
     }
+    let apf = attribution == Attribution::Apf;
+    if apf {
+        for verb in ["create", "list", "delete"] {
+            access.push(Access::new(
+                verb,
+                "flowcontrol.apiserver.k8s.io",
+                "flowschemas",
+                false,
+            ));
+        }
+    }
     let jobset = modes.iter().any(|m| *m != Mode::Baseline);
     if jobset {
         access.push(Access::new("list", "jobset.x-k8s.io", "jobsets", true));
@@ -108,7 +120,8 @@ pub fn needs(s: &ThorScenario, modes: &[Mode]) -> Result<Needs> {
         gang_apis: modes.contains(&Mode::JobsetGang),
         kwok_nodes: true,
         default_storage_class: true,
-        audit_log: true,
+        audit_log: !apf,
+        apf,
     })
 }
 
@@ -121,7 +134,7 @@ pub async fn prepare(
     modes: &[Mode],
 ) -> Result<(ExistingCluster, Capabilities)> {
     let cluster = ExistingCluster::attach(target.cluster.clone()).await?;
-    let needs = needs(s, modes)?;
+    let needs = needs(s, modes, target.cluster.attribution)?;
     let ns = namespace_of(&target.run_id, modes[0], 0);
     let caps = probe::probe(&cluster, &needs, &ns).await?;
     eprintln!(
@@ -154,6 +167,35 @@ pub async fn prepare(
         )));
     }
     Ok((cluster, caps))
+}
+
+/// What `harness status --provider existing` shows: the cluster's health,
+/// the probe against what the Thor benchmark needs in every mode, and
+/// what runs left behind.
+pub struct Survey {
+    pub cluster: ExistingCluster,
+    pub caps: Capabilities,
+    pub needs: Needs,
+    pub missing: Vec<probe::Missing>,
+    pub runs_left: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// Probe `opts`' cluster for the Thor smoke in every mode; nothing is
+/// created.
+pub async fn survey(opts: &ExistingOptions, smoke: &ThorScenario) -> Result<Survey> {
+    let cluster = ExistingCluster::attach(opts.clone()).await?;
+    let modes = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
+    let needs = needs(smoke, &modes, opts.attribution)?;
+    let caps = probe::probe(&cluster, &needs, "harness-status").await?;
+    let missing = probe::missing(&caps, &needs);
+    let runs_left = site::runs_left(&cluster.client().await?).await?;
+    Ok(Survey {
+        cluster,
+        caps,
+        needs,
+        missing,
+        runs_left,
+    })
 }
 
 /// The namespace of one run of a mode.
@@ -211,7 +253,22 @@ pub async fn site(
     let thor = identity(THOR_SA).await?;
     let eclcc = identity(ECLCC_SA).await?;
     let (kubelet_kc, _) = identity(KUBELET_SA).await?;
+    let apf = match opts.attribution {
+        Attribution::Audit => None,
+        Attribution::Apf => {
+            let ids = apf_identities(cluster, &ns);
+            let plan = apf::plan(
+                &apf::list(&admin).await?,
+                &ids,
+                &cluster.harness_users(),
+                &target.run_id,
+            )?;
+            apf::install(&admin, &plan).await?;
+            Some(plan.flows)
+        }
+    };
     Ok(Site {
+        apf,
         namespace: ns,
         work_dir: dir.join(format!("kubectl-{}-{rep}", mode.name())),
         kubelet: crate::cluster::client::client_from_kubeconfig(&kubelet_kc).await?,
@@ -219,6 +276,35 @@ pub async fn site(
         eclcc,
         service_accounts: Some((THOR_SA.into(), ECLCC_SA.into())),
     })
+}
+
+/// The identities APF follows in a run in namespace `ns`: the harness's
+/// own (set apart), the run's ServiceAccounts, the controllers a Thor
+/// run drives (the job controller, the garbage collector, the scheduler,
+/// the JobSet controller as its release installs it), the kubelets as a
+/// group, and any `--apf-identity`.
+fn apf_identities(cluster: &ExistingCluster, ns: &str) -> Vec<Identity> {
+    let groups: Vec<&str> = cluster.groups.iter().map(String::as_str).collect();
+    let mut ids = vec![Identity::user(&cluster.user, &groups)];
+    for sa in [THOR_SA, ECLCC_SA, KUBELET_SA] {
+        ids.push(Identity::service_account(ns, sa));
+    }
+    ids.extend([
+        Identity::service_account("kube-system", "job-controller"),
+        Identity::service_account("kube-system", "generic-garbage-collector"),
+        Identity::user("system:kube-controller-manager", &[]),
+        Identity::user("system:kube-scheduler", &[]),
+        // config/default of kubernetes-sigs/jobset: namespace jobset-system,
+        // name prefix jobset-, ServiceAccount controller-manager.
+        Identity::service_account("jobset-system", "jobset-controller-manager"),
+        Identity::group("system:nodes"),
+    ]);
+    for extra in &cluster.opts.apf_identities {
+        if !ids.iter().any(|i| i.label == extra.label) {
+            ids.push(extra.clone());
+        }
+    }
+    ids
 }
 
 /// Remove everything carrying the run id (the modes' namespaces).

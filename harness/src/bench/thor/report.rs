@@ -15,6 +15,40 @@ use crate::output::{JunitCase, JunitSuite, junit_xml, markdown_table_head, xml_e
 
 pub use crate::bench::thor::cost::write_timelines;
 
+/// Each followed identity's requests as APF and the audit log counted
+/// them in the same window, when both were there.
+fn apf_agreement(s: &mut String, r: &ThorResult) {
+    let rows: Vec<(&String, &String, &crate::metrics::apf::Agreement)> = r
+        .modes
+        .iter()
+        .flat_map(|(mode, m)| {
+            m.result
+                .window
+                .apf_agreement
+                .iter()
+                .filter(|(_, a)| a.apf + a.audit > 0)
+                .map(move |(who, a)| (mode, who, a))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Requests per identity, APF FlowSchema counts against the audit log (same window):\n\n| mode | identity | APF | audit log | off |\n|---|---|---:|---:|---:|"
+    );
+    for (mode, who, a) in rows {
+        let _ = writeln!(
+            s,
+            "| {mode} | {who} | {} | {} | {:.1} % |",
+            a.apf,
+            a.audit,
+            a.off_pct()
+        );
+    }
+    s.push('\n');
+}
+
 /// Write result.json, report.md, junit.xml and report.html into `out`
 /// (and the timelines, when the run has them).
 pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
@@ -120,6 +154,16 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             list.join(", ")
         );
     }
+    if r.modes
+        .values()
+        .any(|m| m.result.window.attribution == "apf")
+    {
+        let _ = writeln!(
+            s,
+            "Requests per client are the API server's priority-and-fairness counts (one FlowSchema per followed identity); everyone else is listed by the FlowSchema that served them.\n"
+        );
+    }
+    apf_agreement(&mut s, r);
     let base = r.modes.get("baseline").map(|m| &m.result);
     let ratio_cols: Vec<&String> = modes
         .iter()

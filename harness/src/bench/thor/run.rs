@@ -102,6 +102,9 @@ pub struct Site {
     /// Bind the Roles to these ServiceAccounts (thor, eclcc) in the
     /// namespace instead of the templates' certificate users.
     pub service_accounts: Option<(String, String)>,
+    /// The FlowSchemas that count requests per identity (--attribution
+    /// apf), set up for this site.
+    pub apf: Option<crate::metrics::apf::ApfFlows>,
 }
 
 impl Site {
@@ -116,6 +119,7 @@ impl Site {
             thor: user(THOR_AGENT_USER),
             eclcc: user(ECLCCSERVER_USER),
             service_accounts: None,
+            apf: None,
         })
     }
 }
@@ -246,6 +250,7 @@ pub async fn run_mode(
 
     let opts = Options {
         scrape,
+        apf: site.apf.clone(),
         ..Default::default()
     };
     let mut window = Window::open_with(cluster, opts).await?;

@@ -9,6 +9,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::{Api, PostParams};
 
 use crate::cluster::client::{client_get, ok_body};
+use crate::cluster::existing::apf::{Attribution, Identity};
 use crate::cluster::pool::NodePool;
 use crate::cluster::provider::Cluster;
 use crate::cluster::spec::{ComponentHealth, NodeSpec};
@@ -30,6 +31,11 @@ pub struct ExistingOptions {
     pub etcd_cert: Option<(PathBuf, PathBuf)>,
     /// CA bundle that signed etcd's serving certificate (PEM).
     pub etcd_ca: Option<PathBuf>,
+    /// Where requests per client come from.
+    pub attribution: Attribution,
+    /// Identities followed by APF besides the run's own and the standard
+    /// controllers (`--apf-identity`).
+    pub apf_identities: Vec<Identity>,
 }
 
 /// A cluster reached through a kubeconfig.
@@ -38,6 +44,8 @@ pub struct ExistingCluster {
     name: String,
     /// Who the kubeconfig's credentials are (SelfSubjectReview).
     pub user: String,
+    /// The groups the server gives them.
+    pub groups: Vec<String>,
     client: kube::Client,
 }
 
@@ -85,11 +93,9 @@ impl ExistingCluster {
                     "check the server is reachable from here and the credentials are valid (`kubectl auth whoami` with the same kubeconfig)",
                 )
             })?;
-        let user = review
-            .status
-            .and_then(|s| s.user_info)
-            .and_then(|u| u.username)
-            .unwrap_or_default();
+        let info = review.status.and_then(|s| s.user_info).unwrap_or_default();
+        let user = info.username.unwrap_or_default();
+        let groups = info.groups.unwrap_or_default();
         let name = format!(
             "{PROVIDER}:{}",
             opts.context.clone().unwrap_or_else(|| "current".into())
@@ -98,6 +104,7 @@ impl ExistingCluster {
             opts,
             name,
             user,
+            groups,
             client,
         })
     }

@@ -4,6 +4,7 @@
 //! `--audit-log` (self-managed clusters), etcd's metrics only with
 //! `--etcd-metrics-url`; `probe` finds the rest out before anything runs.
 
+pub mod apf;
 pub mod cluster;
 pub mod probe;
 pub mod site;

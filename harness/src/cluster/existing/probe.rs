@@ -14,6 +14,7 @@ use anyhow::Result;
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams, PostParams};
@@ -29,6 +30,9 @@ pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 /// The label every namespace the harness creates on such a cluster
 /// carries: the run's id (cleanup finds what is left by it).
 pub const RUN_ID_LABEL: &str = "harness.batch.dev/run-id";
+
+/// The label of each API server's identity lease (kube-system).
+const APISERVER_IDENTITY: &str = "apiserver.kubernetes.io/identity=kube-apiserver";
 
 /// One access a run needs: a verb on a resource (namespaced ones are
 /// checked in the run's namespace) or on a non-resource path.
@@ -78,6 +82,8 @@ pub struct Needs {
     pub kwok_nodes: bool,
     pub default_storage_class: bool,
     pub audit_log: bool,
+    /// Requests per client by APF FlowSchemas (cluster::existing::apf).
+    pub apf: bool,
 }
 
 /// What the probe found.
@@ -103,6 +109,13 @@ pub struct Capabilities {
     /// None: not asked for (no --etcd-metrics-url / --audit-log).
     pub etcd_metrics: Option<bool>,
     pub audit_log: Option<bool>,
+    /// Where requests per client come from: "audit" or "apf".
+    #[serde(default)]
+    pub attribution: String,
+    /// API server instances (their identity leases in kube-system; 0 when
+    /// they cannot be listed). Metrics come from whichever one answers.
+    #[serde(default)]
+    pub apiservers: u32,
 }
 
 impl Capabilities {
@@ -110,13 +123,17 @@ impl Capabilities {
     /// that change between runs (nodes, other pods).
     pub fn comparable(&self) -> String {
         format!(
-            "jobset {:?}, gang {:?}, kueue {:?}, kwok {}, etcd metrics {}, audit log {}",
+            "jobset {:?}, gang {:?}, kueue {:?}, kwok {}, etcd metrics {}, audit log {}, attribution {}",
             self.jobset_versions,
             self.gang_versions,
             self.kueue_versions,
             self.kwok_nodes > 0,
             self.etcd_metrics == Some(true),
-            self.audit_log == Some(true)
+            self.audit_log == Some(true),
+            match self.attribution.as_str() {
+                "" => "audit",
+                a => a,
+            }
         )
     }
 }
@@ -258,6 +275,11 @@ pub async fn probe(
     };
     // Reading the log's end opens it: readable, and its tail is events.
     let audit_log = cluster.audit_log().map(|_| cluster.audit_end().is_ok());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let apiservers = leases
+        .list_metadata(&ListParams::default().labels(APISERVER_IDENTITY))
+        .await
+        .map_or(0, |l| l.items.len() as u32);
     Ok(Capabilities {
         server_version: version.git_version,
         user: cluster.user.clone(),
@@ -272,6 +294,12 @@ pub async fn probe(
         other_pods,
         etcd_metrics,
         audit_log,
+        attribution: match needs.apf {
+            true => "apf",
+            false => "audit",
+        }
+        .into(),
+        apiservers,
     })
 }
 
@@ -330,6 +358,14 @@ pub fn missing(caps: &Capabilities, needs: &Needs) -> Vec<Missing> {
         needs.audit_log && caps.audit_log != Some(true),
         "the API server's audit log is not readable from here: requests per client come from it",
         "pass --audit-log PATH (a self-managed cluster's log at Metadata level, as manifests/audit-policy.yaml)",
+    );
+    need(
+        needs.apf && caps.apiservers > 1,
+        &format!(
+            "the cluster runs {} API servers and /metrics answers from one of them: per-FlowSchema counts would miss the others' requests",
+            caps.apiservers
+        ),
+        "use --attribution audit with the servers' audit logs, or a cluster with one API server",
     );
     need(
         caps.etcd_metrics == Some(false),
@@ -399,6 +435,22 @@ pub fn table(caps: &Capabilities, needs: &Needs) -> String {
         "audit log readable",
         asked(caps.audit_log, "--audit-log"),
         needs.audit_log,
+    );
+    row(
+        "API servers (identity leases)",
+        match caps.apiservers {
+            0 => "unknown".into(),
+            n => n.to_string(),
+        },
+        needs.apf,
+    );
+    row(
+        "requests per client from",
+        match needs.apf {
+            true => "APF FlowSchema counts (--attribution apf)".into(),
+            false => "the audit log".into(),
+        },
+        true,
     );
     s
 }

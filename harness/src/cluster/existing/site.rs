@@ -14,17 +14,20 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use crate::cluster::existing::probe::RUN_ID_LABEL;
 use crate::poll::Poll;
 
-/// A run id: short, lower-case, unique enough on one cluster (time and
-/// process id in base 36).
+/// A run id: short, lower-case, unique enough on one cluster (time, and
+/// the process id plus a count of the ids this process made, in base 36:
+/// two runs started in the same millisecond by one process differ).
 pub fn new_run_id() -> String {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!(
         "{}{}",
         base36(t % 36u64.pow(6)),
-        base36(u64::from(std::process::id()) % 1296)
+        base36((u64::from(std::process::id()) + n * 37) % 1296)
     )
 }
 
@@ -202,7 +205,53 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
     if let Err(e) = left {
         bail!("{e:#}: delete them with `kubectl delete namespace -l {RUN_ID_LABEL}={run_id}`");
     }
+    let schemas = crate::cluster::existing::apf::remove(client, run_id).await?;
+    if !schemas.is_empty() {
+        let left = crate::cluster::existing::apf::remove(client, run_id).await?;
+        if !left.is_empty() {
+            bail!(
+                "FlowSchemas of run {run_id} still there after deletion: {}: delete them with `kubectl delete flowschema -l {RUN_ID_LABEL}={run_id}`",
+                left.join(", ")
+            );
+        }
+    }
     Ok(())
+}
+
+/// What runs left on the cluster: run id → the namespaces and
+/// FlowSchemas carrying it (a run that was killed before its cleanup).
+pub async fn runs_left(
+    client: &kube::Client,
+) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+    use k8s_openapi::api::flowcontrol::v1::FlowSchema;
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let sel = ListParams::default().labels(RUN_ID_LABEL);
+    let mut add = |meta: kube::api::ObjectMeta, kind: &str| {
+        if let (Some(name), Some(run)) = (
+            meta.name,
+            meta.labels.and_then(|l| l.get(RUN_ID_LABEL).cloned()),
+        ) {
+            out.entry(run).or_default().push(format!("{kind}/{name}"));
+        }
+    };
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list_metadata(&sel)
+        .await
+        .context("listing the namespaces runs left")?;
+    namespaces
+        .items
+        .into_iter()
+        .for_each(|n| add(n.metadata, "namespace"));
+    // Listing FlowSchemas may be refused; a run could not have made any.
+    if let Ok(l) = Api::<FlowSchema>::all(client.clone())
+        .list_metadata(&sel)
+        .await
+    {
+        l.items
+            .into_iter()
+            .for_each(|f| add(f.metadata, "flowschema"));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -218,6 +267,8 @@ mod tests {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
             "{a}"
         );
+        let ids: std::collections::HashSet<String> = (0..100).map(|_| new_run_id()).collect();
+        assert_eq!(ids.len(), 100, "ids made at once repeat");
         assert_eq!(base36(0), "0");
         assert_eq!(base36(35), "z");
         assert_eq!(base36(36), "10");

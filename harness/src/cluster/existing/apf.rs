@@ -1,0 +1,457 @@
+//! `--attribution apf`: requests per identity where the audit log is out
+//! of reach. For each identity of interest and each FlowSchema that would
+//! match its requests, the harness adds a copy restricted to that identity
+//! (same rules, same priority level, same distinguisher), placed just
+//! before the original: same matching precedence and a name that sorts
+//! first (schemas are ordered by precedence, then name:
+//! k8s.io/apiserver pkg/util/apihelpers `FlowSchemaSequence.Less`). So each
+//! request of the identity lands on the priority level it used before —
+//! nothing about how the server treats it changes — and is counted under
+//! the copy's name (metrics::apf). The copies carry the run id and are
+//! removed with the run.
+//!
+//! The one schema that cannot be copied is the mandatory `exempt` one:
+//! only it may have precedence 1 (pkg/apis/flowcontrol/validation
+//! `ValidateFlowSchemaSpec`), so it takes every request of system:masters
+//! members before any copy could; such identities are listed as not told
+//! apart (`ApfFlows::exempt`).
+//!
+//! Which rules match an identity follows `matchesSubject`
+//! (pkg/util/flowcontrol/rule.go): a User subject by name or `*`, a Group
+//! by one of the identity's groups or `*`, a ServiceAccount by namespace
+//! and name (or `*`). A user's groups cannot be asked of the server for
+//! anyone but oneself (SelfSubjectReview), so identities name theirs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::flowcontrol::v1::{
+    FlowSchema, GroupSubject, PolicyRulesWithSubjects, ServiceAccountSubject, Subject, UserSubject,
+};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+
+use crate::cluster::existing::probe::RUN_ID_LABEL;
+use crate::error::{bad_input, env_missing};
+use crate::metrics::apf::ApfFlows;
+use crate::poll::Poll;
+
+/// Where requests per client come from on an existing cluster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Attribution {
+    /// The API server's audit log (`--audit-log`): every request, by
+    /// client, verb and resource.
+    #[default]
+    Audit,
+    /// APF's counts per FlowSchema, one added per followed identity.
+    Apf,
+}
+
+impl Attribution {
+    /// `--attribution audit|apf`.
+    pub fn parse(s: &str) -> Result<Attribution> {
+        match s {
+            "audit" => Ok(Attribution::Audit),
+            "apf" => Ok(Attribution::Apf),
+            other => Err(bad_input(format!(
+                "--attribution {other:?}: audit (the audit log) or apf (FlowSchema counts)"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribution::Audit => "audit",
+            Attribution::Apf => "apf",
+        }
+    }
+}
+
+/// One identity whose requests are counted apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// What figures are keyed by: the username as the audit log spells
+    /// it, or "group:NAME".
+    pub label: String,
+    kind: Kind,
+    /// The groups its requests carry (for matching Group subjects).
+    groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    User(String),
+    ServiceAccount { namespace: String, name: String },
+    Group(String),
+}
+
+const AUTHENTICATED: &str = "system:authenticated";
+
+impl Identity {
+    /// A user with the groups it is known to carry (system:authenticated
+    /// is added).
+    pub fn user(name: &str, groups: &[&str]) -> Identity {
+        let mut g: Vec<String> = groups.iter().map(|s| s.to_string()).collect();
+        if !g.iter().any(|x| x == AUTHENTICATED) {
+            g.push(AUTHENTICATED.into());
+        }
+        Identity {
+            label: name.into(),
+            kind: Kind::User(name.into()),
+            groups: g,
+        }
+    }
+
+    /// A ServiceAccount, with the groups the token authenticator gives it.
+    pub fn service_account(namespace: &str, name: &str) -> Identity {
+        Identity {
+            label: format!("system:serviceaccount:{namespace}:{name}"),
+            kind: Kind::ServiceAccount {
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                AUTHENTICATED.into(),
+            ],
+        }
+    }
+
+    /// Every member of a group (the kubelets: system:nodes).
+    pub fn group(name: &str) -> Identity {
+        Identity {
+            label: format!("group:{name}"),
+            kind: Kind::Group(name.into()),
+            groups: vec![name.into(), AUTHENTICATED.into()],
+        }
+    }
+
+    /// `user:NAME[;groups=G1,G2]`, `sa:NAMESPACE/NAME` or `group:NAME`
+    /// (`--apf-identity`).
+    pub fn parse(spec: &str) -> Result<Identity> {
+        let bad = |why: &str| {
+            bad_input(format!(
+                "--apf-identity {spec:?}: {why} (user:NAME[;groups=G1,G2], sa:NAMESPACE/NAME or group:NAME)"
+            ))
+        };
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| bad("no kind"))?;
+        if rest.is_empty() {
+            return Err(bad("no name"));
+        }
+        match kind {
+            "user" => {
+                let (name, groups) = match rest.split_once(";groups=") {
+                    Some((n, g)) => (n, g.split(',').filter(|g| !g.is_empty()).collect()),
+                    None => (rest, Vec::new()),
+                };
+                Ok(Identity::user(name, &groups))
+            }
+            "sa" => match rest.split_once('/') {
+                Some((ns, name)) if !ns.is_empty() && !name.is_empty() => {
+                    Ok(Identity::service_account(ns, name))
+                }
+                _ => Err(bad("a ServiceAccount is NAMESPACE/NAME")),
+            },
+            "group" => Ok(Identity::group(rest)),
+            _ => Err(bad(&format!("unknown kind {kind:?}"))),
+        }
+    }
+
+    /// The subject a copy of a schema matches this identity by.
+    fn subject(&self) -> Subject {
+        match &self.kind {
+            Kind::User(n) => Subject {
+                kind: "User".into(),
+                user: Some(UserSubject { name: n.clone() }),
+                ..Default::default()
+            },
+            Kind::ServiceAccount { namespace, name } => Subject {
+                kind: "ServiceAccount".into(),
+                service_account: Some(ServiceAccountSubject {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                }),
+                ..Default::default()
+            },
+            Kind::Group(g) => Subject {
+                kind: "Group".into(),
+                group: Some(GroupSubject { name: g.clone() }),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Whether every request of this identity matches `s`.
+    fn covered_by(&self, s: &Subject) -> bool {
+        let user = match &self.kind {
+            Kind::User(n) => Some(n.clone()),
+            Kind::ServiceAccount { .. } => Some(self.label.clone()),
+            Kind::Group(_) => None,
+        };
+        match s.kind.as_str() {
+            "User" => s
+                .user
+                .as_ref()
+                .is_some_and(|u| u.name == "*" || Some(&u.name) == user.as_ref()),
+            "Group" => s
+                .group
+                .as_ref()
+                .is_some_and(|g| g.name == "*" || self.groups.contains(&g.name)),
+            "ServiceAccount" => match (&self.kind, &s.service_account) {
+                (Kind::ServiceAccount { namespace, name }, Some(sa)) => {
+                    sa.namespace == *namespace && (sa.name == "*" || sa.name == *name)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether `s` may match some of this identity's requests without
+    /// covering all of them: a member of a group named by user or as a
+    /// ServiceAccount.
+    fn partly_by(&self, s: &Subject) -> bool {
+        matches!(self.kind, Kind::Group(_))
+            && match s.kind.as_str() {
+                "User" => s.user.as_ref().is_some_and(|u| u.name != "*"),
+                "ServiceAccount" => true,
+                _ => false,
+            }
+    }
+}
+
+/// The schemas to add and what they count.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub schemas: Vec<FlowSchema>,
+    pub flows: ApfFlows,
+}
+
+/// The copy of `original` named `name`: its rules whose subjects cover the
+/// identity, with the identity as their only subject; None when no rule
+/// does.
+fn copy_for(original: &FlowSchema, id: &Identity, name: &str, run_id: &str) -> Option<FlowSchema> {
+    let spec = &original.spec;
+    let rules: Vec<PolicyRulesWithSubjects> = spec
+        .rules
+        .iter()
+        .flatten()
+        .filter(|r| r.subjects.iter().any(|s| id.covered_by(s)))
+        .map(|r| PolicyRulesWithSubjects {
+            subjects: vec![id.subject()],
+            ..r.clone()
+        })
+        .collect();
+    if rules.is_empty() {
+        return None;
+    }
+    let mut spec = spec.clone();
+    spec.rules = Some(rules);
+    Some(FlowSchema {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([
+                (RUN_ID_LABEL.to_string(), run_id.to_string()),
+                ("app.kubernetes.io/managed-by".into(), "harness".into()),
+            ])),
+            annotations: Some(BTreeMap::from([(
+                "harness.batch.dev/counts".to_string(),
+                id.label.clone(),
+            )])),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    })
+}
+
+/// A copy's name: sorts before any schema whose name starts with a
+/// letter, and says whose and of what it is.
+fn copy_name(run_id: &str, idx: usize, original: &str) -> String {
+    let mut n = format!("0-harness-{run_id}-{idx}-{original}");
+    n.truncate(253);
+    n.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+fn precedence(fs: &FlowSchema) -> i32 {
+    fs.spec.matching_precedence.unwrap_or(1000)
+}
+
+fn name(fs: &FlowSchema) -> &str {
+    fs.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// The copies for `identities` of the cluster's `existing` schemas.
+/// Another run's copies (they carry its run id) refuse the plan (exit 3):
+/// two runs' copies of one schema for one identity split its requests. Copies of
+/// one precedence keep their originals' order among themselves; a schema
+/// of that precedence sorting between a copy and its original matters
+/// only if it could take some of the identity's requests without being
+/// copied, and then the plan is refused: that could move the identity to
+/// another priority level.
+pub fn plan(
+    existing: &[FlowSchema],
+    identities: &[Identity],
+    harness: &[String],
+    run_id: &str,
+) -> Result<Plan> {
+    let run_of = |fs: &FlowSchema| {
+        fs.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RUN_ID_LABEL).cloned())
+    };
+    let mut others: Vec<String> = existing
+        .iter()
+        .filter_map(run_of)
+        .filter(|r| r != run_id)
+        .collect();
+    others.sort();
+    others.dedup();
+    if !others.is_empty() {
+        return Err(env_missing(
+            format!(
+                "another harness run ({}) counts requests by FlowSchema on this cluster: the first run's copies would take the shared identities' requests (the scheduler's, the controllers')",
+                others.join(", ")
+            ),
+            format!(
+                "wait for it to end, or if it is gone remove what it left: `kubectl delete flowschema -l {RUN_ID_LABEL}={}`",
+                others[0]
+            ),
+        ));
+    }
+    let originals: Vec<&FlowSchema> = existing.iter().filter(|fs| run_of(fs).is_none()).collect();
+    let mut plan = Plan::default();
+    for (i, id) in identities.iter().enumerate() {
+        if harness.contains(&id.label) {
+            plan.flows.harness.insert(id.label.clone());
+        }
+        let exempt = originals.iter().any(|o| {
+            precedence(o) == 1
+                && o.spec
+                    .rules
+                    .iter()
+                    .flatten()
+                    .any(|r| r.subjects.iter().any(|s| id.covered_by(s)))
+        });
+        if exempt {
+            plan.flows.exempt.insert(id.label.clone());
+            continue;
+        }
+        for orig in &originals {
+            let n = copy_name(run_id, i, name(orig));
+            if let Some(copy) = copy_for(orig, id, &n, run_id) {
+                plan.flows.by_schema.insert(n.clone(), id.label.clone());
+                plan.schemas.push(copy);
+                let p = precedence(orig);
+                let between: Vec<&str> = originals
+                    .iter()
+                    .filter(|o| precedence(o) == p && name(o) > n.as_str() && name(o) < name(orig))
+                    .filter(|o| {
+                        let subjects = || {
+                            o.spec
+                                .rules
+                                .iter()
+                                .flatten()
+                                .flat_map(|r| r.subjects.iter())
+                        };
+                        !subjects().any(|s| id.covered_by(s)) && subjects().any(|s| id.partly_by(s))
+                    })
+                    .map(|o| name(o))
+                    .collect();
+                if !between.is_empty() {
+                    bail!(
+                        "counting {} by FlowSchema would change its flow: a copy of {} (precedence {p}) would sort after {}; use the audit log (--audit-log) instead",
+                        id.label,
+                        name(orig),
+                        between.join(", ")
+                    );
+                }
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Add the plan's schemas and wait until the API server's priority and
+/// fairness controller has taken each in (it writes their `Dangling`
+/// condition when it digests them).
+pub async fn install(client: &kube::Client, plan: &Plan) -> Result<()> {
+    let api: Api<FlowSchema> = Api::all(client.clone());
+    for fs in &plan.schemas {
+        api.create(&PostParams::default(), fs)
+            .await
+            .with_context(|| format!("creating FlowSchema {}", name(fs)))?;
+    }
+    let run = plan.schemas.first().and_then(|fs| {
+        fs.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RUN_ID_LABEL).cloned())
+    });
+    let Some(run) = run else { return Ok(()) };
+    let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run}"));
+    let want = plan.schemas.len();
+    Poll::new(
+        "the API server took in the harness's FlowSchemas",
+        Duration::from_secs(60),
+    )
+    .every(Duration::from_millis(200))
+    .until_state(|| async {
+        let list = api.list(&sel).await?;
+        let digested = list
+            .items
+            .iter()
+            .filter(|fs| {
+                fs.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Dangling"))
+            })
+            .count();
+        Ok(match digested >= want {
+            true => Ok(()),
+            false => Err(format!("{digested} of {want} digested")),
+        })
+    })
+    .await
+}
+
+/// The cluster's FlowSchemas.
+pub async fn list(client: &kube::Client) -> Result<Vec<FlowSchema>> {
+    Ok(Api::<FlowSchema>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .context("listing FlowSchemas")?
+        .items)
+}
+
+/// Delete the schemas carrying the run id; a server that does not let
+/// the credentials list them has none of the run's (creating them
+/// needs more).
+pub async fn remove(client: &kube::Client, run_id: &str) -> Result<Vec<String>> {
+    let api: Api<FlowSchema> = Api::all(client.clone());
+    let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
+    let names: Vec<String> = match api.list_metadata(&sel).await {
+        Ok(l) => l
+            .items
+            .into_iter()
+            .filter_map(|f| f.metadata.name)
+            .collect(),
+        Err(kube::Error::Api(e)) if e.code == 403 || e.code == 404 => return Ok(Vec::new()),
+        Err(e) => return Err(e).context("listing the run's FlowSchemas"),
+    };
+    for n in &names {
+        match api.delete(n, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e).with_context(|| format!("deleting FlowSchema {n}")),
+        }
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests;

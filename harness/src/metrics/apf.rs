@@ -1,0 +1,261 @@
+//! Requests per client without the audit log: the API server's priority
+//! and fairness filter counts every request it dispatches by FlowSchema
+//! (`apiserver_flowcontrol_dispatched_requests_total{flow_schema,
+//! priority_level}`, k8s.io/apiserver pkg/util/flowcontrol/apf_filter.go,
+//! `Handle` → `metrics.AddDispatch`, exempt requests included). When the
+//! harness adds one FlowSchema per identity of interest
+//! (cluster::existing::apf), the deltas of those schemas are that
+//! identity's requests; what the other schemas dispatched is everyone
+//! else's, by schema.
+//!
+//! Requests rejected by the filter (429) are not dispatched and so not
+//! counted, where the audit log has them; requests the authorizer refuses
+//! (403) are dispatched first and counted in both.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::prom::{Sample, counter_delta};
+
+/// The metric APF counts dispatched requests in.
+pub const DISPATCHED: &str = "apiserver_flowcontrol_dispatched_requests_total";
+/// The key "everyone else" is reported under in `by_client`: the schema
+/// their requests were dispatched by.
+pub const OTHER_PREFIX: &str = "flowschema:";
+
+/// Which FlowSchemas count whose requests: set up before a window opens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApfFlows {
+    /// The harness's FlowSchema name → identity label (a username as the
+    /// audit log spells it, or "group:NAME").
+    pub by_schema: BTreeMap<String, String>,
+    /// Labels of the harness's own identities (set apart, as the audit
+    /// attribution does).
+    pub harness: BTreeSet<String>,
+    /// Followed identities APF cannot tell apart: the mandatory `exempt`
+    /// schema (the only one allowed precedence 1, so none can go before
+    /// it) takes every request of system:masters members. When the
+    /// harness is among them, that schema's requests are all set apart
+    /// as the harness's.
+    pub exempt: BTreeSet<String>,
+}
+
+/// The mandatory schema of precedence 1 (k8s.io/api flowcontrol
+/// `FlowSchemaNameExempt`).
+pub const EXEMPT_SCHEMA: &str = "exempt";
+
+impl ApfFlows {
+    fn harness_exempt(&self) -> bool {
+        self.harness.iter().any(|h| self.exempt.contains(h))
+    }
+}
+
+/// What APF counted between two snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApfCounts {
+    /// identity label → requests; everyone else as "flowschema:NAME".
+    pub by_client: BTreeMap<String, u64>,
+    /// Everyone's but the harness's.
+    pub total: u64,
+    pub harness: u64,
+}
+
+/// Per-schema deltas of the dispatched counter, summed over priority
+/// levels (a schema may have been re-pointed; its count moves with it).
+fn deltas(before: &[Sample], after: &[Sample]) -> BTreeMap<String, u64> {
+    let schemas: BTreeSet<&str> = after
+        .iter()
+        .filter(|s| s.name == DISPATCHED)
+        .filter_map(|s| s.labels.get("flow_schema").map(String::as_str))
+        .collect();
+    schemas
+        .into_iter()
+        .map(|fs| {
+            let of = |s: &Sample| s.labels.get("flow_schema").is_some_and(|n| n == fs);
+            (
+                fs.to_string(),
+                counter_delta(before, after, DISPATCHED, of) as u64,
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// Requests per identity (and per schema for everyone else) between two
+/// snapshots of the API server's metrics.
+pub fn counts(before: &[Sample], after: &[Sample], flows: &ApfFlows) -> ApfCounts {
+    let mut c = ApfCounts::default();
+    for label in flows.by_schema.values() {
+        if !flows.harness.contains(label) {
+            c.by_client.entry(label.clone()).or_default();
+        }
+    }
+    for (schema, n) in deltas(before, after) {
+        if schema == EXEMPT_SCHEMA && flows.harness_exempt() {
+            c.harness += n;
+            continue;
+        }
+        let label = match flows.by_schema.get(&schema) {
+            Some(l) if flows.harness.contains(l) => {
+                c.harness += n;
+                continue;
+            }
+            Some(l) => l.clone(),
+            None => format!("{OTHER_PREFIX}{schema}"),
+        };
+        c.total += n;
+        *c.by_client.entry(label).or_default() += n;
+    }
+    c
+}
+
+/// One identity's requests as APF and the audit log counted them in the
+/// same window (both asked for): how far attribution without the audit
+/// log is from it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub apf: u64,
+    pub audit: u64,
+}
+
+impl Agreement {
+    /// |apf − audit| / audit in per cent (0 when both are 0).
+    pub fn off_pct(&self) -> f64 {
+        match self.audit {
+            0 if self.apf == 0 => 0.0,
+            0 => 100.0,
+            a => (self.apf as f64 - a as f64).abs() * 100.0 / a as f64,
+        }
+    }
+}
+
+/// For each identity APF counted, its audit figure beside it. Group
+/// identities ("group:NAME") sum the audit's users of that group, given
+/// as `audit_groups`.
+pub fn agreement(
+    apf: &ApfCounts,
+    audit_by_client: &BTreeMap<String, u64>,
+    audit_groups: &BTreeMap<String, u64>,
+) -> BTreeMap<String, Agreement> {
+    apf.by_client
+        .iter()
+        .filter(|(label, _)| !label.starts_with(OTHER_PREFIX))
+        .map(|(label, n)| {
+            let audit = match label.strip_prefix("group:") {
+                Some(g) => audit_groups.get(g).copied().unwrap_or(0),
+                None => audit_by_client.get(label).copied().unwrap_or(0),
+            };
+            (label.clone(), Agreement { apf: *n, audit })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::prom::parse;
+
+    fn metrics(lines: &[(&str, &str, u64)]) -> Vec<Sample> {
+        let text: String = lines
+            .iter()
+            .map(|(fs, pl, n)| {
+                format!("{DISPATCHED}{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {n}\n")
+            })
+            .collect();
+        parse(&text)
+    }
+
+    fn flows() -> ApfFlows {
+        ApfFlows {
+            by_schema: [
+                ("0-harness-r-0-exempt", "admin"),
+                (
+                    "0-harness-r-1-service-accounts",
+                    "system:serviceaccount:ns:thor",
+                ),
+                (
+                    "0-harness-r-1-global-default",
+                    "system:serviceaccount:ns:thor",
+                ),
+                ("0-harness-r-2-system-nodes", "group:system:nodes"),
+            ]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+            harness: ["admin".to_string()].into(),
+            exempt: BTreeSet::new(),
+        }
+    }
+
+    #[test]
+    fn each_identity_gets_its_schemas_deltas_and_the_rest_stay_by_schema() {
+        let before = metrics(&[
+            ("0-harness-r-0-exempt", "exempt", 3),
+            ("0-harness-r-1-service-accounts", "workload-low", 0),
+            ("service-accounts", "workload-low", 40),
+            ("exempt", "exempt", 100),
+        ]);
+        let after = metrics(&[
+            ("0-harness-r-0-exempt", "exempt", 13),
+            ("0-harness-r-1-service-accounts", "workload-low", 25),
+            ("0-harness-r-1-global-default", "global-default", 5),
+            ("service-accounts", "workload-low", 47),
+            ("exempt", "exempt", 100),
+            ("kube-scheduler", "workload-high", 9),
+        ]);
+        let c = counts(&before, &after, &flows());
+        assert_eq!(c.harness, 10);
+        assert_eq!(c.by_client["system:serviceaccount:ns:thor"], 30);
+        assert_eq!(c.by_client["flowschema:service-accounts"], 7);
+        assert_eq!(c.by_client["flowschema:kube-scheduler"], 9);
+        // An identity that made no request is there, at 0; unchanged
+        // schemas and the harness are not.
+        assert_eq!(c.by_client["group:system:nodes"], 0);
+        assert!(!c.by_client.contains_key("flowschema:exempt"));
+        assert!(!c.by_client.contains_key("admin"));
+        assert_eq!(c.total, 46);
+    }
+
+    #[test]
+    fn an_exempt_harness_takes_the_exempt_schema_with_it() {
+        let mut f = flows();
+        f.exempt = ["admin".to_string(), "kwok-controller".to_string()].into();
+        let before = metrics(&[("exempt", "exempt", 100)]);
+        let after = metrics(&[
+            ("exempt", "exempt", 160),
+            ("kube-scheduler", "workload-high", 9),
+        ]);
+        let c = counts(&before, &after, &f);
+        assert_eq!((c.harness, c.total), (60, 9));
+        assert!(!c.by_client.contains_key("flowschema:exempt"), "{c:?}");
+        // Not exempt: that schema is everyone else's.
+        let c = counts(&before, &after, &flows());
+        assert_eq!((c.harness, c.total), (0, 69));
+        assert_eq!(c.by_client["flowschema:exempt"], 60);
+    }
+
+    #[test]
+    fn agreement_compares_users_and_sums_groups() {
+        let c = counts(
+            &metrics(&[]),
+            &metrics(&[
+                ("0-harness-r-1-service-accounts", "workload-low", 100),
+                ("0-harness-r-2-system-nodes", "system", 20),
+                ("x", "y", 1),
+            ]),
+            &flows(),
+        );
+        let audit: BTreeMap<String, u64> = [("system:serviceaccount:ns:thor".to_string(), 104)]
+            .into_iter()
+            .collect();
+        let groups: BTreeMap<String, u64> =
+            [("system:nodes".to_string(), 20)].into_iter().collect();
+        let a = agreement(&c, &audit, &groups);
+        assert_eq!(a.len(), 2, "{a:?}");
+        let thor = &a["system:serviceaccount:ns:thor"];
+        assert!((thor.off_pct() - 3.846).abs() < 0.01, "{thor:?}");
+        assert_eq!(a["group:system:nodes"].off_pct(), 0.0);
+        assert_eq!(Agreement { apf: 1, audit: 0 }.off_pct(), 100.0);
+    }
+}
