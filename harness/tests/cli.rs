@@ -247,6 +247,43 @@ fn usage_errors_exit_2() {
             "--audit-log",
             "/var/log/audit.log",
         ],
+        // --dry-run plans a run on an existing cluster; APF identities
+        // need --attribution apf and say their form.
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--dry-run",
+        ],
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--provider",
+            "existing",
+            "--kubeconfig",
+            "/k",
+            "--apf-identity",
+            "user:x",
+        ],
+        &[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--provider",
+            "existing",
+            "--kubeconfig",
+            "/k",
+            "--attribution",
+            "apf",
+            "--apf-identity",
+            "robot:r2",
+        ],
+        &["status", "--kubeconfig", "/some/kubeconfig"],
+        &["status", "--provider", "existing", "--name", "dev"],
     ] {
         let out = env.run(args);
         assert_code(&out, 2);

@@ -311,6 +311,43 @@ fn apf_without_the_audit_log() -> Result<()> {
     Ok(())
 }
 
+/// `--dry-run` prints each mode's objects (the harness's, the FlowSchemas
+/// of --attribution apf, the Thor agent's per instance) and the calls'
+/// prices, and creates nothing: the admin's only writes in the audit log
+/// are the probe's reviews.
+fn dry_run_creates_nothing() -> Result<()> {
+    let _load = one_at_a_time();
+    let fx = fixture().map_err(anyhow::Error::msg)?;
+    let c = &fx.cluster;
+    let mut t = target(c, c.kubeconfig().to_path_buf());
+    t.cluster.attribution = Attribution::Apf;
+    let from = c.audit_end()?;
+    let text = fx
+        .rt
+        .block_on(harness::bench::thor::plan_only(&options(t)))?;
+    for what in [
+        "nothing was created",
+        "admin creates Namespace harness-",
+        "admin creates RoleBinding thor-agent-jobset",
+        "admin creates FlowSchema 0-harness-",
+        ":harness-thor-agent creates Job thormanager-job-",
+        ":harness-thor-agent creates JobSet ",
+        "kubectl replace --force -f - → ",
+    ] {
+        ensure!(text.contains(what), "the dry run does not say {what:?}");
+    }
+    let (events, _) = c.audit_events(from)?;
+    let writes: Vec<String> = events
+        .iter()
+        .filter(|e| e.user.username == "admin")
+        .filter(|e| matches!(e.verb.as_str(), "create" | "update" | "patch" | "delete"))
+        .map(|e| e.key())
+        .filter(|k| !k.ends_with("selfsubjectaccessreviews") && !k.ends_with("selfsubjectreviews"))
+        .collect();
+    ensure!(writes.is_empty(), "the dry run wrote: {writes:?}");
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
@@ -322,6 +359,9 @@ fn main() {
         }),
         Trial::test("apf_counts_agree_with_the_audit_log", || {
             trial_result(apf_agrees_with_the_audit_log())
+        }),
+        Trial::test("dry_run_prints_the_plan_and_creates_nothing", || {
+            trial_result(dry_run_creates_nothing())
         }),
         Trial::test("apf_counts_without_the_audit_log", || {
             trial_result(apf_without_the_audit_log())

@@ -79,6 +79,10 @@ pub struct BenchThorArgs {
     pub provider: BenchProvider,
     #[command(flatten)]
     pub existing: ExistingArgs,
+    /// With --provider existing: probe, print every object the run would
+    /// create and the API calls it would make, create nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// On an existing cluster that runs other workloads: load it above the
     /// smoke size anyway.
     #[arg(long)]
@@ -193,6 +197,15 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     };
     // Every check before any cluster starts.
     thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
+    if args.dry_run {
+        if args.compare || args.record {
+            return Err(bad_input(
+                "--dry-run measures nothing: drop --compare/--record",
+            ));
+        }
+        print!("{}", thor::plan_only(&opts).await?);
+        return Ok(0);
+    }
     let result = match signal::race(thor::bench_thor(&opts)).await {
         Raced::Finished(r) => r?,
         Raced::Interrupted(sig) => {

@@ -33,9 +33,9 @@ pub struct ExistingTarget {
 }
 
 /// The ServiceAccounts a mode runs as.
-const THOR_SA: &str = "harness-thor-agent";
-const ECLCC_SA: &str = "harness-eclccserver";
-const KUBELET_SA: &str = "harness-fake-kubelet";
+pub const THOR_SA: &str = "harness-thor-agent";
+pub const ECLCC_SA: &str = "harness-eclccserver";
+pub const KUBELET_SA: &str = "harness-fake-kubelet";
 /// Workers above which a busy cluster needs --yes (the smoke scenario's
 /// size).
 const SMOKE_WORKERS: u32 = 2;
@@ -203,19 +203,10 @@ pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> String {
     format!("harness-{run_id}-{}-{rep}", mode.name())
 }
 
-/// The namespace, its identities and the fake kubelets' Role for one run
-/// of a mode; `dir` holds the identities' kubeconfigs.
-pub async fn site(
-    cluster: &ExistingCluster,
-    target: &ExistingTarget,
-    mode: Mode,
-    rep: u32,
-    dir: &std::path::Path,
-) -> Result<Site> {
-    let admin = cluster.client().await?;
-    let ns = namespace_of(&target.run_id, mode, rep);
-    site::create_namespace(&admin, &ns, &target.run_id).await?;
-    let kubelet_role: Vec<Value> = vec![
+/// The fake kubelets' Role in namespace `ns`: read pods, patch their
+/// status.
+pub fn kubelet_rbac(ns: &str) -> Vec<Value> {
+    vec![
         serde_json::json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": KUBELET_SA, "namespace": ns},
@@ -230,8 +221,22 @@ pub async fn site(
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KUBELET_SA},
             "subjects": [{"kind": "ServiceAccount", "name": KUBELET_SA, "namespace": ns}],
         }),
-    ];
-    crate::install::apply::apply_all(&admin, &kubelet_role)
+    ]
+}
+
+/// The namespace, its identities and the fake kubelets' Role for one run
+/// of a mode; `dir` holds the identities' kubeconfigs.
+pub async fn site(
+    cluster: &ExistingCluster,
+    target: &ExistingTarget,
+    mode: Mode,
+    rep: u32,
+    dir: &std::path::Path,
+) -> Result<Site> {
+    let admin = cluster.client().await?;
+    let ns = namespace_of(&target.run_id, mode, rep);
+    site::create_namespace(&admin, &ns, &target.run_id).await?;
+    crate::install::apply::apply_all(&admin, &kubelet_rbac(&ns))
         .await
         .context("the fake kubelets' Role")?;
     let opts = &cluster.opts;
@@ -253,19 +258,12 @@ pub async fn site(
     let thor = identity(THOR_SA).await?;
     let eclcc = identity(ECLCC_SA).await?;
     let (kubelet_kc, _) = identity(KUBELET_SA).await?;
-    let apf = match opts.attribution {
-        Attribution::Audit => None,
-        Attribution::Apf => {
-            let ids = apf_identities(cluster, &ns);
-            let plan = apf::plan(
-                &apf::list(&admin).await?,
-                &ids,
-                &cluster.harness_users(),
-                &target.run_id,
-            )?;
+    let apf = match apf_plan(cluster, target, &ns).await? {
+        Some(plan) => {
             apf::install(&admin, &plan).await?;
             Some(plan.flows)
         }
+        None => None,
     };
     Ok(Site {
         apf,
@@ -276,6 +274,26 @@ pub async fn site(
         eclcc,
         service_accounts: Some((THOR_SA.into(), ECLCC_SA.into())),
     })
+}
+
+/// The FlowSchemas that count a run in namespace `ns` by identity (none
+/// unless --attribution apf), planned from the cluster's own.
+pub async fn apf_plan(
+    cluster: &ExistingCluster,
+    target: &ExistingTarget,
+    ns: &str,
+) -> Result<Option<apf::Plan>> {
+    if target.cluster.attribution != Attribution::Apf {
+        return Ok(None);
+    }
+    let admin = cluster.client().await?;
+    let plan = apf::plan(
+        &apf::list(&admin).await?,
+        &apf_identities(cluster, ns),
+        &cluster.harness_users(),
+        &target.run_id,
+    )?;
+    Ok(Some(plan))
 }
 
 /// The identities APF follows in a run in namespace `ns`: the harness's

@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod charts;
 pub mod compare;
 pub mod cost;
+pub mod dry_run;
 pub mod existing;
 pub mod report;
 pub mod result;
@@ -162,6 +163,22 @@ fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
     ]);
     model.extend(control_plane.map(|(k, v)| (format!("control_plane.{k}"), v)));
     model
+}
+
+/// `--dry-run` on an existing cluster: the probe, then what each mode
+/// would create and call (bench::thor::dry_run); nothing is created.
+pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
+    let s = preflight(opts, None, false, false)?.scenario;
+    let modes: Vec<Mode> = match &opts.modes {
+        Some(m) => m.clone(),
+        None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
+    };
+    let target = opts.existing.as_ref().ok_or_else(|| {
+        crate::error::bad_input(
+            "--dry-run is for --provider existing (a local run creates its own cluster)",
+        )
+    })?;
+    dry_run::dry_run(target, &s, &modes).await
 }
 
 /// Run every mode (× repeats), each on a fresh cluster torn down after

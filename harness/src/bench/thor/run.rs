@@ -133,21 +133,32 @@ fn bind_to_service_account(docs: &mut [Value], sa: &str, namespace: &str) {
     }
 }
 
-/// The namespace, HPCC's once-per-release objects and both identities'
-/// RBAC, as the harness; waits until pods can be created and the storage
-/// claims are bound.
-async fn setup(admin: &kube::Client, plan: &Plan, site: &Site) -> Result<Vec<String>> {
+/// HPCC's once-per-release objects and both identities' RBAC for `plan`'s
+/// namespace, the RoleBindings bound to `service_accounts` (thor, eclcc)
+/// when given.
+pub fn setup_objects(
+    plan: &Plan,
+    service_accounts: Option<&(String, String)>,
+) -> Result<Vec<Value>> {
     let p = plan.params(0);
     let mut docs = Vec::new();
     docs.extend(render_all(&template::setup(), &p)?);
     let mut thor = render(&template::rbac(plan.mode), &p)?;
     let mut eclcc = render(&template::eclccserver_rbac(), &p)?;
-    if let Some((t, e)) = &site.service_accounts {
+    if let Some((t, e)) = service_accounts {
         bind_to_service_account(&mut thor, t, &plan.namespace);
         bind_to_service_account(&mut eclcc, e, &plan.namespace);
     }
     docs.extend(thor);
     docs.extend(eclcc);
+    Ok(docs)
+}
+
+/// The namespace, HPCC's once-per-release objects and both identities'
+/// RBAC, as the harness; waits until pods can be created and the storage
+/// claims are bound.
+async fn setup(admin: &kube::Client, plan: &Plan, site: &Site) -> Result<Vec<String>> {
+    let docs = setup_objects(plan, site.service_accounts.as_ref())?;
     crate::install::apply::apply_all(admin, &docs)
         .await
         .context("creating the namespace, HPCC's setup objects and RBAC")?;

@@ -45,9 +45,9 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Create namespace `name` carrying the run id.
-pub async fn create_namespace(client: &kube::Client, name: &str, run_id: &str) -> Result<()> {
-    let ns: Namespace = serde_json::from_value(serde_json::json!({
+/// Namespace `name` carrying the run id.
+pub fn namespace_object(name: &str, run_id: &str) -> serde_json::Value {
+    serde_json::json!({
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
@@ -57,7 +57,12 @@ pub async fn create_namespace(client: &kube::Client, name: &str, run_id: &str) -
                 "app.kubernetes.io/managed-by": "harness",
             },
         },
-    }))?;
+    })
+}
+
+/// Create namespace `name` carrying the run id.
+pub async fn create_namespace(client: &kube::Client, name: &str, run_id: &str) -> Result<()> {
+    let ns: Namespace = serde_json::from_value(namespace_object(name, run_id))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &ns)
         .await

@@ -1,0 +1,176 @@
+//! `bench thor --provider existing --dry-run`: the probe (read-only, as a
+//! real run does it first), then, per mode, every object the run would
+//! create — as the harness, and as HPCC's Thor agent for one instance —
+//! and the API calls each identity would make, with the requests HPCC's
+//! kubectl costs per call on this very server (workload::thor::kubectl's
+//! model, priced against the server's live discovery). Nothing is
+//! created: the only requests are reads and access reviews.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use crate::bench::thor::existing::{
+    self, ECLCC_SA, ExistingTarget, KUBELET_SA, THOR_SA, kubelet_rbac, namespace_of,
+};
+use crate::bench::thor::run;
+use crate::cluster::existing::site::namespace_object;
+use crate::cluster::provider::Cluster;
+use crate::k8s::K8sRelease;
+use crate::workload::thor::Mode;
+use crate::workload::thor::kubectl::{Call, Discovery, DiscoveryCache, KubectlModel};
+use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario};
+use crate::workload::thor::template::{self, render};
+
+/// One object with who creates it.
+struct Created {
+    who: String,
+    doc: Value,
+}
+
+fn key(doc: &Value) -> String {
+    format!(
+        "{} {}",
+        doc["kind"].as_str().unwrap_or("?"),
+        doc["metadata"]["name"].as_str().unwrap_or("?")
+    )
+}
+
+/// The plan of a dry run, as text: YAML documents (JSON is YAML) with
+/// comments, then the calls.
+pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) -> Result<String> {
+    let (cluster, caps) = existing::prepare(target, s, modes).await?;
+    let admin = cluster.client().await?;
+    let served = Discovery::read(&admin).await?;
+    let cache = match s.kubectl.discovery_cache {
+        DiscoveryCacheSpec::None => DiscoveryCache::None,
+        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
+    };
+    let model = KubectlModel::new(&s.kubectl.version, cache)?;
+    let minor = K8sRelease::parse(&caps.server_version)
+        .map(|r| r.minor_number())
+        .unwrap_or(0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# harness bench thor --dry-run: run {} on {} as {} ({}); nothing was created.",
+        target.run_id,
+        cluster.opts.kubeconfig.display(),
+        cluster.user,
+        caps.server_version
+    );
+    for &mode in modes {
+        let ns = namespace_of(&target.run_id, mode, 0);
+        let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
+        let mut plan = run::plan(s, mode)?;
+        plan.namespace = ns.clone();
+        let mut created: Vec<Created> = Vec::new();
+        let mut by = |who: &str, docs: Vec<Value>| {
+            created.extend(docs.into_iter().map(|doc| Created {
+                who: who.to_string(),
+                doc,
+            }))
+        };
+        by(&cluster.user, vec![namespace_object(&ns, &target.run_id)]);
+        by(
+            &cluster.user,
+            [THOR_SA, ECLCC_SA, KUBELET_SA]
+                .iter()
+                .map(|n| {
+                    serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": n, "namespace": ns}})
+                })
+                .collect(),
+        );
+        by(&cluster.user, kubelet_rbac(&ns));
+        let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
+        by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
+        if let Some(apf) = existing::apf_plan(&cluster, target, &ns).await? {
+            by(
+                &cluster.user,
+                apf.schemas
+                    .iter()
+                    .map(serde_json::to_value)
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        let params = plan.params(0);
+        let mut per_instance = Vec::new();
+        for t in template::templates_for(mode, minor) {
+            per_instance.extend(render(&t, &params)?);
+        }
+        by(&sa(THOR_SA), per_instance.clone());
+        let _ = writeln!(
+            out,
+            "#\n# ===== mode {} in namespace {ns}: {} objects by the harness ({}), {} per Thor instance by HPCC's Thor agent",
+            mode.name(),
+            created.len() - per_instance.len(),
+            cluster.user,
+            per_instance.len()
+        );
+        for c in &created {
+            let _ = writeln!(
+                out,
+                "---\n# {} creates {}\n{}",
+                c.who,
+                key(&c.doc),
+                serde_json::to_string_pretty(&c.doc)?
+            );
+        }
+        let _ = writeln!(
+            out,
+            "---\n# API calls of mode {}: the harness makes one create per object above it, plus a TokenRequest per ServiceAccount; then HPCC's kubectl {} ({}) per call, priced on this server:",
+            mode.name(),
+            model.version(),
+            match cache {
+                DiscoveryCache::None => "no writable discovery cache",
+                DiscoveryCache::Warm => "warm discovery cache",
+            }
+        );
+        let job = params.job_name.clone();
+        let calls = [
+            ("each object of an instance", Call::Replace),
+            (
+                "each poll of an instance's state",
+                match mode {
+                    Mode::Baseline => Call::GetJob {
+                        name: job.clone(),
+                        jsonpath: "{.status}".into(),
+                    },
+                    _ => Call::GetJobSet {
+                        name: job.clone(),
+                        jsonpath: "{.status}".into(),
+                    },
+                },
+            ),
+            (
+                "each poll of its pods",
+                Call::ListPods {
+                    selector: format!("job-name={job}"),
+                    jsonpath: "{.items}".into(),
+                },
+            ),
+            (
+                "each object removed",
+                Call::Delete {
+                    resource: match mode {
+                        Mode::Baseline => "job".into(),
+                        _ => "jobset".into(),
+                    },
+                    name: job.clone(),
+                },
+            ),
+        ];
+        for (when, call) in calls {
+            let e = model.expected_requests(&call, &ns, &served);
+            let _ = writeln!(
+                out,
+                "#   {when}: kubectl {} → {} requests",
+                call.args().join(" "),
+                e.total()
+            );
+        }
+    }
+    Ok(out)
+}
