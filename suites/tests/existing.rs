@@ -20,11 +20,13 @@ use harness::bench::thor::existing::ExistingTarget;
 use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor};
 use harness::cluster::Cluster;
+use harness::cluster::existing::ExistingCluster;
 use harness::cluster::existing::ExistingOptions;
 use harness::cluster::existing::apf::{Attribution, Identity};
 use harness::cluster::existing::probe::RUN_ID_LABEL;
-use harness::cluster::existing::site::new_run_id;
+use harness::cluster::existing::site::{new_run_id, remove_run, runs_left};
 use harness::cluster::local::LocalCluster;
+use harness::workload::gang::run::run_case;
 use harness::workload::thor::Mode;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::flowcontrol::v1::FlowSchema;
@@ -151,6 +153,17 @@ fn smoke_as_existing() -> Result<()> {
     Ok(())
 }
 
+/// `user`'s writes in `events` but the probe's reviews.
+fn writes_of(events: &[harness::cluster::audit::AuditEvent], user: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.user.username == user)
+        .filter(|e| matches!(e.verb.as_str(), "create" | "update" | "patch" | "delete"))
+        .map(|e| e.key())
+        .filter(|k| !k.ends_with("selfsubjectaccessreviews") && !k.ends_with("selfsubjectreviews"))
+        .collect()
+}
+
 fn a_user_without_rights_creates_nothing() -> Result<()> {
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
@@ -177,12 +190,7 @@ fn a_user_without_rights_creates_nothing() -> Result<()> {
     }
     // It did not even try: its only writes are the probe's reviews.
     let (events, _) = c.audit_events(from)?;
-    let tried: Vec<String> = events
-        .iter()
-        .filter(|e| e.user.username == "eclccserver" && e.verb == "create")
-        .map(|e| e.key())
-        .filter(|k| !k.ends_with("selfsubjectaccessreviews") && !k.ends_with("selfsubjectreviews"))
-        .collect();
+    let tried = writes_of(&events, "eclccserver");
     ensure!(tried.is_empty(), "it tried: {tried:?}");
     ensure!(
         events.iter().any(|e| e.user.username == "eclccserver"),
@@ -198,6 +206,15 @@ fn local_identities() -> Vec<Identity> {
         Identity::user("jobset-controller", &[]),
         Identity::user("kwok-controller", &["system:masters"]),
     ]
+}
+
+/// The cluster as an existing one, counted by APF with the local
+/// provider's own identities followed too.
+fn apf_target(c: &LocalCluster) -> ExistingTarget {
+    let mut t = target(c, c.kubeconfig().to_path_buf());
+    t.cluster.attribution = Attribution::Apf;
+    t.cluster.apf_identities = local_identities();
+    t
 }
 
 fn left_flowschemas(fx: &Fixture, run_id: &str) -> Result<Vec<String>> {
@@ -222,9 +239,7 @@ fn apf_agrees_with_the_audit_log() -> Result<()> {
     let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
-    let mut t = target(c, c.kubeconfig().to_path_buf());
-    t.cluster.attribution = Attribution::Apf;
-    t.cluster.apf_identities = local_identities();
+    let t = apf_target(c);
     let run_id = t.run_id.clone();
     let mut o = options(t);
     o.modes = Some(vec![Mode::Jobset]);
@@ -274,10 +289,8 @@ fn apf_without_the_audit_log() -> Result<()> {
     let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
-    let mut t = target(c, c.kubeconfig().to_path_buf());
+    let mut t = apf_target(c);
     t.cluster.audit_log = None;
-    t.cluster.attribution = Attribution::Apf;
-    t.cluster.apf_identities = local_identities();
     let mut o = options(t);
     o.modes = Some(vec![Mode::Baseline]);
     let from = c.audit_end()?;
@@ -319,8 +332,7 @@ fn dry_run_creates_nothing() -> Result<()> {
     let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
-    let mut t = target(c, c.kubeconfig().to_path_buf());
-    t.cluster.attribution = Attribution::Apf;
+    let t = apf_target(c);
     let from = c.audit_end()?;
     let text = fx
         .rt
@@ -337,14 +349,73 @@ fn dry_run_creates_nothing() -> Result<()> {
         ensure!(text.contains(what), "the dry run does not say {what:?}");
     }
     let (events, _) = c.audit_events(from)?;
-    let writes: Vec<String> = events
-        .iter()
-        .filter(|e| e.user.username == "admin")
-        .filter(|e| matches!(e.verb.as_str(), "create" | "update" | "patch" | "delete"))
-        .map(|e| e.key())
-        .filter(|k| !k.ends_with("selfsubjectaccessreviews") && !k.ends_with("selfsubjectreviews"))
-        .collect();
+    let writes = writes_of(&events, "admin");
     ensure!(writes.is_empty(), "the dry run wrote: {writes:?}");
+    Ok(())
+}
+
+/// A gang case on the cluster as an existing one: its namespace and pool
+/// nodes (kwok's, created by the harness) carry the run id, the case
+/// passes as on the local provider, and nothing of the run is left.
+fn gang_case_on_existing() -> Result<()> {
+    let _load = one_at_a_time();
+    let fx = fixture().map_err(anyhow::Error::msg)?;
+    let c = &fx.cluster;
+    let case = harness::workload::gang::rules::load(
+        &suites::repo_root().join("suites/gang/gates-off.yaml"),
+    )?;
+    let ex = fx.rt.block_on(ExistingCluster::attach(ExistingOptions {
+        kubeconfig: c.kubeconfig().to_path_buf(),
+        ..Default::default()
+    }))?;
+    let run_id = ex.run_id.clone();
+    let release = harness::k8s::K8sRelease::parse("1.37")?;
+    let ns = format!("gates-off-{run_id}");
+    let report = fx
+        .rt
+        .block_on(run_case(&ex, release, "gates-off", &case, &ns));
+    ensure!(
+        report.passed,
+        "{:?}\n{:?}",
+        report.failure,
+        report.observations
+    );
+    let client = fx.rt.block_on(c.client())?;
+    let left = fx.rt.block_on(runs_left(&client))?;
+    let ours = left.get(&run_id).cloned().unwrap_or_default();
+    ensure!(
+        ours.iter().all(|o| o == &format!("namespace/{ns}")),
+        "the trial left more than its terminating namespace: {ours:?}"
+    );
+    // Pool nodes carry the run id: a pool added and not removed is found
+    // by it and removed with the run.
+    let pool = harness::cluster::pool::NodePool {
+        prefix: format!("left-{run_id}"),
+        first: 0,
+        count: 2,
+        cpu: "4".into(),
+        memory: "8Gi".into(),
+        pods: 10,
+        key: "harness.test/pool".into(),
+        value: run_id.clone(),
+        labels: Default::default(),
+    };
+    let names = fx.rt.block_on(ex.add_pool(&pool))?;
+    let left = fx.rt.block_on(runs_left(&client))?;
+    for n in &names {
+        ensure!(
+            left.get(&run_id)
+                .is_some_and(|l| l.contains(&format!("node/{n}"))),
+            "node {n} not found by the run id: {left:?}"
+        );
+    }
+    fx.rt.block_on(remove_run(
+        &client,
+        &run_id,
+        std::time::Duration::from_secs(120),
+    ))?;
+    let left = fx.rt.block_on(runs_left(&client))?;
+    ensure!(!left.contains_key(&run_id), "left: {:?}", left.get(&run_id));
     Ok(())
 }
 
@@ -362,6 +433,9 @@ fn main() {
         }),
         Trial::test("dry_run_prints_the_plan_and_creates_nothing", || {
             trial_result(dry_run_creates_nothing())
+        }),
+        Trial::test("a_gang_case_runs_on_its_own_pool", || {
+            trial_result(gang_case_on_existing())
         }),
         Trial::test("apf_counts_without_the_audit_log", || {
             trial_result(apf_without_the_audit_log())

@@ -5,7 +5,13 @@
 //! its trials with the problems; nothing is skipped.
 //!
 //! Clusters start when their first trial runs and stop when their last
-//! one is done; Ctrl-C tears down whatever runs. Reports (results.json,
+//! one is done; Ctrl-C tears down whatever runs.
+//!
+//! `HARNESS_CLUSTER=existing:<kubeconfig>` runs the suite on a cluster the
+//! harness did not start instead: the trials of its minor and of the
+//! profile it serves (gang APIs served or not) run there, each in a
+//! namespace and on kwok pool nodes carrying the run id, removed after;
+//! every other trial is listed as ignored with the reason. Reports (results.json,
 //! matrix.md, junit.xml) go to `$HARNESS_GANG_OUT` or
 //! `target/gang-report/`.
 
@@ -13,7 +19,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use harness::cluster::{ClusterSpec, NodeSpec};
+use harness::cluster::existing::probe::gang_versions;
+use harness::cluster::existing::site::remove_run;
+use harness::cluster::existing::{ExistingCluster, ExistingOptions};
+use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
 use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
@@ -82,6 +91,73 @@ impl Group {
 }
 
 static RESULTS: Mutex<Vec<TrialReport>> = Mutex::new(Vec::new());
+
+/// `HARNESS_CLUSTER=existing:<kubeconfig>`: the cluster, its minor and the
+/// profile it serves.
+struct Existing {
+    rt: tokio::runtime::Runtime,
+    cluster: ExistingCluster,
+    minor: String,
+    profile: Profile,
+    version: String,
+}
+
+static EXISTING: OnceLock<Existing> = OnceLock::new();
+
+/// Attach to `HARNESS_CLUSTER`'s cluster, if set; a value of another form
+/// is a usage error (exit 2).
+fn existing_from_env() -> Option<Existing> {
+    let v = std::env::var("HARNESS_CLUSTER").ok()?;
+    let Some(path) = v.strip_prefix("existing:") else {
+        eprintln!("error: HARNESS_CLUSTER={v:?}: expected existing:<kubeconfig>");
+        std::process::exit(2);
+    };
+    let attach = || -> anyhow::Result<Existing> {
+        let rt = suites::runtime()?;
+        let cluster = rt.block_on(ExistingCluster::attach(ExistingOptions {
+            kubeconfig: PathBuf::from(path),
+            ..Default::default()
+        }))?;
+        let client = rt.block_on(cluster.client())?;
+        let info = rt.block_on(client.apiserver_version())?;
+        let minor = format!("{}.{}", info.major, info.minor.trim_end_matches('+'));
+        let gang = !rt.block_on(gang_versions(&client)).is_empty();
+        Ok(Existing {
+            rt,
+            cluster,
+            minor,
+            profile: if gang {
+                Profile::Gang
+            } else {
+                Profile::GatesOff
+            },
+            version: info.git_version,
+        })
+    };
+    match attach() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            eprintln!("error: HARNESS_CLUSTER={v}: {e:#}");
+            std::process::exit(harness::error::exit_code(&e));
+        }
+    }
+}
+
+fn run_existing(name: &str, case: &Case, release: K8sRelease) -> Result<(), Failed> {
+    let ex = EXISTING.get().ok_or("no existing cluster")?;
+    let ns = format!("{}-{}", namespace(name, release), ex.cluster.run_id);
+    let mut ns: String = ns.chars().take(63).collect();
+    ns = ns.trim_end_matches('-').to_string();
+    let report = ex
+        .rt
+        .block_on(run_case(&ex.cluster, release, name, case, &ns));
+    let outcome = match (&report.passed, &report.failure) {
+        (true, _) => Ok(()),
+        (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
+    };
+    RESULTS.lock().map_err(|e| e.to_string())?.push(report);
+    outcome.map_err(Failed::from)
+}
 
 /// Benchmarks run alone: no other trial on any cluster of this run (two
 /// cores shared by every control plane would skew their figures).
@@ -182,7 +258,21 @@ fn main() {
             }));
         }
     }
+    let existing = existing_from_env();
     let mut trials = Vec::new();
+    if let Some(ex) = &existing {
+        eprintln!(
+            "gang suite on {} ({}, {}): trials of k8s-{} with the {} profile run there; the others are ignored",
+            ex.cluster.kubeconfig().display(),
+            ex.version,
+            match ex.profile {
+                Profile::Gang => "gang APIs served",
+                Profile::GatesOff => "gang APIs not served",
+            },
+            ex.minor,
+            ex.profile.name()
+        );
+    }
     for g in &groups {
         // Benchmarks last in their group, after the behaviour cases.
         let mut ordered: Vec<&(String, Result<Case, String>)> = cases.iter().collect();
@@ -198,6 +288,16 @@ fn main() {
                     let e = e.clone();
                     trials.push(Trial::test(tname, move || Err(Failed::from(e))));
                 }
+                Ok(c) if existing.is_some() => {
+                    let here = existing
+                        .as_ref()
+                        .is_some_and(|e| e.minor == g.release.minor && e.profile == g.profile);
+                    let (c, n, r) = (c.clone(), name.clone(), g.release);
+                    trials.push(
+                        Trial::test(tname, move || run_existing(&n, &c, r))
+                            .with_ignored_flag(!here),
+                    );
+                }
                 Ok(c) => {
                     if selected(&args, &tname) && !args.ignored {
                         g.remaining.fetch_add(1, Ordering::SeqCst);
@@ -210,7 +310,26 @@ fn main() {
     }
     // Ctrl-C: Fixture::start stops every cluster this run started.
     let listing = args.list;
+    if let Some(ex) = existing {
+        let _ = EXISTING.set(ex);
+    }
     let conclusion = libtest_mimic::run(&args, trials);
+    // On an existing cluster: nothing of the run stays.
+    if let Some(ex) = EXISTING.get() {
+        let removed = ex.rt.block_on(async {
+            let client = ex.cluster.client().await?;
+            remove_run(
+                &client,
+                &ex.cluster.run_id,
+                std::time::Duration::from_secs(300),
+            )
+            .await
+        });
+        if let Err(e) = removed {
+            eprintln!("error: removing run {}: {e:#}", ex.cluster.run_id);
+            std::process::exit(1);
+        }
+    }
     // Clusters whose trials were filtered out after all.
     for g in &groups {
         g.stop();
@@ -221,7 +340,13 @@ fn main() {
             let out = std::env::var_os("HARNESS_GANG_OUT")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| suites::repo_root().join("target/gang-report"));
-            let suite = SuiteReport::new(results);
+            let mut suite = SuiteReport::new(results);
+            if let Some(ex) = EXISTING.get() {
+                suite.cluster = format!(
+                    "the existing cluster of {}",
+                    ex.cluster.kubeconfig().display()
+                );
+            }
             match report::write(&suite, &out) {
                 Ok(files) => {
                     for f in files {

@@ -26,6 +26,8 @@ pub struct NodePool {
     pub pods: u32,
     pub key: String,
     pub value: String,
+    /// More labels for each node (the cluster's run labels).
+    pub labels: BTreeMap<String, String>,
 }
 
 impl NodePool {
@@ -45,6 +47,7 @@ impl NodePool {
         labels.remove("type");
         labels.insert("kubernetes.io/hostname".into(), name.to_string());
         labels.insert(self.key.clone(), self.value.clone());
+        labels.extend(self.labels.clone());
         node.spec.get_or_insert_default().taints = Some(vec![Taint {
             key: self.key.clone(),
             value: Some(self.value.clone()),
@@ -84,6 +87,7 @@ mod tests {
             pods: 8,
             key: "harness.gang/pool".into(),
             value: "t1".into(),
+            labels: BTreeMap::from([("run".to_string(), "r1".to_string())]),
         };
         assert_eq!(pool.names(), ["t1-2", "t1-3"]);
         let plain = Node {
@@ -96,6 +100,7 @@ mod tests {
         let n = pool.dress(plain, "t1-2");
         let labels = n.metadata.labels.unwrap();
         assert_eq!(labels["harness.gang/pool"], "t1");
+        assert_eq!(labels["run"], "r1");
         assert!(!labels.contains_key("type"));
         let t = &n.spec.unwrap().taints.unwrap()[0];
         assert_eq!(

@@ -103,6 +103,12 @@ pub trait Cluster: Sync {
             None => Err(no_audit_log(self.name())),
         }
     }
+    /// Labels everything a workload creates on this cluster carries
+    /// (namespaces, pool nodes): the run id on clusters the harness did
+    /// not start, so cleanup finds what is left by it.
+    fn run_labels(&self) -> std::collections::BTreeMap<String, String> {
+        Default::default()
+    }
     /// Make the cluster's schedulable capacity exactly `nodes`.
     fn set_capacity(&self, nodes: &NodeSpec) -> impl Future<Output = Result<()>> + Send;
     /// Add a pool of nodes for one workload and wait until they are Ready;

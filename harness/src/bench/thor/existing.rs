@@ -133,7 +133,8 @@ pub async fn prepare(
     s: &ThorScenario,
     modes: &[Mode],
 ) -> Result<(ExistingCluster, Capabilities)> {
-    let cluster = ExistingCluster::attach(target.cluster.clone()).await?;
+    let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
+    cluster.run_id = target.run_id.clone();
     let needs = needs(s, modes, target.cluster.attribution)?;
     let ns = namespace_of(&target.run_id, modes[0], 0);
     let caps = probe::probe(&cluster, &needs, &ns).await?;

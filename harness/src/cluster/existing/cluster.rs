@@ -6,7 +6,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
-use kube::api::{Api, PostParams};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams, PostParams};
+
+use crate::cluster::existing::probe::{KWOK_NODE_ANNOTATION, RUN_ID_LABEL};
 
 use crate::cluster::client::{client_get, ok_body};
 use crate::cluster::existing::apf::{Attribution, Identity};
@@ -46,6 +51,8 @@ pub struct ExistingCluster {
     pub user: String,
     /// The groups the server gives them.
     pub groups: Vec<String>,
+    /// What the run's objects on this cluster carry (probe::RUN_ID_LABEL).
+    pub run_id: String,
     client: kube::Client,
 }
 
@@ -105,6 +112,7 @@ impl ExistingCluster {
             name,
             user,
             groups,
+            run_id: crate::cluster::existing::site::new_run_id(),
             client,
         })
     }
@@ -183,11 +191,50 @@ impl Cluster for ExistingCluster {
         )))
     }
 
+    fn run_labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (RUN_ID_LABEL.to_string(), self.run_id.clone()),
+            (
+                "app.kubernetes.io/managed-by".to_string(),
+                "harness".to_string(),
+            ),
+        ])
+    }
+
+    /// Fake nodes, where kwok manages nodes on this cluster (some node
+    /// carries its annotation): created by the harness, labelled with
+    /// the run id, and run by the cluster's kwok. Real nodes are never
+    /// added.
     async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
-        Err(bad_input(format!(
-            "cluster {}: the harness does not add nodes ({} asked) to a cluster it did not start",
-            self.name, pool.count
-        )))
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let kwok = nodes
+            .list_metadata(&ListParams::default())
+            .await
+            .context("listing nodes")?
+            .items
+            .iter()
+            .any(|n| {
+                n.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(KWOK_NODE_ANNOTATION))
+            });
+        if !kwok {
+            return Err(env_missing(
+                format!(
+                    "cluster {}: no kwok fake nodes, so the harness cannot add the {} pool nodes this workload asks for",
+                    self.name, pool.count
+                ),
+                "run kwok against the cluster (nodes annotated kwok.x-k8s.io/node), or use the local provider",
+            ));
+        }
+        let mut pool = pool.clone();
+        pool.labels.extend(self.run_labels());
+        crate::cluster::local::nodes::add_pool(self.client.clone(), &pool, || Ok(())).await
+    }
+
+    async fn remove_nodes(&self, names: &[String]) -> Result<()> {
+        crate::cluster::local::nodes::remove(self.client.clone(), names).await
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {

@@ -192,7 +192,7 @@ async fn group_versions(client: &kube::Client, group: &str) -> Vec<String> {
 }
 
 /// scheduling.k8s.io versions that serve Workload or PodGroup.
-async fn gang_versions(client: &kube::Client) -> Vec<String> {
+pub async fn gang_versions(client: &kube::Client) -> Vec<String> {
     let mut out = Vec::new();
     for v in group_versions(client, "scheduling.k8s.io").await {
         let Ok(body) = client_get(client, &format!("/apis/scheduling.k8s.io/{v}")).await else {

@@ -210,6 +210,16 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
     if let Err(e) = left {
         bail!("{e:#}: delete them with `kubectl delete namespace -l {RUN_ID_LABEL}={run_id}`");
     }
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    if let Ok(list) = nodes.list_metadata(&sel).await {
+        for n in list.items.into_iter().filter_map(|n| n.metadata.name) {
+            match nodes.delete(&n, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e).with_context(|| format!("deleting node {n}")),
+            }
+        }
+    }
     let schemas = crate::cluster::existing::apf::remove(client, run_id).await?;
     if !schemas.is_empty() {
         let left = crate::cluster::existing::apf::remove(client, run_id).await?;
@@ -223,7 +233,7 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
     Ok(())
 }
 
-/// What runs left on the cluster: run id → the namespaces and
+/// What runs left on the cluster: run id → the namespaces, nodes and
 /// FlowSchemas carrying it (a run that was killed before its cleanup).
 pub async fn runs_left(
     client: &kube::Client,
@@ -247,6 +257,12 @@ pub async fn runs_left(
         .items
         .into_iter()
         .for_each(|n| add(n.metadata, "namespace"));
+    if let Ok(l) = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list_metadata(&sel)
+        .await
+    {
+        l.items.into_iter().for_each(|n| add(n.metadata, "node"));
+    }
     // Listing FlowSchemas may be refused; a run could not have made any.
     if let Ok(l) = Api::<FlowSchema>::all(client.clone())
         .list_metadata(&sel)

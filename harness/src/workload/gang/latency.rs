@@ -258,9 +258,14 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             .as_ref()
             .map(|p| format!("{:.1}", p.p50))
             .unwrap_or_else(|| "—".into());
-        let per = |n: u64| n as f64 / f64::from(s.repeats.max(1));
+        // Figures the cluster did not let the window measure read "—".
+        let per =
+            |n: u64, what: &str| match s.window.not_measured.iter().any(|m| m.starts_with(what)) {
+                true => "—".to_string(),
+                false => format!("{:.0}", n as f64 / f64::from(s.repeats.max(1))),
+            };
         out.push_str(&format!(
-            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} · {:.0} · {:.0} | {:.0} | {:.0} | {:.2} |\n",
+            "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} · {:.0} · {:.0} | {} | {} | {} |\n",
             s.size,
             s.repeats,
             s.last_created_to_last_bound_ms.p50,
@@ -271,9 +276,12 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             s.pod_rates.created_per_s,
             s.pod_rates.bound_per_s,
             s.pod_rates.running_per_s,
-            per(s.window.api_requests_total),
-            per(s.window.etcd_writes_total),
-            s.window.apiserver_etcd_cpu_s / f64::from(s.repeats.max(1)),
+            per(s.window.api_requests_total, "API requests"),
+            per(s.window.etcd_writes_total, "etcd"),
+            match s.window.not_measured.iter().any(|m| m.starts_with("control-plane CPU")) {
+                true => "—".to_string(),
+                false => format!("{:.2}", s.window.apiserver_etcd_cpu_s / f64::from(s.repeats.max(1))),
+            },
         ));
     }
     out

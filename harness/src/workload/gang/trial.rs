@@ -45,7 +45,9 @@ impl<'c, C: Cluster> Trial<'c, C> {
     pub async fn start(cluster: &'c C, release: K8sRelease, ns: &str) -> Result<Trial<'c, C>> {
         let client = cluster.client().await?;
         let namespaces: Api<Namespace> = Api::all(client.clone());
-        let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
+        let obj: Namespace = serde_json::from_value(
+            json!({"metadata": {"name": ns, "labels": cluster.run_labels()}}),
+        )?;
         namespaces
             .create(&PostParams::default(), &obj)
             .await
@@ -79,6 +81,7 @@ impl<'c, C: Cluster> Trial<'c, C> {
             pods: pool.pods,
             key: POOL_KEY.into(),
             value: self.ns.clone(),
+            labels: self.cluster.run_labels(),
         };
         let names = self.cluster.add_pool(&spec).await?;
         self.pool_nodes.extend(names);
