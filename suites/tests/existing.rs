@@ -324,6 +324,43 @@ fn apf_without_the_audit_log() -> Result<()> {
     Ok(())
 }
 
+/// `--attribution client` (no audit log, no FlowSchemas): HPCC's two
+/// identities are counted from their kubectl's -v=6 log, and each count
+/// is what the cluster's audit log (read by this test) has for it.
+fn client_counts_match_the_audit_log() -> Result<()> {
+    let _load = one_at_a_time();
+    let fx = fixture().map_err(anyhow::Error::msg)?;
+    let c = &fx.cluster;
+    let mut t = target(c, c.kubeconfig().to_path_buf());
+    t.cluster.audit_log = None;
+    t.cluster.attribution = Attribution::Client;
+    let mut o = options(t);
+    o.modes = Some(vec![Mode::Jobset]);
+    let from = c.audit_end()?;
+    let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
+    let w = &r.modes["jobset"].result.window;
+    ensure!(w.attribution == "client", "{}", w.attribution);
+    let (events, _) = c.audit_events(from)?;
+    ensure!(
+        w.api_requests_by_client.len() == 2,
+        "{:?}",
+        w.api_requests_by_client
+    );
+    for (user, counted) in &w.api_requests_by_client {
+        let mut seen = std::collections::HashSet::new();
+        let audit = events
+            .iter()
+            .filter(|e| &e.user.username == user && seen.insert(e.audit_id.clone()))
+            .count() as u64;
+        eprintln!("client-side vs audit log: {user}: {counted} vs {audit}");
+        ensure!(
+            audit > 0 && *counted == audit,
+            "{user}: counted client-side {counted}, the audit log has {audit}"
+        );
+    }
+    Ok(())
+}
+
 /// `--dry-run` prints each mode's objects (the harness's, the FlowSchemas
 /// of --attribution apf, the Thor agent's per instance) and the calls'
 /// prices, and creates nothing: the admin's only writes in the audit log
@@ -436,6 +473,9 @@ fn main() {
         }),
         Trial::test("a_gang_case_runs_on_its_own_pool", || {
             trial_result(gang_case_on_existing())
+        }),
+        Trial::test("client_side_counts_match_the_audit_log", || {
+            trial_result(client_counts_match_the_audit_log())
         }),
         Trial::test("apf_counts_without_the_audit_log", || {
             trial_result(apf_without_the_audit_log())

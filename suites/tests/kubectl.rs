@@ -194,6 +194,7 @@ async fn run(s: &Setup, model: &KubectlModel, call: &Call, input: Option<&Value>
         kubeconfig: s.fx.cluster.kubeconfig_of(THOR_AGENT_USER),
         cache_root: s.cache_root.path().join(model.version()),
         namespace: NS.to_string(),
+        count_requests: false,
     };
     let text = input.map(serde_json::to_string).transpose()?;
     kubectl

@@ -103,10 +103,11 @@ pub struct ExistingArgs {
     #[arg(long)]
     pub etcd_ca: Option<PathBuf>,
     /// Where requests per client come from: `audit` (the audit log,
-    /// --audit-log) or `apf` (the API server's per-FlowSchema counts, one
+    /// --audit-log), `apf` (the API server's per-FlowSchema counts, one
     /// FlowSchema added per followed identity for the run; checked
-    /// against the audit log when that is given too).
-    #[arg(long, value_name = "audit|apf", default_value = "audit")]
+    /// against the audit log when that is given too) or `client` (only
+    /// HPCC's identities, counted from their kubectl's -v=6 log).
+    #[arg(long, value_name = "audit|apf|client", default_value = "audit")]
     pub attribution: String,
     /// One more identity to follow with --attribution apf:
     /// user:NAME[;groups=G1,G2], sa:NAMESPACE/NAME or group:NAME

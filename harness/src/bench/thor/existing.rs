@@ -120,7 +120,7 @@ pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Resu
         gang_apis: modes.contains(&Mode::JobsetGang),
         kwok_nodes: true,
         default_storage_class: true,
-        audit_log: !apf,
+        audit_log: attribution == Attribution::Audit,
         apf,
     })
 }
@@ -268,6 +268,7 @@ pub async fn site(
     };
     Ok(Site {
         apf,
+        count_requests: opts.attribution == Attribution::Client,
         namespace: ns,
         work_dir: dir.join(format!("kubectl-{}-{rep}", mode.name())),
         kubelet: crate::cluster::client::client_from_kubeconfig(&kubelet_kc).await?,

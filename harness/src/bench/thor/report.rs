@@ -163,6 +163,15 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             "Requests per client are the API server's priority-and-fairness counts (one FlowSchema per followed identity); everyone else is listed by the FlowSchema that served them.\n"
         );
     }
+    if r.modes
+        .values()
+        .any(|m| m.result.window.attribution == "client")
+    {
+        let _ = writeln!(
+            s,
+            "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.\n"
+        );
+    }
     apf_agreement(&mut s, r);
     let base = r.modes.get("baseline").map(|m| &m.result);
     let ratio_cols: Vec<&String> = modes

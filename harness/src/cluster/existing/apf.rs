@@ -45,6 +45,9 @@ pub enum Attribution {
     Audit,
     /// APF's counts per FlowSchema, one added per followed identity.
     Apf,
+    /// Where neither is allowed: only the identities the harness drives
+    /// (HPCC's, through kubectl -v=6), counted client-side.
+    Client,
 }
 
 impl Attribution {
@@ -53,8 +56,9 @@ impl Attribution {
         match s {
             "audit" => Ok(Attribution::Audit),
             "apf" => Ok(Attribution::Apf),
+            "client" => Ok(Attribution::Client),
             other => Err(bad_input(format!(
-                "--attribution {other:?}: audit (the audit log) or apf (FlowSchema counts)"
+                "--attribution {other:?}: audit (the audit log), apf (FlowSchema counts) or client (HPCC's kubectl, counted client-side)"
             ))),
         }
     }
@@ -63,6 +67,7 @@ impl Attribution {
         match self {
             Attribution::Audit => "audit",
             Attribution::Apf => "apf",
+            Attribution::Client => "client",
         }
     }
 }

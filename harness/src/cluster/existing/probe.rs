@@ -294,9 +294,10 @@ pub async fn probe(
         other_pods,
         etcd_metrics,
         audit_log,
-        attribution: match needs.apf {
-            true => "apf",
-            false => "audit",
+        attribution: match (needs.apf, needs.audit_log) {
+            (true, _) => "apf",
+            (false, true) => "audit",
+            (false, false) => "client",
         }
         .into(),
         apiservers,
@@ -446,9 +447,10 @@ pub fn table(caps: &Capabilities, needs: &Needs) -> String {
     );
     row(
         "requests per client from",
-        match needs.apf {
-            true => "APF FlowSchema counts (--attribution apf)".into(),
-            false => "the audit log".into(),
+        match (needs.apf, needs.audit_log) {
+            (true, _) => "APF FlowSchema counts (--attribution apf)".into(),
+            (false, true) => "the audit log".into(),
+            (false, false) => "HPCC's kubectl, client-side (--attribution client)".into(),
         },
         true,
     );

@@ -24,16 +24,60 @@ pub enum Who {
     Eclccserver,
 }
 
-/// The calls made, in order.
+/// The calls made, in order, and — when counted client-side — the
+/// requests each identity's kubectl sent.
 #[derive(Debug, Default)]
 pub struct CallLog {
     calls: Mutex<Vec<(Who, Call)>>,
+    requests: Mutex<std::collections::BTreeMap<Who, u64>>,
+}
+
+/// The requests one kubectl run sent, from its `-v=6` log: client-go's
+/// `round_trippers.go` logs one line "VERB URL STATUS in N milliseconds"
+/// per round trip (k8s.io/client-go rest/with_retry and
+/// transport/round_trippers.go `RoundTrip` at verbosity 6). Requests the
+/// discovery cache answered are not sent and not counted.
+pub fn sent_requests(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter(|l| l.contains("round_trippers.go"))
+        .filter(|l| {
+            let mut words = l.split("] ").nth(1).unwrap_or_default().split(' ');
+            matches!(
+                words.next(),
+                Some("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD")
+            ) && words.next().is_some_and(|u| u.starts_with("http"))
+        })
+        .count() as u64
+}
+
+/// `stderr` without the `-v=6` request log (for error messages).
+fn without_request_log(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with('I') || !l.contains(".go:"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl CallLog {
     pub fn record(&self, who: Who, call: Call) {
         if let Ok(mut c) = self.calls.lock() {
             c.push((who, call));
+        }
+    }
+
+    /// Requests `who`'s kubectl sent (client-side counting only).
+    pub fn requests(&self, who: Who) -> u64 {
+        self.requests
+            .lock()
+            .map(|r| r.get(&who).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    fn add_requests(&self, who: Who, n: u64) {
+        if let Ok(mut r) = self.requests.lock() {
+            *r.entry(who).or_default() += n;
         }
     }
 
@@ -63,6 +107,9 @@ pub struct Kubectl {
     /// cache cannot be written (HPCC's read-only filesystem).
     pub cache_root: PathBuf,
     pub namespace: String,
+    /// Run with `-v=6` and count the requests each call sends (where the
+    /// server's audit log and APF are both out of reach).
+    pub count_requests: bool,
 }
 
 impl Kubectl {
@@ -78,6 +125,9 @@ impl Kubectl {
         let mut args = call.args();
         args.extend(extra.iter().map(|a| a.to_string()));
         let mut cmd = self.model.command(&self.binary, &self.cache_root)?;
+        if self.count_requests {
+            cmd.arg("-v=6");
+        }
         cmd.env("KUBECONFIG", &self.kubeconfig)
             .arg("--namespace")
             .arg(&self.namespace)
@@ -97,12 +147,16 @@ impl Kubectl {
             stdin.write_all(text.as_bytes()).await?;
         }
         let out = child.wait_with_output().await?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if self.count_requests {
+            log.add_requests(self.who, sent_requests(&stderr));
+        }
         if !out.status.success() {
-            bail!(
-                "kubectl {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            let stderr = match self.count_requests {
+                true => without_request_log(&stderr),
+                false => stderr.into_owned(),
+            };
+            bail!("kubectl {} failed: {}", args.join(" "), stderr.trim());
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -159,5 +213,23 @@ impl Kubectl {
         let grace = grace.map(|g| format!("--grace-period={g}"));
         let extra: Vec<&str> = grace.iter().map(String::as_str).collect();
         self.call(log, call, &extra, None).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn requests_are_counted_from_the_round_trip_log_only() {
+        let log = "I1123 22:28:33.910129    6913 loader.go:395] Config loaded from file:  /k\n\
+I1123 22:28:33.919003    6913 round_trippers.go:553] GET https://127.0.0.1:41081/api?timeout=32s 200 OK in 6 milliseconds\n\
+I1123 22:28:33.920817    6913 round_trippers.go:553] GET https://127.0.0.1:41081/apis?timeout=32s 200 OK in 0 milliseconds\n\
+I1123 22:28:34.000001    6913 round_trippers.go:553] PUT https://127.0.0.1:41081/apis/batch/v1/namespaces/n/jobs/j 409 Conflict in 3 milliseconds\n\
+I1123 22:28:34.000002    6913 round_trippers.go:553] DELETE https://127.0.0.1:41081/apis/batch/v1/namespaces/n/jobs/j 200 OK in 3 milliseconds\n\
+Error from server (NotFound): jobs.batch \"x\" not found\n";
+        assert_eq!(super::sent_requests(log), 4);
+        assert_eq!(
+            super::without_request_log(log),
+            "Error from server (NotFound): jobs.batch \"x\" not found"
+        );
     }
 }
