@@ -6,7 +6,9 @@
 //! back from the Event objects), DELETE pods. The counts must be
 //! `harness::cluster::local::kwok::expected_calls` — the table
 //! manifests/kwok/README.md documents — and kwok-minimal's must stay below
-//! kubelet-like's.
+//! kubelet-like's. Then pods fail on purpose (kwok::fail_annotations): a
+//! Job stops at its backoffLimit, one index fails alone, and a JobSet is
+//! restarted by its failure policy.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -15,6 +17,7 @@ use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::kwok::{
     EVENT_REASONS, PodCalls, PodEnd, SIDECAR_EXIT_DELAY, SIDECAR_NAME, expected_calls,
+    fail_annotations,
 };
 use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use harness::cluster::spec::KubeletModel;
@@ -317,6 +320,165 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     Ok(())
 }
 
+/// A Job's pods failing on purpose (kwok::fail_annotations, exit code 3
+/// after 1 s): `backoffLimit: 1` ends the Job Failed with
+/// BackoffLimitExceeded after 2 failed pods whose main container exited
+/// 3; with only index 1 failing, index 0 succeeds; a JobSet whose Job
+/// fails is restarted by its failure policy (`maxRestarts: 1`, read from
+/// its status) and then fails.
+async fn failing(fx: &Fixture, model: KubeletModel) -> Result<()> {
+    let ns = "k-failing";
+    let client = namespace(&fx.cluster, ns).await?;
+    let mut annotations = serde_json::to_value(fail_annotations(3, &[]))?;
+    annotations[POD_COMPLETE_DELAY] = json!("1s");
+    annotations[POD_COMPLETE_JITTER] = json!("1s");
+    let mut only_one = serde_json::to_value(fail_annotations(3, &[1]))?;
+    only_one[POD_COMPLETE_DELAY] = json!("1s");
+    only_one[POD_COMPLETE_JITTER] = json!("1s");
+    let pod = |annotations: &serde_json::Value| {
+        json!({
+            "metadata": {"annotations": annotations},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "registry.invalid/main:none"}]},
+        })
+    };
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    for (name, spec) in [
+        (
+            "fails",
+            json!({"backoffLimit": 1, "template": pod(&annotations)}),
+        ),
+        (
+            "index-1-fails",
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2,
+                   "backoffLimit": 0, "template": pod(&only_one)}),
+        ),
+    ] {
+        let job: Job = serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))?;
+        jobs.create(&PostParams::default(), &job).await?;
+    }
+    let failed = |j: &Job| -> Option<String> {
+        j.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Failed" && c.status == "True")
+            .and_then(|c| c.reason.clone())
+    };
+    for name in ["fails", "index-1-fails"] {
+        let reason = Poll::new(
+            format!("{model}: Job {name} Failed"),
+            Duration::from_secs(90),
+        )
+        .until(|| async { Ok(jobs.get(name).await.ok().as_ref().and_then(failed)) })
+        .await?;
+        ensure!(
+            reason == "BackoffLimitExceeded",
+            "{model}: {name}: {reason}"
+        );
+    }
+    let fails = jobs.get("fails").await?;
+    let n = fails.status.as_ref().and_then(|s| s.failed).unwrap_or(0);
+    ensure!(
+        n == 2,
+        "{model}: Job fails: {n} failed pods, backoffLimit 1 allows 2"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let all = pods.list(&ListParams::default()).await?.items;
+    let exit = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first())
+            .and_then(|c| c.state.as_ref())
+            .and_then(|s| s.terminated.as_ref())
+            .map(|t| t.exit_code)
+    };
+    let of = |job: &str, index: Option<&str>| -> Vec<(String, Option<i32>)> {
+        all.iter()
+            .filter(|p| {
+                let l = p.metadata.labels.clone().unwrap_or_default();
+                l.get("job-name").map(String::as_str) == Some(job)
+                    && index.is_none_or(|i| {
+                        l.get("batch.kubernetes.io/job-completion-index")
+                            .map(String::as_str)
+                            == Some(i)
+                    })
+            })
+            .map(|p| {
+                let phase = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default();
+                (phase, exit(p))
+            })
+            .collect()
+    };
+    let fails_pods = of("fails", None);
+    ensure!(
+        fails_pods.len() == 2
+            && fails_pods
+                .iter()
+                .all(|p| p == &("Failed".to_string(), Some(3))),
+        "{model}: the pods of Job fails: {fails_pods:?}"
+    );
+    ensure!(
+        of("index-1-fails", Some("0")).contains(&("Succeeded".to_string(), Some(0))),
+        "{model}: index 0 of index-1-fails: {:?}",
+        of("index-1-fails", Some("0"))
+    );
+    ensure!(
+        of("index-1-fails", Some("1")).contains(&("Failed".to_string(), Some(3))),
+        "{model}: index 1 of index-1-fails: {:?}",
+        of("index-1-fails", Some("1"))
+    );
+    // A JobSet restarted by its failure policy, then failed.
+    let jobsets = Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        ns,
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                harness::k8s::jobset::GROUP,
+                harness::k8s::jobset::VERSION,
+                "JobSet",
+            ),
+            "jobsets",
+        ),
+    );
+    let js: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}/{}", harness::k8s::jobset::GROUP, harness::k8s::jobset::VERSION),
+        "kind": "JobSet",
+        "metadata": {"name": "restarts"},
+        "spec": {
+            "failurePolicy": {"maxRestarts": 1},
+            "replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "backoffLimit": 0, "template": pod(&annotations)}}}],
+        },
+    }))?;
+    jobsets.create(&PostParams::default(), &js).await?;
+    let status = Poll::new(
+        format!("{model}: JobSet restarts Failed"),
+        Duration::from_secs(120),
+    )
+    .until(|| async {
+        let js = jobsets.get("restarts").await?;
+        let st = js.data.get("status").cloned().unwrap_or_default();
+        let failed = st["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Failed" && c["status"] == "True")
+        });
+        Ok(failed.then_some(st))
+    })
+    .await?;
+    ensure!(
+        status["restarts"] == json!(1),
+        "{model}: JobSet restarts: status {status}"
+    );
+    Ok(())
+}
+
 fn run_model(model: KubeletModel) -> Result<()> {
     let prefix = match model {
         KubeletModel::KwokMinimal => "t-kubelet-min",
@@ -331,7 +493,7 @@ fn run_model(model: KubeletModel) -> Result<()> {
                 .await
                 .with_context(|| format!("{model}: {}", end.name()))?;
         }
-        Ok::<(), anyhow::Error>(())
+        failing(&fx, model).await
     });
     let stopped = fx.stop();
     result?;
