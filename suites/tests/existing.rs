@@ -165,6 +165,8 @@ fn writes_of(events: &[harness::cluster::audit::AuditEvent], user: &str) -> Vec<
 }
 
 fn a_user_without_rights_creates_nothing() -> Result<()> {
+    // Its probe's requests must not land in another trial's window.
+    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let from = c.audit_end()?;

@@ -145,12 +145,29 @@ fn existing_from_env() -> Option<Existing> {
 
 fn run_existing(name: &str, case: &Case, release: K8sRelease) -> Result<(), Failed> {
     let ex = EXISTING.get().ok_or("no existing cluster")?;
+    // Run with --include-ignored: say why instead of running it on a
+    // cluster of another minor or profile.
+    if ex.minor != release.minor || ex.profile != case.profile {
+        return Err(Failed::from(format!(
+            "not run: this trial is for k8s-{} with the {} profile; the cluster is {} with the {} profile",
+            release.minor,
+            case.profile.name(),
+            ex.version,
+            ex.profile.name()
+        )));
+    }
+    let _guard = if case.benchmark.is_some() {
+        Guard::Write(EXCLUSIVE.write().map_err(|e| e.to_string())?)
+    } else {
+        Guard::Read(EXCLUSIVE.read().map_err(|e| e.to_string())?)
+    };
     let ns = format!("{}-{}", namespace(name, release), ex.cluster.run_id);
     let mut ns: String = ns.chars().take(63).collect();
     ns = ns.trim_end_matches('-').to_string();
-    let report = ex
+    let mut report = ex
         .rt
         .block_on(run_case(&ex.cluster, release, name, case, &ns));
+    report.k8s_version = ex.version.trim_start_matches('v').to_string();
     let outcome = match (&report.passed, &report.failure) {
         (true, _) => Ok(()),
         (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
@@ -261,6 +278,18 @@ fn main() {
     let existing = existing_from_env();
     let mut trials = Vec::new();
     if let Some(ex) = &existing {
+        if !releases.iter().any(|r| r.minor == ex.minor) {
+            eprintln!(
+                "error: HARNESS_CLUSTER: the cluster runs {}; the gang suite has cases for {} only",
+                ex.version,
+                releases
+                    .iter()
+                    .map(|r| r.minor)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            std::process::exit(3);
+        }
         eprintln!(
             "gang suite on {} ({}, {}): trials of k8s-{} with the {} profile run there; the others are ignored",
             ex.cluster.kubeconfig().display(),

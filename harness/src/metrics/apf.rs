@@ -8,9 +8,14 @@
 //! identity's requests; what the other schemas dispatched is everyone
 //! else's, by schema.
 //!
-//! Requests rejected by the filter (429) are not dispatched and so not
-//! counted, where the audit log has them; requests the authorizer refuses
-//! (403) are dispatched first and counted in both.
+//! Where APF and the audit log differ: requests rejected by the filter
+//! (429) are not dispatched and so not counted, and long-running requests
+//! other than watches (exec, attach, port-forward, proxy, log follow)
+//! bypass the filter (pkg/server/filters/priority-and-fairness.go,
+//! `ServeHTTP`), where the audit log has both; requests the authorizer
+//! refuses (403) are dispatched first and counted in both. A window's
+//! APF counts end at its closing snapshot, its audit events at the log's
+//! end when read just after.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -300,7 +300,7 @@ impl Window {
                 not_measured.push(
                     "API requests (no audit log, no APF attribution on this cluster)".to_string(),
                 );
-                (Attribution::default(), "", BTreeMap::new())
+                (Attribution::default(), "none", BTreeMap::new())
             }
         };
         let api = api_figures(&before, &after);

@@ -305,7 +305,16 @@ pub async fn apf_plan(
 /// group, and any `--apf-identity`.
 fn apf_identities(cluster: &ExistingCluster, ns: &str) -> Vec<Identity> {
     let groups: Vec<&str> = cluster.groups.iter().map(String::as_str).collect();
-    let mut ids = vec![Identity::user(&cluster.user, &groups)];
+    // The harness's own credentials may be a ServiceAccount's token.
+    let harness = match cluster
+        .user
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|r| r.split_once(':'))
+    {
+        Some((ns, name)) => Identity::service_account(ns, name),
+        None => Identity::user(&cluster.user, &groups),
+    };
+    let mut ids = vec![harness];
     for sa in [THOR_SA, ECLCC_SA, KUBELET_SA] {
         ids.push(Identity::service_account(ns, sa));
     }

@@ -206,7 +206,7 @@ fn client_side(w: &mut crate::metrics::WindowFigures, calls: &CallLog, thor: &st
     w.not_measured
         .retain(|m| !m.starts_with("API requests (no audit log"));
     w.not_measured.push(
-        "API requests of clients other than HPCC's two identities (counted client-side, from their kubectl)"
+        "API requests of clients other than HPCC's two identities, and their writes (counted client-side, from their kubectl's request count)"
             .to_string(),
     );
     w.attribution = "client".into();

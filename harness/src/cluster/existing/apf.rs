@@ -214,13 +214,15 @@ impl Identity {
     }
 
     /// Whether `s` may match some of this identity's requests without
-    /// covering all of them: a member of a group named by user or as a
-    /// ServiceAccount.
+    /// covering all of them: for a group, a member named by user, as a
+    /// ServiceAccount, or through another group it may also be in. (A
+    /// user's or ServiceAccount's groups are taken as declared.)
     fn partly_by(&self, s: &Subject) -> bool {
         matches!(self.kind, Kind::Group(_))
+            && !self.covered_by(s)
             && match s.kind.as_str() {
                 "User" => s.user.as_ref().is_some_and(|u| u.name != "*"),
-                "ServiceAccount" => true,
+                "ServiceAccount" | "Group" => true,
                 _ => false,
             }
     }
@@ -272,9 +274,12 @@ fn copy_for(original: &FlowSchema, id: &Identity, name: &str, run_id: &str) -> O
 }
 
 /// A copy's name: sorts before any schema whose name starts with a
-/// letter, and says whose and of what it is.
+/// letter, and says whose and of what it is. Identities that overlap (a
+/// group and one of its members) are counted under the one listed
+/// first.
 fn copy_name(run_id: &str, idx: usize, original: &str) -> String {
-    let mut n = format!("0-harness-{run_id}-{idx}-{original}");
+    // Zero-padded: copies of one schema sort in the identities' order.
+    let mut n = format!("0-harness-{run_id}-{idx:03}-{original}");
     n.truncate(253);
     n.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
         .to_string()
@@ -351,18 +356,24 @@ pub fn plan(
                 plan.flows.by_schema.insert(n.clone(), id.label.clone());
                 plan.schemas.push(copy);
                 let p = precedence(orig);
+                if name(orig) <= n.as_str() {
+                    bail!(
+                        "counting {} by FlowSchema: no copy can sort before {} (its name sorts before {n}); use the audit log (--audit-log) instead",
+                        id.label,
+                        name(orig)
+                    );
+                }
+                // A rule left uncopied (it does not cover the identity)
+                // that may take some of its requests must not sort after
+                // the copy: checked rule by rule.
                 let between: Vec<&str> = originals
                     .iter()
                     .filter(|o| precedence(o) == p && name(o) > n.as_str() && name(o) < name(orig))
                     .filter(|o| {
-                        let subjects = || {
-                            o.spec
-                                .rules
-                                .iter()
-                                .flatten()
-                                .flat_map(|r| r.subjects.iter())
-                        };
-                        !subjects().any(|s| id.covered_by(s)) && subjects().any(|s| id.partly_by(s))
+                        o.spec.rules.iter().flatten().any(|r| {
+                            !r.subjects.iter().any(|s| id.covered_by(s))
+                                && r.subjects.iter().any(|s| id.partly_by(s))
+                        })
                     })
                     .map(|o| name(o))
                     .collect();
@@ -433,21 +444,22 @@ pub async fn list(client: &kube::Client) -> Result<Vec<FlowSchema>> {
         .items)
 }
 
-/// Delete the schemas carrying the run id; a server that does not let
-/// the credentials list them has none of the run's (creating them
-/// needs more).
+/// Delete the schemas carrying the run id, last in matching order first;
+/// a server that does not let the credentials list them has none of the
+/// run's (creating them needs more).
 pub async fn remove(client: &kube::Client, run_id: &str) -> Result<Vec<String>> {
     let api: Api<FlowSchema> = Api::all(client.clone());
     let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
-    let names: Vec<String> = match api.list_metadata(&sel).await {
-        Ok(l) => l
-            .items
-            .into_iter()
-            .filter_map(|f| f.metadata.name)
-            .collect(),
+    let mut copies: Vec<FlowSchema> = match api.list(&sel).await {
+        Ok(l) => l.items,
         Err(kube::Error::Api(e)) if e.code == 403 || e.code == 404 => return Ok(Vec::new()),
         Err(e) => return Err(e).context("listing the run's FlowSchemas"),
     };
+    // Last in matching order first: the copies left at any moment (and if
+    // a deletion fails) still sort before their originals as before, so no
+    // request moves to another priority level while they go.
+    copies.sort_by(|a, b| (precedence(b), name(b)).cmp(&(precedence(a), name(a))));
+    let names: Vec<String> = copies.iter().map(|c| name(c).to_string()).collect();
     for n in &names {
         match api.delete(n, &DeleteParams::default()).await {
             Ok(_) => {}

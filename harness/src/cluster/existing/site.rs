@@ -191,25 +191,8 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
             Err(e) => return Err(e).with_context(|| format!("deleting namespace {name}")),
         }
     }
-    let left = Poll::new(format!("namespaces of run {run_id} deleted"), timeout)
-        .until_state(|| async {
-            let names: Vec<String> = api
-                .list_metadata(&sel)
-                .await?
-                .items
-                .into_iter()
-                .filter_map(|n| n.metadata.name)
-                .collect();
-            Ok(if names.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("still there: {}", names.join(", ")))
-            })
-        })
-        .await;
-    if let Err(e) = left {
-        bail!("{e:#}: delete them with `kubectl delete namespace -l {RUN_ID_LABEL}={run_id}`");
-    }
+    // Nodes and FlowSchemas first: a namespace stuck terminating must not
+    // keep them.
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     if let Ok(list) = nodes.list_metadata(&sel).await {
         for n in list.items.into_iter().filter_map(|n| n.metadata.name) {
@@ -229,6 +212,27 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
                 left.join(", ")
             );
         }
+    }
+    let left = Poll::new(format!("namespaces of run {run_id} deleted"), timeout)
+        .until_state(|| async {
+            let names: Vec<String> = api
+                .list_metadata(&sel)
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect();
+            Ok(if names.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still there: {}", names.join(", ")))
+            })
+        })
+        .await;
+    if let Err(e) = left {
+        bail!(
+            "{e:#}: delete them with `kubectl delete namespace,node,flowschema -l {RUN_ID_LABEL}={run_id}`"
+        );
     }
     Ok(())
 }

@@ -286,7 +286,7 @@ fn copies_keep_every_request_on_its_priority_level_and_count_it_for_its_identity
     let sched = p
         .schemas
         .iter()
-        .find(|fs| name(fs) == "0-harness-r1-3-system-leader-election")
+        .find(|fs| name(fs) == "0-harness-r1-003-system-leader-election")
         .unwrap();
     let rules = sched.spec.rules.as_ref().unwrap();
     assert_eq!(rules.len(), 1);
@@ -314,6 +314,40 @@ fn a_schema_that_could_take_part_of_a_group_between_copy_and_original_is_refused
         msg.contains("node-special") && msg.contains("system-nodes"),
         "{msg}"
     );
+    // Checked rule by rule: a schema that covers the group in one rule
+    // and names one member in another is in the way too.
+    let mut schemas = cluster();
+    let mut two = fs(
+        "node-special",
+        500,
+        "exempt",
+        everything(json!([group("system:nodes")])),
+    );
+    let mut partial = two.spec.rules.as_ref().unwrap()[0].clone();
+    partial.subjects = vec![serde_json::from_value(user("system:node:n9")).unwrap()];
+    two.spec.rules.as_mut().unwrap().push(partial);
+    schemas.push(two);
+    assert!(plan(&schemas, &[Identity::group("system:nodes")], &[], "r1").is_err());
+    // An original whose name sorts before any copy is refused.
+    let mut schemas = cluster();
+    schemas.push(fs(
+        "0-a",
+        700,
+        "exempt",
+        everything(json!([group("system:authenticated")])),
+    ));
+    let e = plan(&schemas, &[Identity::user("u", &[])], &[], "r1").unwrap_err();
+    assert!(format!("{e:#}").contains("0-a"), "{e:#}");
+    let schemas = {
+        let mut s = cluster();
+        s.push(fs(
+            "node-special",
+            500,
+            "exempt",
+            everything(json!([user("system:node:n9")])),
+        ));
+        s
+    };
     // For one user the same schema is not in the way: it does not match it.
     assert!(
         plan(
@@ -358,7 +392,9 @@ fn identities_parse_from_the_flag_and_bad_ones_say_the_form() {
 #[test]
 fn copy_names_sort_first_stay_valid_and_say_whose() {
     let n = copy_name("r1", 3, "kube-scheduler");
-    assert_eq!(n, "0-harness-r1-3-kube-scheduler");
+    assert_eq!(n, "0-harness-r1-003-kube-scheduler");
+    // Identity 10's copy sorts after identity 2's.
+    assert!(copy_name("r1", 2, "x") < copy_name("r1", 10, "x"));
     assert!(n.as_str() < "catch-all" && n.as_str() < "exempt");
     let long = copy_name("r1", 3, &format!("{}-x", "a".repeat(250)));
     assert!(

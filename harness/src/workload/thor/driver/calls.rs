@@ -33,20 +33,23 @@ pub struct CallLog {
 }
 
 /// The requests one kubectl run sent, from its `-v=6` log: client-go's
-/// `round_trippers.go` logs one line "VERB URL STATUS in N milliseconds"
-/// per round trip (k8s.io/client-go rest/with_retry and
-/// transport/round_trippers.go `RoundTrip` at verbosity 6). Requests the
-/// discovery cache answered are not sent and not counted.
+/// transport/round_trippers.go (`debuggingRoundTripper.RoundTrip`) logs
+/// one line per round trip — up to client-go 1.32 (HPCC's kubectl 1.29.7)
+/// `VERB URL STATUS in N milliseconds`, since 1.33 the structured
+/// `"Response" verb="VERB" url="URL" status=…`. Requests the discovery
+/// cache answered are not sent and not counted.
 pub fn sent_requests(stderr: &str) -> u64 {
     stderr
         .lines()
         .filter(|l| l.contains("round_trippers.go"))
         .filter(|l| {
-            let mut words = l.split("] ").nth(1).unwrap_or_default().split(' ');
-            matches!(
+            let msg = l.split("] ").nth(1).unwrap_or_default();
+            let mut words = msg.split(' ');
+            let plain = matches!(
                 words.next(),
                 Some("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD")
-            ) && words.next().is_some_and(|u| u.starts_with("http"))
+            ) && words.next().is_some_and(|u| u.starts_with("http"));
+            plain || (msg.starts_with("\"Response\" ") && msg.contains(" verb=\""))
         })
         .count() as u64
 }
@@ -227,6 +230,11 @@ I1123 22:28:34.000001    6913 round_trippers.go:553] PUT https://127.0.0.1:41081
 I1123 22:28:34.000002    6913 round_trippers.go:553] DELETE https://127.0.0.1:41081/apis/batch/v1/namespaces/n/jobs/j 200 OK in 3 milliseconds\n\
 Error from server (NotFound): jobs.batch \"x\" not found\n";
         assert_eq!(super::sent_requests(log), 4);
+        // client-go ≥ 1.33 (kubectl 1.37.1, as captured).
+        let structured = "I1123 22:45:16.207700   19971 round_trippers.go:632] \"Response\" verb=\"GET\" url=\"https://127.0.0.1:38507/api?timeout=32s\" status=\"200 OK\" milliseconds=3\n\
+I1123 22:45:16.209676   19971 round_trippers.go:632] \"Response\" verb=\"GET\" url=\"https://127.0.0.1:38507/apis?timeout=32s\" status=\"200 OK\" milliseconds=0\n\
+I1123 22:45:16.209000   19971 round_trippers.go:527] \"Request\" verb=\"GET\" url=\"https://127.0.0.1:38507/apis?timeout=32s\"\n";
+        assert_eq!(super::sent_requests(structured), 2);
         assert_eq!(
             super::without_request_log(log),
             "Error from server (NotFound): jobs.batch \"x\" not found"
