@@ -23,7 +23,7 @@ use harness::cluster::Cluster;
 use harness::cluster::existing::ExistingCluster;
 use harness::cluster::existing::ExistingOptions;
 use harness::cluster::existing::apf::{Attribution, Identity};
-use harness::cluster::existing::probe::RUN_ID_LABEL;
+use harness::cluster::existing::labels::RUN_ID_LABEL;
 use harness::cluster::existing::site::{new_run_id, remove_run, runs_left};
 use harness::cluster::local::LocalCluster;
 use harness::workload::gang::run::run_case;

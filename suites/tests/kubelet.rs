@@ -6,7 +6,7 @@
 //! back from the Event objects), DELETE pods. The counts must be
 //! `harness::cluster::local::kwok::expected_calls` — the table
 //! manifests/kwok/README.md documents — and kwok-minimal's must stay below
-//! kubelet-like's. Then pods fail on purpose (kwok::fail_annotations): a
+//! kubelet-like's. Then pods fail on purpose (pool::fail_annotations): a
 //! Job stops at its backoffLimit, one index fails alone, and a JobSet is
 //! restarted by its failure policy.
 
@@ -17,9 +17,8 @@ use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::kwok::{
     EVENT_REASONS, PodCalls, PodEnd, SIDECAR_EXIT_DELAY, SIDECAR_NAME, expected_calls,
-    fail_annotations,
 };
-use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
+use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER, fail_annotations};
 use harness::cluster::spec::KubeletModel;
 use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
@@ -320,7 +319,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     Ok(())
 }
 
-/// A Job's pods failing on purpose (kwok::fail_annotations, exit code 3
+/// A Job's pods failing on purpose (pool::fail_annotations, exit code 3
 /// after 1 s): `backoffLimit: 1` ends the Job Failed with
 /// BackoffLimitExceeded after 2 failed pods whose main container exited
 /// 3; with only index 1 failing, index 0 succeeds; a JobSet whose Job

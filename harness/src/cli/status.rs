@@ -67,7 +67,7 @@ async fn existing(args: &StatusArgs) -> Result<i32> {
                 println!(
                     "left by run {run}: {} (`kubectl delete namespace,flowschema -l {}={run}`)",
                     objects.join(", "),
-                    harness::cluster::existing::probe::RUN_ID_LABEL
+                    harness::cluster::existing::labels::RUN_ID_LABEL
                 );
             }
         }

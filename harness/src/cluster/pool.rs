@@ -1,7 +1,7 @@
 //! Node pools a workload adds for itself — a gang trial's nodes, labelled
 //! and tainted so only its pods land there — and the kwok annotations that
-//! say how long a pod runs on a fake node. Providers whose nodes are kwok's
-//! (local) create pools; others refuse.
+//! say how long a pod runs on a fake node and whether it fails. Providers
+//! whose nodes are kwok's create pools; others refuse.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +12,29 @@ use crate::cluster::spec::NodeSpec;
 /// How long a Job-owned pod runs on kwok (both set to the same duration).
 pub const POD_COMPLETE_DELAY: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
 pub const POD_COMPLETE_JITTER: &str = "pod-complete.stage.kwok.x-k8s.io/jitter-delay";
+
+/// Pod annotation: the main containers exit with this code (≠ 0: the pod
+/// fails) after the pod's run time; both kubelet models read it.
+pub const EXIT_CODE: &str = "harness.kwok/exit-code";
+/// Pod annotation: only these completion indexes ("0,2") fail.
+pub const FAIL_INDEXES: &str = "harness.kwok/fail-indexes";
+/// kwok's own pod-complete Stage's weight annotation.
+pub const POD_COMPLETE_WEIGHT: &str = "pod-complete.stage.kwok.x-k8s.io/weight";
+
+/// The annotations that make a Job's pods fail with `code` (for
+/// `indexes` only, when given) on either kubelet model.
+pub fn fail_annotations(code: u8, indexes: &[u32]) -> BTreeMap<String, String> {
+    let mut a = BTreeMap::from([
+        (EXIT_CODE.to_string(), code.to_string()),
+        // kwok-minimal: kwok's pod-complete must not win the draw.
+        (POD_COMPLETE_WEIGHT.to_string(), "0".to_string()),
+    ]);
+    if !indexes.is_empty() {
+        let list: Vec<String> = indexes.iter().map(u32::to_string).collect();
+        a.insert(FAIL_INDEXES.to_string(), list.join(","));
+    }
+    a
+}
 
 /// Nodes `<prefix>-<first>` … of one capacity, labelled `key=value` and
 /// tainted `key=value:NoSchedule`.

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::existing::apf::{ApfFlows, EXEMPT_SCHEMA};
 use crate::metrics::prom::{Sample, counter_delta};
 
 /// The metric APF counts dispatched requests in.
@@ -28,33 +29,6 @@ pub const DISPATCHED: &str = "apiserver_flowcontrol_dispatched_requests_total";
 /// The key "everyone else" is reported under in `by_client`: the schema
 /// their requests were dispatched by.
 pub const OTHER_PREFIX: &str = "flowschema:";
-
-/// Which FlowSchemas count whose requests: set up before a window opens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApfFlows {
-    /// The harness's FlowSchema name → identity label (a username as the
-    /// audit log spells it, or "group:NAME").
-    pub by_schema: BTreeMap<String, String>,
-    /// Labels of the harness's own identities (set apart, as the audit
-    /// attribution does).
-    pub harness: BTreeSet<String>,
-    /// Followed identities APF cannot tell apart: the mandatory `exempt`
-    /// schema (the only one allowed precedence 1, so none can go before
-    /// it) takes every request of system:masters members. When the
-    /// harness is among them, that schema's requests are all set apart
-    /// as the harness's.
-    pub exempt: BTreeSet<String>,
-}
-
-/// The mandatory schema of precedence 1 (k8s.io/api flowcontrol
-/// `FlowSchemaNameExempt`).
-pub const EXEMPT_SCHEMA: &str = "exempt";
-
-impl ApfFlows {
-    fn harness_exempt(&self) -> bool {
-        self.harness.iter().any(|h| self.exempt.contains(h))
-    }
-}
 
 /// What APF counted between two snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

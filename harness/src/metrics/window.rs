@@ -22,7 +22,8 @@ use crate::cluster::provider::Cluster;
 /// figure adds up (the local provider's process names).
 const APISERVER: &str = "kube-apiserver";
 const ETCD: &str = "etcd";
-use crate::metrics::apf::{self, Agreement, ApfFlows};
+use crate::cluster::existing::apf::ApfFlows;
+use crate::metrics::apf::{self, Agreement};
 use crate::metrics::attribution::{Attribution, Attributor};
 use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
 use crate::metrics::percentiles::Percentiles;

@@ -26,7 +26,7 @@ use crate::bench::thor::run::{self, Site};
 #[derive(Debug, Clone)]
 pub struct ExistingTarget {
     pub cluster: ExistingOptions,
-    /// Every namespace the run creates carries it (probe::RUN_ID_LABEL).
+    /// Every namespace the run creates carries it (labels::RUN_ID_LABEL).
     pub run_id: String,
     /// Go on above the smoke size on a cluster that runs other workloads.
     pub yes: bool,

@@ -104,7 +104,7 @@ pub struct Site {
     pub service_accounts: Option<(String, String)>,
     /// The FlowSchemas that count requests per identity (--attribution
     /// apf), set up for this site.
-    pub apf: Option<crate::metrics::apf::ApfFlows>,
+    pub apf: Option<crate::cluster::existing::apf::ApfFlows>,
     /// Count HPCC's identities' requests client-side (`--attribution
     /// client`): where neither the audit log nor APF can.
     pub count_requests: bool,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, PostParams};
 
-use crate::cluster::existing::probe::{KWOK_NODE_ANNOTATION, RUN_ID_LABEL};
+use crate::cluster::existing::labels::{KWOK_NODE_ANNOTATION, RUN_ID_LABEL};
 
 use crate::cluster::client::{client_get, ok_body};
 use crate::cluster::existing::apf::{Attribution, Identity};
@@ -51,7 +51,7 @@ pub struct ExistingCluster {
     pub user: String,
     /// The groups the server gives them.
     pub groups: Vec<String>,
-    /// What the run's objects on this cluster carry (probe::RUN_ID_LABEL).
+    /// What the run's objects on this cluster carry (labels::RUN_ID_LABEL).
     pub run_id: String,
     client: kube::Client,
 }

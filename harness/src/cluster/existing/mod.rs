@@ -6,6 +6,7 @@
 
 pub mod apf;
 pub mod cluster;
+pub mod labels;
 pub mod probe;
 pub mod site;
 

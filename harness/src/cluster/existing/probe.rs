@@ -24,12 +24,7 @@ use crate::cluster::client::client_get;
 use crate::cluster::existing::cluster::ExistingCluster;
 use crate::cluster::provider::Cluster;
 
-/// The annotation kwok manages nodes by (kwok's `--manage-nodes-with-
-/// annotation-selector`, as the local provider runs it).
-pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
-/// The label every namespace the harness creates on such a cluster
-/// carries: the run's id (cleanup finds what is left by it).
-pub const RUN_ID_LABEL: &str = "harness.batch.dev/run-id";
+use crate::cluster::existing::labels::KWOK_NODE_ANNOTATION;
 
 /// The label of each API server's identity lease (kube-system).
 const APISERVER_IDENTITY: &str = "apiserver.kubernetes.io/identity=kube-apiserver";

@@ -11,7 +11,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use crate::cluster::existing::probe::RUN_ID_LABEL;
+use crate::cluster::existing::labels::RUN_ID_LABEL;
 use crate::poll::Poll;
 
 /// A run id: short, lower-case, unique enough on one cluster (time, and

@@ -62,32 +62,9 @@ pub const KUBELET_LIKE_STAGES: &[(&str, &str)] = kubelet_like![
 ];
 
 /// kwok-minimal's Stage that fails a pod on purpose (ours): the pod
-/// annotations below choose it.
+/// annotations of cluster::pool::fail_annotations choose it.
 pub const POD_FAIL_FILE: &str = "manifests/kwok/pod-fail.yaml";
 const POD_FAIL_STAGE: &str = include_str!("../../../../manifests/kwok/pod-fail.yaml");
-/// Pod annotation: the main containers exit with this code (≠ 0: the pod
-/// fails) after the pod's run time; both kubelet models read it.
-pub const EXIT_CODE: &str = "harness.kwok/exit-code";
-/// Pod annotation: only these completion indexes ("0,2") fail.
-pub const FAIL_INDEXES: &str = "harness.kwok/fail-indexes";
-/// kwok's own pod-complete Stage's weight annotation.
-pub const POD_COMPLETE_WEIGHT: &str = "pod-complete.stage.kwok.x-k8s.io/weight";
-
-/// The annotations that make a Job's pods fail with `code` (for
-/// `indexes` only, when given) on either kubelet model.
-pub fn fail_annotations(code: u8, indexes: &[u32]) -> std::collections::BTreeMap<String, String> {
-    let mut a = std::collections::BTreeMap::from([
-        (EXIT_CODE.to_string(), code.to_string()),
-        // kwok-minimal: kwok's pod-complete must not win the draw.
-        (POD_COMPLETE_WEIGHT.to_string(), "0".to_string()),
-    ]);
-    if !indexes.is_empty() {
-        let list: Vec<String> = indexes.iter().map(u32::to_string).collect();
-        a.insert(FAIL_INDEXES.to_string(), list.join(","));
-    }
-    a
-}
-
 /// Pod annotation: the sidecar exits this long (a Go duration) after the
 /// main containers (kubelet-like only; turns the sidecar on).
 pub const SIDECAR_EXIT_DELAY: &str = "harness.kubelet/sidecar-exit-delay";

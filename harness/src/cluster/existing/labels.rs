@@ -1,0 +1,11 @@
+//! The marks the harness reads and writes on a cluster it did not start
+//! (a leaf module: the cluster, its probe, its sites and the APF copies
+//! all use them).
+
+/// The annotation kwok manages nodes by (kwok's `--manage-nodes-with-
+/// annotation-selector`, as the local provider runs it).
+pub const KWOK_NODE_ANNOTATION: &str = crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
+/// The label everything the harness creates on such a cluster carries
+/// (namespaces, pool nodes, FlowSchemas): the run's id (cleanup finds what
+/// is left by it).
+pub const RUN_ID_LABEL: &str = "harness.batch.dev/run-id";
