@@ -116,14 +116,20 @@ pub struct Options {
     pub apf: Option<ApfFlows>,
 }
 
+/// `WindowFigures.not_measured` entries other code looks for.
+pub const NOT_MEASURED_ETCD: &str = "etcd";
+pub const NOT_MEASURED_USAGE: &str = "control-plane CPU and memory";
+pub const NOT_MEASURED_REQUESTS: &str =
+    "API requests (no audit log, no APF attribution on this cluster)";
+
 /// What `cluster` does not let a window measure.
 fn not_measured(cluster: &impl Cluster) -> Vec<String> {
     let mut out = Vec::new();
     if !cluster.measures_etcd() {
-        out.push("etcd".to_string());
+        out.push(NOT_MEASURED_ETCD.to_string());
     }
     if cluster.processes() == crate::cluster::provider::Processes::Unseen {
-        out.push("control-plane CPU and memory".to_string());
+        out.push(NOT_MEASURED_USAGE.to_string());
     }
     out
 }
@@ -298,9 +304,7 @@ impl Window {
                 (a, "apf", BTreeMap::new())
             }
             (false, None) => {
-                not_measured.push(
-                    "API requests (no audit log, no APF attribution on this cluster)".to_string(),
-                );
+                not_measured.push(NOT_MEASURED_REQUESTS.to_string());
                 (Attribution::default(), "none", BTreeMap::new())
             }
         };

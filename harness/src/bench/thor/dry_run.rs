@@ -17,10 +17,9 @@ use crate::bench::thor::existing::{
 use crate::bench::thor::run;
 use crate::cluster::existing::site::namespace_object;
 use crate::cluster::provider::Cluster;
-use crate::k8s::K8sRelease;
 use crate::workload::thor::Mode;
-use crate::workload::thor::kubectl::{Call, Discovery, DiscoveryCache, KubectlModel};
-use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario};
+use crate::workload::thor::kubectl::{Call, Discovery, DiscoveryCache};
+use crate::workload::thor::scenario::ThorScenario;
 use crate::workload::thor::template::{self, render};
 
 /// One object with who creates it.
@@ -43,14 +42,9 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
     let (cluster, caps) = existing::prepare(target, s, modes).await?;
     let admin = cluster.client().await?;
     let served = Discovery::read(&admin).await?;
-    let cache = match s.kubectl.discovery_cache {
-        DiscoveryCacheSpec::None => DiscoveryCache::None,
-        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
-    };
-    let model = KubectlModel::new(&s.kubectl.version, cache)?;
-    let minor = K8sRelease::parse(&caps.server_version)
-        .map(|r| r.minor_number())
-        .unwrap_or(0);
+    let model = run::kubectl_model(s)?;
+    let cache = model.cache();
+    let minor = existing::server_release(&caps)?.minor_number();
     let mut out = String::new();
     let _ = writeln!(
         out,

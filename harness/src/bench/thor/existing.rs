@@ -199,6 +199,17 @@ pub async fn survey(opts: &ExistingOptions, smoke: &ThorScenario) -> Result<Surv
     })
 }
 
+/// The release the server runs (its patch if pinned here, else its
+/// minor's): the templates follow it, not the scenario's.
+pub fn server_release(caps: &Capabilities) -> Result<crate::k8s::K8sRelease> {
+    use crate::k8s::K8sRelease;
+    K8sRelease::parse(&caps.server_version).or_else(|_| {
+        let v = caps.server_version.trim_start_matches('v');
+        let minor: String = v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+        K8sRelease::parse(&minor)
+    })
+}
+
 /// The namespace of one run of a mode.
 pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> String {
     format!("harness-{run_id}-{}-{rep}", mode.name())

@@ -342,11 +342,7 @@ async fn on_existing(
     }
     let (cluster, caps) = existing::prepare(target, s, modes).await?;
     // The templates follow the server's release, not the scenario's.
-    let k8s = K8sRelease::parse(&caps.server_version).or_else(|_| {
-        let v = caps.server_version.trim_start_matches('v');
-        let minor: String = v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
-        K8sRelease::parse(&minor)
-    })?;
+    let k8s = existing::server_release(&caps)?;
     s.cluster.k8s_minor = k8s.minor.to_string();
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
     let mut result = ThorResult {

@@ -21,6 +21,7 @@ use crate::metrics::percentiles::Percentiles;
 use crate::metrics::pods::{self, PodTracker};
 use crate::metrics::pprof;
 use crate::metrics::timeline::Timeline;
+use crate::metrics::window::NOT_MEASURED_REQUESTS;
 use crate::metrics::window::{Options, Window};
 use crate::poll::Poll;
 use crate::workload::thor::THOR_AGENT_USER;
@@ -199,12 +200,20 @@ async fn setup(admin: &kube::Client, plan: &Plan, site: &Site) -> Result<Vec<Str
         .collect())
 }
 
+/// The kubectl HPCC runs in scenario `s` (its version and discovery cache).
+pub fn kubectl_model(s: &ThorScenario) -> Result<KubectlModel> {
+    let cache = match s.kubectl.discovery_cache {
+        DiscoveryCacheSpec::None => DiscoveryCache::None,
+        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
+    };
+    KubectlModel::new(&s.kubectl.version, cache)
+}
+
 /// `--attribution client`: the window counted no client (no audit log,
 /// no APF); HPCC's two identities are counted from their kubectl's
 /// request log instead, and the figures say that everyone else is not.
 fn client_side(w: &mut crate::metrics::WindowFigures, calls: &CallLog, thor: &str, eclcc: &str) {
-    w.not_measured
-        .retain(|m| !m.starts_with("API requests (no audit log"));
+    w.not_measured.retain(|m| m != NOT_MEASURED_REQUESTS);
     w.not_measured.push(
         "API requests of clients other than HPCC's two identities, and their writes (counted client-side, from their kubectl's request count)"
             .to_string(),
@@ -244,11 +253,8 @@ pub async fn run_mode(
     let ns = plan.namespace.clone();
     let admin = cluster.client().await?;
     let keep = setup(&admin, &plan, site).await?;
-    let cache = match s.kubectl.discovery_cache {
-        DiscoveryCacheSpec::None => DiscoveryCache::None,
-        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
-    };
-    let model = KubectlModel::new(&s.kubectl.version, cache)?;
+    let model = kubectl_model(s)?;
+    let cache = model.cache();
     let identity = |who: Who, (kubeconfig, user): &(PathBuf, String)| Kubectl {
         who,
         model: model.clone(),

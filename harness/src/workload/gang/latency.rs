@@ -17,6 +17,7 @@ use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
 use crate::metrics::pods::{PodRates, PodTracker, rates};
 use crate::metrics::prom::{Sample, counter_delta, histogram_delta};
+use crate::metrics::window::{NOT_MEASURED_ETCD, NOT_MEASURED_REQUESTS, NOT_MEASURED_USAGE};
 use crate::metrics::{Options, Percentiles, Window, WindowFigures};
 use crate::poll::Poll;
 use crate::workload::gang::case::Benchmark;
@@ -259,11 +260,10 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             .map(|p| format!("{:.1}", p.p50))
             .unwrap_or_else(|| "—".into());
         // Figures the cluster did not let the window measure read "—".
-        let per =
-            |n: u64, what: &str| match s.window.not_measured.iter().any(|m| m.starts_with(what)) {
-                true => "—".to_string(),
-                false => format!("{:.0}", n as f64 / f64::from(s.repeats.max(1))),
-            };
+        let per = |n: u64, what: &str| match s.window.not_measured.iter().any(|m| m == what) {
+            true => "—".to_string(),
+            false => format!("{:.0}", n as f64 / f64::from(s.repeats.max(1))),
+        };
         out.push_str(&format!(
             "| {version} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {attempts} | {} | {algo} | {:.0} · {:.0} · {:.0} | {} | {} | {} |\n",
             s.size,
@@ -276,9 +276,9 @@ pub fn latency_table(rows: &[(&str, &SizeFigures)]) -> String {
             s.pod_rates.created_per_s,
             s.pod_rates.bound_per_s,
             s.pod_rates.running_per_s,
-            per(s.window.api_requests_total, "API requests"),
-            per(s.window.etcd_writes_total, "etcd"),
-            match s.window.not_measured.iter().any(|m| m.starts_with("control-plane CPU")) {
+            per(s.window.api_requests_total, NOT_MEASURED_REQUESTS),
+            per(s.window.etcd_writes_total, NOT_MEASURED_ETCD),
+            match s.window.not_measured.iter().any(|m| m == NOT_MEASURED_USAGE) {
                 true => "—".to_string(),
                 false => format!("{:.2}", s.window.apiserver_etcd_cpu_s / f64::from(s.repeats.max(1))),
             },
