@@ -33,8 +33,21 @@ fn main() -> anyhow::Result<()> {
     unsafe { std::env::set_var("HARNESS_NO_PROGRESS", "1") };
     let rt = tokio::runtime::Runtime::new()?;
     let k8s = K8sRelease::default_release();
+    let spec = |name: String| ClusterSpec {
+        name,
+        k8s_minor: k8s.minor.into(),
+        feature_gates: Default::default(),
+        runtime_config: Default::default(),
+        nodes: NodeSpec::default(),
+        kubelet: Default::default(),
+        control_plane: Default::default(),
+        kueue: None,
+    };
     let t = Instant::now();
-    rt.block_on(lifecycle::resolve_tools(k8s, Default::default()))?;
+    rt.block_on(lifecycle::resolve_tools(
+        &spec("resolve".into()),
+        Default::default(),
+    ))?;
     println!(
         "tool resolution (warm cache): {:.2} s",
         t.elapsed().as_secs_f64()
@@ -42,15 +55,7 @@ fn main() -> anyhow::Result<()> {
     let (mut ups, mut downs) = (Vec::new(), Vec::new());
     for i in 0..runs {
         let opts = UpOptions {
-            spec: ClusterSpec {
-                name: format!("bench-{i}"),
-                k8s_minor: k8s.minor.into(),
-                feature_gates: Default::default(),
-                runtime_config: Default::default(),
-                nodes: NodeSpec::default(),
-                kubelet: Default::default(),
-                control_plane: Default::default(),
-            },
+            spec: spec(format!("bench-{i}")),
             bins: Default::default(),
             timeout: Duration::from_secs(120),
         };

@@ -31,9 +31,14 @@ pub struct UpOptions {
     pub timeout: Duration,
 }
 
-/// Find or build every binary the local provider needs.
-pub async fn resolve_tools(k8s: K8sRelease, bins: BTreeMap<Component, PathBuf>) -> Result<Tools> {
-    tokio::task::spawn_blocking(move || Resolver::from_env(k8s, bins).resolve_all())
+/// Find or build every binary a local cluster of this spec runs.
+pub async fn resolve_tools(
+    spec: &ClusterSpec,
+    bins: BTreeMap<Component, PathBuf>,
+) -> Result<Tools> {
+    let k8s = K8sRelease::parse(&spec.k8s_minor)?;
+    let extra: Vec<Component> = spec.kueue.iter().map(|_| Component::Kueue).collect();
+    tokio::task::spawn_blocking(move || Resolver::from_env(k8s, bins).resolve_all(&extra))
         .await
         .context("tool resolution panicked")?
 }
@@ -53,11 +58,10 @@ pub async fn resolve_tool(
 /// Bring a local cluster up and wait until it is ready for work. On any
 /// failure, what was started is stopped (logs stay in the state dir).
 pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
-    let k8s = K8sRelease::parse(&opts.spec.k8s_minor)?;
-    let tools = resolve_tools(k8s, opts.bins.clone()).await?;
+    let tools = resolve_tools(&opts.spec, opts.bins.clone()).await?;
     let started = Instant::now();
     let mut cluster = LocalCluster::start(&opts.spec, &tools).await?;
-    match finish_up(&cluster, opts)
+    match finish_up(&mut cluster, opts, &tools)
         .await
         .and_then(|()| cluster.mark_ready())
     {
@@ -83,7 +87,7 @@ pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
     }
 }
 
-async fn finish_up(cluster: &LocalCluster, opts: &UpOptions) -> Result<()> {
+async fn finish_up(cluster: &mut LocalCluster, opts: &UpOptions, tools: &Tools) -> Result<()> {
     let client = cluster.client().await?;
     let step = Step::start("creating the default StorageClass (hostPath provisioner)");
     install::storage::install(&client).await?;
@@ -93,6 +97,16 @@ async fn finish_up(cluster: &LocalCluster, opts: &UpOptions) -> Result<()> {
     install::jobset::install(&client, &cluster.jobset_webhook()?).await?;
     step.done("applied");
 
+    if opts.spec.kueue.is_some() {
+        let step = Step::start("installing Kueue's CRDs, RBAC and webhooks");
+        install::kueue::install(&client, &cluster.kueue_webhook()?, opts.timeout, || {
+            cluster.check_processes()
+        })
+        .await?;
+        step.done("applied");
+        cluster.start_after_install(tools).await?;
+    }
+
     let step = Step::start(format!("creating {} kwok node(s)", opts.spec.nodes.count));
     cluster.set_capacity(&opts.spec.nodes).await?;
     step.done("created");
@@ -100,6 +114,12 @@ async fn finish_up(cluster: &LocalCluster, opts: &UpOptions) -> Result<()> {
     let step = Step::start("waiting for the JobSet CRD and webhooks");
     install::jobset::wait_ready(&client, opts.timeout, || cluster.check_processes()).await?;
     step.done("ready");
+
+    if opts.spec.kueue.is_some() {
+        let step = Step::start("waiting for Kueue's webhooks (a dry-run Workload)");
+        install::kueue::wait_ready(&client, opts.timeout, || cluster.check_processes()).await?;
+        step.done("ready");
+    }
 
     let step = Step::start("waiting for nodes to be Ready");
     wait_nodes_ready(&client, opts.spec.nodes.count, opts.timeout, || {
@@ -226,7 +246,7 @@ async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> 
             "applying Kueue v{}",
             crate::tools::versions::KUEUE_VERSION
         ));
-        install::kueue::install(&kubectl, &kc).await?;
+        install::kueue::release::install(&kubectl, &kc).await?;
         step.done("applied");
     }
     let client = cluster.client().await?;
@@ -239,7 +259,7 @@ async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> 
     step.done("ready");
     if opts.kueue {
         let step = Step::start("waiting for Kueue and its webhooks");
-        install::kueue::wait_ready(&client, opts.timeout, alive).await?;
+        install::kueue::release::wait_ready(&client, opts.timeout, alive).await?;
         step.done("ready");
     }
     let step = Step::start(format!(

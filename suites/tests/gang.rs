@@ -62,6 +62,7 @@ impl Group {
             },
             kubelet: Default::default(),
             control_plane: Default::default(),
+            kueue: None,
         }
     }
 

@@ -108,6 +108,7 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
                 },
                 kubelet: Default::default(),
                 control_plane: opts.control_plane.clone(),
+                kueue: None,
             },
             bins: opts.bins.clone(),
             timeout: Duration::from_secs(180),

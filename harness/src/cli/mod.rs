@@ -174,7 +174,7 @@ mod up_tests {
                     a.kind.config.as_deref(),
                     Some(Path::new("kind-configs/gang-1.37.yaml"))
                 );
-                assert!(a.kind.kueue);
+                assert!(a.kueue.kueue);
                 assert_eq!(a.kind.kind_profile, "baseline");
                 assert_eq!(a.tools.k8s_version, None);
                 assert_eq!(a.tools.k8s_version(), "1.37");

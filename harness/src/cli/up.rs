@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use harness::cluster::profile::{ControlPlane, Profile};
-use harness::cluster::spec::KubeletModel;
+use harness::cluster::spec::{KubeletModel, KueueSpec};
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
 use harness::error::bad_input;
 use harness::k8s::K8sRelease;
@@ -66,9 +66,38 @@ pub struct UpArgs {
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
     #[command(flatten)]
+    pub kueue: KueueArgs,
+    #[command(flatten)]
     pub hpcc: HpccArgs,
     #[command(flatten)]
     pub kind: KindUpArgs,
+}
+
+/// `up --kueue …`: Kueue beside JobSet.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KueueArgs {
+    /// Also run Kueue (the pinned version): on the local provider its
+    /// controller as a process built from Go modules, on kind its
+    /// release manifest.
+    #[arg(long)]
+    pub kueue: bool,
+    /// local: Kueue's waitForPodsReady — evict an admitted workload whose
+    /// pods are not all Ready within this many seconds.
+    #[arg(long, value_name = "SECONDS", requires = "kueue")]
+    pub kueue_pods_ready_timeout: Option<u64>,
+    /// local: with --kueue-pods-ready-timeout, admit the next workload
+    /// only once the admitted ones' pods are Ready (waitForPodsReady.blockAdmission).
+    #[arg(long, requires = "kueue_pods_ready_timeout")]
+    pub kueue_block_admission: bool,
+}
+
+impl KueueArgs {
+    pub fn spec(&self) -> Option<KueueSpec> {
+        self.kueue.then_some(KueueSpec {
+            pods_ready_timeout_s: self.kueue_pods_ready_timeout,
+            block_admission: self.kueue_block_admission,
+        })
+    }
 }
 
 /// `up` flags of the kind provider.
@@ -80,9 +109,6 @@ pub struct KindUpArgs {
     /// kind: the profile the default config is chosen by (baseline, jobset, gang).
     #[arg(long, default_value = "baseline")]
     pub kind_profile: String,
-    /// kind: also install Kueue (its pinned release manifest).
-    #[arg(long)]
-    pub kueue: bool,
 }
 
 /// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
@@ -150,9 +176,9 @@ pub struct DownArgs {
 pub async fn up(args: UpArgs) -> Result<i32> {
     match args.provider {
         Provider::Local => {
-            if args.kind.config.is_some() || args.kind.kueue {
+            if args.kind.config.is_some() {
                 return Err(bad_input(
-                    "--config and --kueue are for --provider kind (the local provider installs JobSet itself)",
+                    "--config is for --provider kind (the local provider installs JobSet itself)",
                 ));
             }
             if args.hpcc.hpcc.is_some() {
@@ -190,6 +216,11 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             "--control-plane: the kind provider does not apply control-plane profiles (its components' flags come from the kind config's kubeadm patches); --control-plane is for --provider local",
         ));
     }
+    if args.kueue.kueue_pods_ready_timeout.is_some() {
+        return Err(bad_input(
+            "--kueue-pods-ready-timeout: on kind, Kueue runs with its release manifest's Configuration; the option is for --provider local",
+        ));
+    }
     let config = match &args.kind.config {
         Some(c) => c.clone(),
         None => {
@@ -214,7 +245,7 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             k8s_version: args.tools.k8s_version.clone(),
             wait: Duration::from_secs(args.timeout),
         },
-        kueue: args.kind.kueue,
+        kueue: args.kueue.kueue,
         timeout: Duration::from_secs(args.timeout),
     };
     let started = Instant::now();
@@ -283,6 +314,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
             profile: args.control_plane,
             ..Default::default()
         },
+        kueue: args.kueue.spec(),
     };
     let opts = UpOptions {
         spec,

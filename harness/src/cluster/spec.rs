@@ -44,6 +44,24 @@ pub struct ClusterSpec {
     /// Client rate limits and inflight limits (profile + overrides).
     #[serde(default)]
     pub control_plane: ControlPlane,
+    /// Kueue beside JobSet (`--kueue`): on the local provider its
+    /// controller runs as one more process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kueue: Option<KueueSpec>,
+}
+
+/// What the harness writes into Kueue's Configuration beyond the upstream
+/// file (see cluster/local/kueue.rs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KueueSpec {
+    /// `waitForPodsReady`: evict an admitted workload whose pods are not
+    /// all Ready within this many seconds. None: off (Kueue's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_ready_timeout_s: Option<u64>,
+    /// `waitForPodsReady.blockAdmission`: admit the next workload only
+    /// once the admitted ones' pods are Ready.
+    #[serde(default)]
+    pub block_admission: bool,
 }
 
 /// The pod Stages kwok runs, i.e. how much API traffic a fake kubelet

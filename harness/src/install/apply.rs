@@ -1,6 +1,7 @@
 //! Server-side apply of arbitrary objects, and the small slice of kustomize
 //! the harness needs to read upstream config directories as they are
-//! published (resources + JSON6902 patches).
+//! published (resources, JSON6902 patch files, inline strategic-merge
+//! patches of lists keyed by name, replacements).
 
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -17,16 +18,162 @@ pub struct Kustomization {
     pub resources: Vec<String>,
     #[serde(default)]
     pub patches: Vec<KustomizePatch>,
+    #[serde(default)]
+    pub replacements: Vec<Replacement>,
 }
 
+/// A patch: a JSON6902 file (`path`, with a `target`) or an inline
+/// strategic-merge patch (`patch`, naming its object).
 #[derive(Debug, serde::Deserialize)]
 pub struct KustomizePatch {
-    pub path: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub patch: Option<String>,
     #[serde(default)]
     pub target: Option<PatchTarget>,
 }
 
+/// kustomize's `replacements`: copy one field of one object into fields
+/// of others.
 #[derive(Debug, serde::Deserialize)]
+pub struct Replacement {
+    pub source: ReplacementSource,
+    pub targets: Vec<ReplacementTarget>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementSource {
+    pub kind: String,
+    pub name: String,
+    pub field_path: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementTarget {
+    pub select: PatchTarget,
+    pub field_paths: Vec<String>,
+    #[serde(default)]
+    pub options: ReplacementOptions,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ReplacementOptions {
+    #[serde(default)]
+    pub create: bool,
+}
+
+/// One step of a kustomize field path: a key, or the list element whose
+/// `key` is `value` (`webhooks.[name=vpod.kb.io].namespaceSelector`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Element { key: String, value: String },
+}
+
+fn segments(path: &str) -> Result<Vec<Segment>> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        let (seg, tail) = if let Some(inner) = rest.strip_prefix('[') {
+            let end = inner
+                .find(']')
+                .with_context(|| format!("field path {path}: unclosed ["))?;
+            let (key, value) = inner[..end]
+                .split_once('=')
+                .with_context(|| format!("field path {path}: [key=value] expected"))?;
+            let seg = Segment::Element {
+                key: key.to_string(),
+                value: value.to_string(),
+            };
+            (seg, &inner[end + 1..])
+        } else {
+            let end = rest.find('.').unwrap_or(rest.len());
+            (Segment::Key(rest[..end].to_string()), &rest[end..])
+        };
+        out.push(seg);
+        rest = tail.strip_prefix('.').unwrap_or(tail);
+    }
+    Ok(out)
+}
+
+/// Walk `path` in `obj`; with `create`, missing keys become mappings.
+fn walk<'a>(obj: &'a mut Value, path: &str, create: bool) -> Result<&'a mut Value> {
+    let mut cur = obj;
+    for seg in segments(path)? {
+        cur = match seg {
+            Segment::Key(k) => {
+                if create && cur.get(&k).is_none() {
+                    cur.as_object_mut()
+                        .with_context(|| format!("field path {path}: {k} under a non-mapping"))?
+                        .insert(k.clone(), Value::Object(Default::default()));
+                }
+                cur.get_mut(&k)
+                    .with_context(|| format!("field path {path}: no {k}"))?
+            }
+            Segment::Element { key, value } => cur
+                .as_array_mut()
+                .and_then(|items| items.iter_mut().find(|i| i[&key] == value.as_str()))
+                .with_context(|| format!("field path {path}: no element with {key}={value}"))?,
+        };
+    }
+    Ok(cur)
+}
+
+/// Apply one replacement to `objs` (every target must exist).
+pub fn replace_fields(objs: &mut [Value], r: &Replacement) -> Result<()> {
+    let src = &r.source;
+    let from = objs
+        .iter_mut()
+        .find(|o| o["kind"] == src.kind.as_str() && o["metadata"]["name"] == src.name.as_str())
+        .with_context(|| format!("replacement source {} {} not found", src.kind, src.name))?;
+    let value = walk(from, &src.field_path, false)?.clone();
+    for t in &r.targets {
+        let mut hit = false;
+        for obj in objs.iter_mut().filter(|o| t.select.matches(o)) {
+            hit = true;
+            for fp in &t.field_paths {
+                *walk(obj, fp, t.options.create)? = value.clone();
+            }
+        }
+        if !hit {
+            bail!("replacement target {:?} matches no object", t.select);
+        }
+    }
+    Ok(())
+}
+
+/// A strategic-merge patch as kustomize applies it to objects whose lists
+/// are keyed by `name` (webhooks, containers): mappings merge key by key,
+/// lists of named mappings merge element by name, anything else is
+/// replaced.
+pub fn merge_by_name(obj: &mut Value, patch: &Value) {
+    match (obj, patch) {
+        (Value::Object(o), Value::Object(p)) => {
+            for (k, v) in p {
+                match o.get_mut(k) {
+                    Some(existing) => merge_by_name(existing, v),
+                    None => {
+                        o.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(p)) if p.iter().all(|e| e["name"].is_string()) => {
+            for e in p {
+                match o.iter_mut().find(|x| x["name"] == e["name"]) {
+                    Some(existing) => merge_by_name(existing, e),
+                    None => o.push(e.clone()),
+                }
+            }
+        }
+        (o, p) => *o = p.clone(),
+    }
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
 pub struct PatchTarget {
     #[serde(default)]
     pub kind: Option<String>,
@@ -185,6 +332,55 @@ mod tests {
             .is_err()
         );
         assert!(json6902(&mut obj, &[json!({"op": "move", "path": "/metadata/name"})]).is_err());
+    }
+
+    #[test]
+    fn replacements_copy_a_field_into_named_list_elements() {
+        let k: Kustomization = serde_saphyr::from_str(
+            "replacements:\n- source:\n    kind: V\n    name: v\n    fieldPath: webhooks.[name=a.kb.io].sel\n  targets:\n  - select:\n      kind: M\n    fieldPaths:\n    - webhooks.[name=b.kb.io].sel\n    options:\n      create: true\n",
+        )
+        .unwrap();
+        let mut objs = vec![
+            json!({"kind": "V", "metadata": {"name": "v"}, "webhooks": [{"name": "a.kb.io", "sel": {"k": 1}}]}),
+            json!({"kind": "M", "metadata": {"name": "m"}, "webhooks": [{"name": "b.kb.io"}, {"name": "c.kb.io"}]}),
+        ];
+        replace_fields(&mut objs, &k.replacements[0]).unwrap();
+        assert_eq!(objs[1]["webhooks"][0]["sel"], json!({"k": 1}));
+        assert!(objs[1]["webhooks"][1].get("sel").is_none());
+        // A target element that does not exist is an error, not a skip.
+        let mut missing = vec![
+            objs[0].clone(),
+            json!({"kind": "M", "metadata": {"name": "m"}, "webhooks": []}),
+        ];
+        assert!(replace_fields(&mut missing, &k.replacements[0]).is_err());
+        assert_eq!(
+            segments("a.[name=x.y].b").unwrap(),
+            vec![
+                Segment::Key("a".into()),
+                Segment::Element {
+                    key: "name".into(),
+                    value: "x.y".into()
+                },
+                Segment::Key("b".into())
+            ]
+        );
+        assert!(segments("a.[name").is_err());
+    }
+
+    #[test]
+    fn merge_by_name_merges_named_list_elements() {
+        let mut obj = json!({"webhooks": [{"name": "a", "x": 1}, {"name": "b"}], "keep": true});
+        merge_by_name(
+            &mut obj,
+            &json!({"webhooks": [{"name": "a", "sel": {"k": "v"}}, {"name": "new"}]}),
+        );
+        assert_eq!(
+            obj,
+            json!({"webhooks": [{"name": "a", "x": 1, "sel": {"k": "v"}}, {"name": "b"}, {"name": "new"}], "keep": true})
+        );
+        let mut plain = json!({"args": ["a", "b"]});
+        merge_by_name(&mut plain, &json!({"args": ["c"]}));
+        assert_eq!(plain["args"], json!(["c"]));
     }
 
     #[test]

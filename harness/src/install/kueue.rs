@@ -1,7 +1,17 @@
-//! Kueue on kind clusters (`--kueue`), from its pinned release manifest
-//! (`KUEUE_VERSION` in tools/versions.rs).
+//! Kueue (`--kueue`, `KUEUE_VERSION` in tools/versions.rs).
+//!
+//! Local provider: the controller runs as a process (cluster/local/kueue.rs
+//! writes its Configuration); this installs what its release manifest
+//! would, read from the sigs.k8s.io/kueue module's config directories —
+//! the `kueue-system` namespace, the CRDs (conversion webhooks by URL),
+//! the manager ClusterRole and the visibility server's reader RoleBinding
+//! bound to the controller's user, and every webhook configuration with
+//! the namespace selector the module's kustomization sets. The visibility
+//! APIService is not registered: the API server could reach a loopback
+//! process only through a Service, whose endpoints may not be loopback.
+//!
+//! kind: the release manifest (`release`).
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -9,56 +19,208 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use crate::install::release;
-use crate::tools::versions::kueue_manifest_url;
+use crate::cluster::local::kueue::NAMESPACE;
+use crate::cluster::local::{KUEUE_USER, WebhookEndpoint};
+use crate::install::apply::apply_all;
+use crate::install::controller::ModuleConfig;
+use crate::install::release::dry_run_create;
+use crate::poll::Poll;
+use crate::tools::modules::{module_dir, read_module_file};
+use crate::tools::versions::KUEUE_VERSION;
 
-pub const NAMESPACE: &str = "kueue-system";
-pub const DEPLOYMENTS: &[&str] = &["kueue-controller-manager"];
-pub const FLAVOR_CRD: &str = "resourceflavors.kueue.x-k8s.io";
+/// The CRD whose storage version names the API version to probe with.
+pub const WORKLOAD_CRD: &str = "workloads.kueue.x-k8s.io";
+/// The visibility server's reader RoleBinding.
+const VISIBILITY_BINDING: &str = "config/components/visibility/role_binding.yaml";
 
-pub async fn install(kubectl: &Path, kubeconfig: &Path) -> Result<()> {
-    release::apply_url(kubectl, kubeconfig, &kueue_manifest_url()).await
-}
-
-/// An empty ResourceFlavor in `version` (the CRD's storage version, read
-/// from the server: Kueue releases move it): Kueue's webhooks must accept it.
-pub fn probe(version: &str) -> Value {
-    json!({
-        "apiVersion": format!("kueue.x-k8s.io/{version}"),
-        "kind": "ResourceFlavor",
-        "metadata": {"name": "harness-webhook-probe"},
-        "spec": {}
+/// Where Kueue's manifests live in its module.
+pub fn module_config() -> Result<ModuleConfig> {
+    Ok(ModuleConfig {
+        dir: module_dir("sigs.k8s.io/kueue", &format!("v{KUEUE_VERSION}"))?,
+        name_prefix: "kueue-",
+        crd_dir: "config/components/crd",
+        rbac_roles: &[
+            "config/components/rbac/role.yaml",
+            "config/components/rbac/manager_secrets_role.yaml",
+        ],
+        namespace: NAMESPACE,
+        webhook_dir: "config/components/webhook",
+        user: KUEUE_USER,
     })
 }
 
-async fn storage_version(client: &kube::Client) -> Result<String> {
+/// The visibility server's RoleBinding(s), with the controller's user as
+/// subject instead of its ServiceAccount.
+fn visibility_bindings(m: &ModuleConfig) -> Result<Vec<Value>> {
+    let text = read_module_file(&m.dir, VISIBILITY_BINDING)?;
+    let docs = crate::yaml::documents(&text, &format!("{}/{VISIBILITY_BINDING}", m.dir.display()))?;
+    let mut out = Vec::new();
+    for mut doc in docs.into_iter().filter(|d| d["kind"] == "RoleBinding") {
+        let name = format!(
+            "{}{}",
+            m.name_prefix,
+            doc["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        doc["metadata"]["name"] = json!(name);
+        doc["subjects"] =
+            json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUEUE_USER}]);
+        out.push(doc);
+    }
+    Ok(out)
+}
+
+/// Everything Kueue needs on a cluster whose controller serves at `ep`.
+pub fn manifests(ep: &WebhookEndpoint) -> Result<Vec<Value>> {
+    let m = module_config()?;
+    let mut all = vec![json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}
+    })];
+    all.extend(m.manifests(ep)?);
+    all.extend(visibility_bindings(&m)?);
+    Ok(all)
+}
+
+/// Apply the manifests, then wait until every CRD among them is
+/// Established: Kueue's manager exits at start when one is not served.
+pub async fn install(
+    client: &kube::Client,
+    ep: &WebhookEndpoint,
+    timeout: Duration,
+    alive: impl FnMut() -> Result<()> + Send,
+) -> Result<()> {
+    let objs = manifests(ep)?;
+    apply_all(client, &objs).await.context("installing Kueue")?;
+    let names: Vec<String> = objs
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = crds
-        .get(FLAVOR_CRD)
+    Poll::new("Kueue's CRDs Established", timeout)
+        .every(Duration::from_millis(200))
+        .alive(alive)
+        .until_state(|| async {
+            for n in &names {
+                let established = crds.get(n).await.ok().is_some_and(|c| {
+                    c.status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+                if !established {
+                    return Ok(Err(format!("CRD {n} not Established")));
+                }
+            }
+            Ok(Ok(()))
+        })
         .await
-        .with_context(|| format!("reading CRD {FLAVOR_CRD}"))?;
-    crd.spec
+}
+
+/// A minimal Workload in `version` (the CRD's storage version, read from
+/// the server: Kueue releases move it), for a dry-run create through
+/// Kueue's mutating and validating webhooks.
+pub fn probe_workload(version: &str) -> Value {
+    json!({
+        "apiVersion": format!("kueue.x-k8s.io/{version}"),
+        "kind": "Workload",
+        "metadata": {"name": "harness-webhook-probe", "namespace": "default"},
+        "spec": {"podSets": [{
+            "name": "main",
+            "count": 1,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "registry.invalid/probe:none"}]
+            }}
+        }]}
+    })
+}
+
+async fn storage_version(client: &kube::Client, crd: &str) -> Result<String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd_obj = crds
+        .get(crd)
+        .await
+        .with_context(|| format!("reading CRD {crd}"))?;
+    crd_obj
+        .spec
         .versions
         .iter()
         .find(|v| v.storage)
         .map(|v| v.name.clone())
-        .with_context(|| format!("CRD {FLAVOR_CRD} has no storage version"))
+        .with_context(|| format!("CRD {crd} has no storage version"))
 }
 
+/// Ready: the Workload CRD Established and a dry-run Workload accepted by
+/// the webhooks (the definition of a serving Kueue).
 pub async fn wait_ready(
     client: &kube::Client,
     timeout: Duration,
     alive: impl FnMut() -> Result<()> + Send,
 ) -> Result<()> {
-    let version = storage_version(client).await?;
-    release::wait_ready(
-        client,
-        "Kueue",
-        NAMESPACE,
-        DEPLOYMENTS,
-        Some(&probe(&version)),
-        timeout,
-        alive,
-    )
-    .await
+    Poll::new("Kueue ready", timeout)
+        .every(Duration::from_millis(500))
+        .alive(alive)
+        .until_state(|| async {
+            let version = match storage_version(client, WORKLOAD_CRD).await {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(format!("{e:#}"))),
+            };
+            Ok(dry_run_create(client, &probe_workload(&version))
+                .await
+                .map_err(|e| format!("{e:#}")))
+        })
+        .await
+}
+
+/// Kueue on a kind cluster: the controller runs as a pod from the pinned
+/// release manifest (CRDs, RBAC, webhooks with its own certificates).
+pub mod release {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use anyhow::Result;
+
+    use crate::install::release;
+    use crate::tools::versions::kueue_manifest_url;
+
+    pub const DEPLOYMENTS: &[&str] = &["kueue-controller-manager"];
+
+    pub async fn install(kubectl: &Path, kubeconfig: &Path) -> Result<()> {
+        release::apply_url(kubectl, kubeconfig, &kueue_manifest_url()).await
+    }
+
+    /// The controller Available, then a dry-run Workload through its
+    /// webhooks (as for a local controller).
+    pub async fn wait_ready(
+        client: &kube::Client,
+        timeout: Duration,
+        mut alive: impl FnMut() -> Result<()> + Send,
+    ) -> Result<()> {
+        release::wait_ready(
+            client,
+            "Kueue",
+            super::NAMESPACE,
+            DEPLOYMENTS,
+            None,
+            timeout,
+            &mut alive,
+        )
+        .await?;
+        super::wait_ready(client, timeout, alive).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_is_a_namespaced_workload_with_one_pod_set() {
+        let w = probe_workload("v1beta2");
+        assert_eq!(w["apiVersion"], "kueue.x-k8s.io/v1beta2");
+        assert_eq!(w["kind"], "Workload");
+        assert_eq!(w["metadata"]["namespace"], "default");
+        assert_eq!(w["spec"]["podSets"][0]["count"], 1);
+    }
 }

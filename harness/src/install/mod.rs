@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod certmanager;
+pub mod controller;
 pub mod hpcc;
 pub mod jobset;
 pub mod kueue;

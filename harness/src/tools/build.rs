@@ -227,9 +227,35 @@ fn prepare_tree(
         fs::write(&main_path, main).with_context(|| format!("writing {}", main_path.display()))?;
     }
     let _ = fs::remove_file(&marker);
+    seed_go_sum(go, src, tree)?;
     run_logged(go, tree, &["mod".as_ref(), "tidy".as_ref()], log, step)?;
     fs::write(&marker, &tidied).with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
+}
+
+/// Start the wrapper's go.sum from the upstream module's own: the hashes
+/// it was released with. The checksum database does not know every
+/// version a module pins (sigs.k8s.io/kueue v0.19.2 requires
+/// sigs.k8s.io/scheduler-library v0.1.0-alpha1, which sum.golang.org
+/// answers with 404), and `go mod tidy` refuses what it cannot verify.
+fn seed_go_sum(go: &Path, src: &GoSource, tree: &Path) -> Result<()> {
+    let target = tree.join("go.sum");
+    if target.exists() {
+        return Ok(());
+    }
+    let info = crate::tools::modules::go_mod_download(go, src.module, &src.module_version)?;
+    let Some(dir) = info.get("Dir").and_then(|d| d.as_str()) else {
+        bail!("go mod download -json gave no Dir for {}", src.module);
+    };
+    let upstream = Path::new(dir).join("go.sum");
+    match fs::read_to_string(&upstream) {
+        Ok(text) => {
+            fs::write(&target, text).with_context(|| format!("writing {}", target.display()))
+        }
+        // A module without dependencies has no go.sum.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", upstream.display())),
+    }
 }
 
 /// The text of `module@version`'s go.mod, fetched through the module proxy.

@@ -2,7 +2,9 @@
 //! land, and how to read each one's version back.
 
 use crate::k8s::K8sRelease;
-use crate::tools::versions::{ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION, KWOK_VERSION};
+use crate::tools::versions::{
+    ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION, KUEUE_VERSION, KWOK_VERSION,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Component {
@@ -13,6 +15,9 @@ pub enum Component {
     Kubectl,
     Kwok,
     Jobset,
+    /// The Kueue controller (sigs.k8s.io/kueue/cmd/kueue), started only on
+    /// clusters asked for with `--kueue`.
+    Kueue,
     /// The kubectl HPCC's platform image ships (1.29.7), which the Thor
     /// driver forks like thoragent does; not part of any cluster.
     HpccKubectl,
@@ -78,7 +83,7 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
 }
 
 impl Component {
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Etcd,
         Component::KubeApiserver,
         Component::KubeControllerManager,
@@ -86,10 +91,12 @@ impl Component {
         Component::Kubectl,
         Component::Kwok,
         Component::Jobset,
+        Component::Kueue,
         Component::HpccKubectl,
     ];
-    /// What a local cluster runs (and the kubectl users get with it);
-    /// `up` resolves these. HPCC's kubectl is resolved by the Thor bench.
+    /// What every local cluster runs (and the kubectl users get with it);
+    /// `up` resolves these, and Kueue when the cluster has it. HPCC's
+    /// kubectl is resolved by the Thor bench.
     pub const CLUSTER: [Component; 7] = [
         Component::Etcd,
         Component::KubeApiserver,
@@ -110,6 +117,7 @@ impl Component {
             Component::Kubectl => "kubectl",
             Component::Kwok => "kwok",
             Component::Jobset => "jobset-controller",
+            Component::Kueue => "kueue-controller",
             Component::HpccKubectl => "hpcc-kubectl",
         }
     }
@@ -159,6 +167,7 @@ impl Component {
             Component::Etcd => ETCD_VERSION.to_string(),
             Component::Kwok => KWOK_VERSION.to_string(),
             Component::Jobset => JOBSET_VERSION.to_string(),
+            Component::Kueue => KUEUE_VERSION.to_string(),
             Component::HpccKubectl => HPCC_KUBECTL_VERSION.to_string(),
             _ => k8s.version.to_string(),
         }
@@ -195,6 +204,24 @@ impl Component {
                 ldflags: vec![format!("sigs.k8s.io/jobset/pkg/version.GitVersion=v{v}")],
                 main_go: None,
             },
+            Component::Kueue => GoSource {
+                tree: format!("kueue-{v}"),
+                module: "sigs.k8s.io/kueue",
+                module_version: format!("v{v}"),
+                package: "sigs.k8s.io/kueue/cmd/kueue".into(),
+                staging_replaces: None,
+                ldflags: vec![
+                    format!("sigs.k8s.io/kueue/pkg/version.GitVersion=v{v}"),
+                    // The visibility server's certificates: a fixed "/visibility"
+                    // (pkg/visibility/server.go) moved under the /etc overlay a
+                    // local Kueue runs with (cluster/local/kueue.rs).
+                    format!(
+                        "sigs.k8s.io/kueue/pkg/visibility.certDir=/etc/{}",
+                        crate::cluster::local::kueue::VISIBILITY_CERT_DIR
+                    ),
+                ],
+                main_go: None,
+            },
             // k8s.io/kubectl is published as v0.<minor>.<patch> for 1.<minor>.<patch>.
             Component::HpccKubectl => GoSource {
                 tree: format!("hpcc-kubectl-{v}"),
@@ -218,12 +245,12 @@ impl Component {
     }
 
     /// The arguments that make the binary print its version, or None when it
-    /// has no version command (the JobSet controller: its version is read
+    /// has no version command (the JobSet and Kueue controllers: their version is read
     /// from the Go build information embedded in the binary).
     pub fn version_args(self) -> Option<&'static [&'static str]> {
         match self {
             Component::Kubectl | Component::HpccKubectl => Some(&["version", "--client"]),
-            Component::Jobset => None,
+            Component::Jobset | Component::Kueue => None,
             _ => Some(&["--version"]),
         }
     }
@@ -235,6 +262,7 @@ impl Component {
             Component::Kubectl | Component::HpccKubectl => "Client Version: v",
             Component::Kwok => "version v",
             Component::Jobset => "jobset ",
+            Component::Kueue => "kueue ",
             _ => "Kubernetes v",
         };
         let start = output.find(prefix)? + prefix.len();

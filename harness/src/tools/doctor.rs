@@ -147,6 +147,9 @@ pub fn cold_build_estimate(c: Component) -> Option<Duration> {
         Component::Kubectl => 19,
         Component::Kwok => 74,
         Component::Jobset => 83,
+        // go mod tidy and go build of sigs.k8s.io/kueue v0.19.2, module
+        // cache warm (2026-11-24).
+        Component::Kueue => 220,
         Component::HpccKubectl => return None,
     };
     Some(Duration::from_secs(s))

@@ -6,7 +6,7 @@
 //! | kube-apiserver, -controller-manager, -scheduler, kubectl, hpcc-kubectl | `https://dl.k8s.io/release/v{V}/bin/linux/{arch}/{bin}` (raw ELF) | `<url>.sha256`, bare hex |
 //! | etcd | `https://github.com/etcd-io/etcd/releases/download/v{V}/etcd-v{V}-linux-{arch}.tar.gz`, member `etcd-v{V}-linux-{arch}/etcd` | `SHA256SUMS` of the release, `hex  name` lines |
 //! | kwok | `https://github.com/kubernetes-sigs/kwok/releases/download/v{V}/kwok-linux-{arch}` (raw) | none published: pinned in versions.rs |
-//! | jobset-controller | none: JobSet ships its controller as an image only | — |
+//! | jobset-controller, kueue-controller | none: both ship their controller as an image only | — |
 //!
 //! `HARNESS_DOWNLOAD_BASE` replaces every host with one mirror laid out as
 //! `<base>/kubernetes/v{V}/bin/linux/{arch}/{bin}` (+ `.sha256`),
@@ -145,6 +145,9 @@ pub fn artifact(
         }
         Component::Jobset => {
             Err("JobSet publishes its controller only as a container image, no binary".to_string())
+        }
+        Component::Kueue => {
+            Err("Kueue publishes its controller only as a container image, no binary".to_string())
         }
     }
 }

@@ -272,11 +272,11 @@ impl Resolver {
         }
     }
 
-    /// Resolve every component a local cluster needs.
-    /// Resolve what a local cluster runs (`Component::CLUSTER`).
-    pub fn resolve_all(&self) -> Result<Tools> {
+    /// Resolve what every local cluster runs (`Component::CLUSTER`) and
+    /// the optional components this one also runs (`extra`: Kueue).
+    pub fn resolve_all(&self, extra: &[Component]) -> Result<Tools> {
         let mut tools = Tools::default();
-        for c in Component::CLUSTER {
+        for c in Component::CLUSTER.into_iter().chain(extra.iter().copied()) {
             let r = self.resolve(c)?;
             tools.bins.insert(c, r);
         }

@@ -112,8 +112,11 @@ impl KindNodeImage {
 
 /// cert-manager, installed on kind clusters from its release manifest.
 pub const CERT_MANAGER_VERSION: &str = "1.21.2";
-/// Kueue, installed on kind clusters with `--kueue` from its release manifest.
-pub const KUEUE_VERSION: &str = "0.19.3";
+/// Kueue (`--kueue`): built from Go modules and run as a local process on
+/// the local provider, installed from its release manifest on kind. 0.19.2
+/// because it is the newest version the Go module proxy serves here
+/// (v0.19.3's module is refused with 403), so both providers run one Kueue.
+pub const KUEUE_VERSION: &str = "0.19.2";
 
 pub fn cert_manager_manifest_url() -> String {
     format!(

@@ -126,6 +126,7 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
         },
         kubelet: s.kubelet,
         control_plane: s.cluster.control_plane.clone(),
+        kueue: None,
     }
 }
 

@@ -14,6 +14,7 @@ use crate::cluster::local::layout::{Layout, Ports};
 #[cfg(test)]
 use crate::cluster::profile::STOCK;
 use crate::cluster::profile::Settings;
+use crate::cluster::spec::KueueSpec;
 use crate::k8s::K8sRelease;
 use crate::tools::Component;
 
@@ -24,6 +25,8 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 pub const SCHEDULER: &str = "kube-scheduler";
 pub const JOBSET: &str = "jobset-controller";
 pub const KWOK: &str = "kwok";
+/// Only on clusters whose spec asks for Kueue.
+pub const KUEUE: &str = "kueue-controller";
 
 /// How to tell that a component serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +55,10 @@ pub enum Wait {
     /// JobSet controller serves once its CRD exists; install waits for its
     /// webhooks through the API).
     Installed,
+    /// Started only once `up` installed its CRDs (Kueue's manager exits
+    /// at start when they are missing: "Unable to setup indexes"), then
+    /// waited for like `Before`.
+    StartAfterInstall,
 }
 
 /// One process of the local control plane.
@@ -63,15 +70,20 @@ pub struct ComponentDef {
     pub health: Health,
     pub timeout: Duration,
     pub wait: Wait,
+    /// Run with this directory laid over /etc in a private mount
+    /// namespace (Kueue reads a fixed path there; see kueue.rs).
+    pub etc_overlay: Option<std::path::PathBuf>,
 }
 
-/// Every component of a local cluster, in start order.
+/// Every component of a local cluster, in start order (Kueue after JobSet
+/// when `kueue` is given).
 pub fn components(
     k8s: K8sRelease,
     l: &Layout,
     ports: &Ports,
     gates: &Gates,
     cp: &Settings,
+    kueue: Option<&KueueSpec>,
 ) -> Vec<ComponentDef> {
     let with = |mut args: Vec<String>, more: Vec<String>| {
         args.extend(more);
@@ -81,7 +93,7 @@ pub fn components(
         kubeconfig: l.kubeconfig(&format!("{name}-health")),
         path: "/healthz",
     };
-    vec![
+    let mut list = vec![
         ComponentDef {
             name: ETCD,
             binary: Component::Etcd,
@@ -91,6 +103,7 @@ pub fn components(
             },
             timeout: Duration::from_secs(30),
             wait: Wait::Before,
+            etc_overlay: None,
         },
         ComponentDef {
             name: APISERVER,
@@ -102,6 +115,7 @@ pub fn components(
             },
             timeout: Duration::from_secs(120),
             wait: Wait::Before,
+            etc_overlay: None,
         },
         ComponentDef {
             name: CONTROLLER_MANAGER,
@@ -113,6 +127,7 @@ pub fn components(
             health: healthz(CONTROLLER_MANAGER),
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
+            etc_overlay: None,
         },
         ComponentDef {
             name: SCHEDULER,
@@ -121,6 +136,7 @@ pub fn components(
             health: healthz(SCHEDULER),
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
+            etc_overlay: None,
         },
         ComponentDef {
             name: JOBSET,
@@ -131,18 +147,34 @@ pub fn components(
             },
             timeout: Duration::from_secs(60),
             wait: Wait::Installed,
+            etc_overlay: None,
         },
-        ComponentDef {
-            name: KWOK,
-            binary: Component::Kwok,
-            args: flags::kwok(l, ports),
+    ];
+    if kueue.is_some() {
+        list.push(ComponentDef {
+            name: KUEUE,
+            binary: Component::Kueue,
+            args: crate::cluster::local::kueue::args(l),
             health: Health::Http {
-                url: format!("http://127.0.0.1:{}/healthz", ports.kwok),
+                url: format!("http://127.0.0.1:{}/readyz", ports.kueue_health),
             },
-            timeout: Duration::from_secs(30),
-            wait: Wait::AfterAll,
+            timeout: Duration::from_secs(90),
+            wait: Wait::StartAfterInstall,
+            etc_overlay: Some(l.kueue_etc()),
+        });
+    }
+    list.push(ComponentDef {
+        name: KWOK,
+        binary: Component::Kwok,
+        args: flags::kwok(l, ports),
+        health: Health::Http {
+            url: format!("http://127.0.0.1:{}/healthz", ports.kwok),
         },
-    ]
+        timeout: Duration::from_secs(30),
+        wait: Wait::AfterAll,
+        etc_overlay: None,
+    });
+    list
 }
 
 impl Health {
@@ -178,9 +210,9 @@ mod tests {
     #[test]
     fn start_order_waits_and_health_endpoints() {
         let l = Layout::new("/s");
-        let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
         let k8s = K8sRelease::default_release();
-        let c = components(k8s, &l, &ports, &Gates::default(), &STOCK);
+        let c = components(k8s, &l, &ports, &Gates::default(), &STOCK, None);
         let names: Vec<&str> = c.iter().map(|c| c.name).collect();
         assert_eq!(
             names,
@@ -201,5 +233,29 @@ mod tests {
             }
         );
         assert!(c.iter().all(|c| !c.args.is_empty() && !c.timeout.is_zero()));
+        // Kueue only when asked for, after JobSet, started after install.
+        let k = components(
+            k8s,
+            &l,
+            &ports,
+            &Gates::default(),
+            &STOCK,
+            Some(&KueueSpec::default()),
+        );
+        let names: Vec<&str> = k.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                ETCD,
+                APISERVER,
+                CONTROLLER_MANAGER,
+                SCHEDULER,
+                JOBSET,
+                KUEUE,
+                KWOK
+            ]
+        );
+        assert_eq!(k[5].wait, Wait::StartAfterInstall);
+        assert_eq!(k[5].binary, Component::Kueue);
     }
 }

@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 
 use crate::cluster::client::kubeconfig_text;
 use crate::cluster::local::certs::{self, Ca, CertPair};
-use crate::cluster::local::components::{APISERVER, CONTROLLER_MANAGER, JOBSET, SCHEDULER};
+use crate::cluster::local::components::{APISERVER, CONTROLLER_MANAGER, JOBSET, KUEUE, SCHEDULER};
 use crate::cluster::local::identity::{AUDIT_POLICY, IDENTITIES};
 use crate::cluster::local::layout::{Layout, Ports};
-use crate::cluster::local::{flags, kwok};
+use crate::cluster::local::{flags, kueue, kwok};
 use crate::cluster::spec::ClusterSpec;
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
@@ -55,6 +55,18 @@ pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> 
     let webhook = ca.serving(JOBSET, &[])?;
     write_private(&l.jobset_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
     write_private(&l.jobset_cert_dir().join("tls.key"), &webhook.key_pem)?;
+    if let Some(kueue) = &spec.kueue {
+        let webhook = ca.serving(KUEUE, &[])?;
+        write_private(&l.kueue_cert_dir().join("tls.crt"), &webhook.cert_pem)?;
+        write_private(&l.kueue_cert_dir().join("tls.key"), &webhook.key_pem)?;
+        for sub in [kueue::METRICS_CERT_DIR, kueue::VISIBILITY_CERT_DIR] {
+            let dir = l.kueue_etc().join(sub);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            write_private(&dir.join("tls.crt"), &webhook.cert_pem)?;
+            write_private(&dir.join("tls.key"), &webhook.key_pem)?;
+        }
+        write_private(&l.kueue_config(), &kueue::config(l, ports, kueue)?)?;
+    }
     let (sa_key, sa_pub) = certs::service_account_keys()?;
     write_private(&l.pki("sa.key"), &sa_key)?;
     write_private(&l.pki("sa.pub"), &sa_pub)?;

@@ -2,7 +2,7 @@
 //! certificate and a kubeconfig; the audit log names them) and the audit
 //! policy that makes per-client attribution possible.
 
-use crate::cluster::local::components::{CONTROLLER_MANAGER, JOBSET, KWOK, SCHEDULER};
+use crate::cluster::local::components::{CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER};
 
 /// The audit policy applied to every cluster (our own file in manifests/).
 pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
@@ -15,6 +15,7 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     (CONTROLLER_MANAGER, "system:kube-controller-manager", &[]),
     (SCHEDULER, "system:kube-scheduler", &[]),
     (JOBSET, "jobset-controller", &[]),
+    (KUEUE, KUEUE_USER, &[]),
     (KWOK, "kwok-controller", &["system:masters"]),
     // HPCC's thoragent and Thor manager; RBAC per mode in manifests/hpcc/rbac.
     ("thor-agent", "thor-agent", &[]),
@@ -28,6 +29,9 @@ pub const ADMIN_USER: &str = "admin";
 
 /// The user name the JobSet controller runs as (RBAC binds it).
 pub const JOBSET_USER: &str = "jobset-controller";
+
+/// The user name the Kueue controller runs as (RBAC binds it).
+pub const KUEUE_USER: &str = "kueue-controller";
 
 #[cfg(test)]
 mod tests {

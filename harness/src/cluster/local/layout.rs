@@ -53,6 +53,16 @@ impl Layout {
     pub fn jobset_cert_dir(&self) -> PathBuf {
         self.root.join("jobset-certs")
     }
+    pub fn kueue_config(&self) -> PathBuf {
+        self.root.join("kueue-config.yaml")
+    }
+    pub fn kueue_cert_dir(&self) -> PathBuf {
+        self.root.join("kueue-certs")
+    }
+    /// Laid over the Kueue process's /etc (cluster/local/kueue.rs).
+    pub fn kueue_etc(&self) -> PathBuf {
+        self.root.join("kueue-etc")
+    }
     pub fn kwok_config(&self) -> PathBuf {
         self.root.join("kwok.yaml")
     }
@@ -76,10 +86,20 @@ pub struct Ports {
     pub jobset_health: u16,
     pub jobset_metrics: u16,
     pub kwok: u16,
+    /// Kueue's webhooks, health, metrics and visibility server (allocated
+    /// on every cluster; 0 in the state of clusters from before Kueue).
+    #[serde(default)]
+    pub kueue_webhook: u16,
+    #[serde(default)]
+    pub kueue_health: u16,
+    #[serde(default)]
+    pub kueue_metrics: u16,
+    #[serde(default)]
+    pub kueue_visibility: u16,
 }
 
 impl Ports {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 13;
 
     pub fn from_list(p: &[u16]) -> Ports {
         assert_eq!(p.len(), Self::COUNT, "one port per endpoint");
@@ -93,6 +113,10 @@ impl Ports {
             jobset_health: p[6],
             jobset_metrics: p[7],
             kwok: p[8],
+            kueue_webhook: p[9],
+            kueue_health: p[10],
+            kueue_metrics: p[11],
+            kueue_visibility: p[12],
         }
     }
 

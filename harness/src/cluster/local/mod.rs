@@ -10,6 +10,7 @@ pub mod components;
 pub mod files;
 pub mod flags;
 pub mod identity;
+pub mod kueue;
 pub mod kwok;
 pub mod layout;
 pub mod nodes;
@@ -42,8 +43,8 @@ use crate::k8s::K8sRelease;
 use crate::poll::Poll;
 use crate::tools::Tools;
 
-pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KWOK, SCHEDULER};
-pub use identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES, JOBSET_USER};
+pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KUEUE, KWOK, SCHEDULER};
+pub use identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES, JOBSET_USER, KUEUE_USER};
 
 /// Where a controller that runs as a local process serves its webhooks:
 /// what `install` needs to point webhook configurations at it.
@@ -126,6 +127,7 @@ impl LocalCluster {
             root.join("logs"),
             root.join("kubeconfigs"),
             layout.jobset_cert_dir(),
+            layout.kueue_cert_dir(),
         ] {
             builder
                 .create(&d)
@@ -187,8 +189,12 @@ impl LocalCluster {
 
     async fn launch_inner(&mut self, tools: &Tools) -> Result<()> {
         let list = self.components()?;
-        for c in &list {
-            self.spawn(c.name, tools.path(c.binary)?, &c.args)?;
+        // Before anything starts: a machine that cannot run Kueue says so.
+        if list.iter().any(|c| c.etc_overlay.is_some()) {
+            kueue::check_namespaces()?;
+        }
+        for c in list.iter().filter(|c| c.wait != Wait::StartAfterInstall) {
+            self.spawn_component(c, tools)?;
             if c.wait == Wait::Before {
                 self.wait_until(c).await?;
             }
@@ -197,6 +203,28 @@ impl LocalCluster {
             self.wait_until(c).await?;
         }
         Ok(())
+    }
+
+    /// Start the components that wait for `up`'s installs (Kueue), each
+    /// once healthy. On error every process is stopped (logs kept).
+    pub async fn start_after_install(&mut self, tools: &Tools) -> Result<()> {
+        let list = self.components()?;
+        for c in list.iter().filter(|c| c.wait == Wait::StartAfterInstall) {
+            self.spawn_component(c, tools)?;
+            self.wait_until(c).await?;
+        }
+        Ok(())
+    }
+
+    fn spawn_component(&mut self, c: &ComponentDef, tools: &Tools) -> Result<()> {
+        let bin = tools.path(c.binary)?;
+        match &c.etc_overlay {
+            None => self.spawn(c.name, bin, &c.args),
+            Some(dir) => {
+                let (wrapper, argv) = kueue::in_etc_overlay(dir, bin, &c.args);
+                self.spawn(c.name, &wrapper, &argv)
+            }
+        }
     }
 
     /// This cluster's components, from its state (the same list `up`
@@ -213,6 +241,7 @@ impl LocalCluster {
             &self.state.ports,
             &gates,
             &self.state.spec.control_plane.settings(),
+            self.state.spec.kueue.as_ref(),
         ))
     }
 
@@ -353,9 +382,18 @@ impl LocalCluster {
 
     /// Where the JobSet controller serves its webhooks.
     pub fn jobset_webhook(&self) -> Result<WebhookEndpoint> {
+        self.webhook_at(self.state.ports.jobset_webhook)
+    }
+
+    /// Where the Kueue controller serves its webhooks.
+    pub fn kueue_webhook(&self) -> Result<WebhookEndpoint> {
+        self.webhook_at(self.state.ports.kueue_webhook)
+    }
+
+    fn webhook_at(&self, port: u16) -> Result<WebhookEndpoint> {
         let ca = self.layout.ca_cert();
         Ok(WebhookEndpoint {
-            base_url: format!("https://127.0.0.1:{}", self.state.ports.jobset_webhook),
+            base_url: format!("https://127.0.0.1:{port}"),
             ca_pem: std::fs::read_to_string(&ca)
                 .with_context(|| format!("reading {}", ca.display()))?,
         })
