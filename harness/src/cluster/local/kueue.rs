@@ -229,7 +229,18 @@ mod tests {
             &["--config=/s/k.yaml".to_string()],
         );
         assert_eq!(bin, std::path::PathBuf::from("unshare"));
-        let script = &argv[5];
+        assert_eq!(
+            argv[..6],
+            [
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--",
+                "/bin/sh",
+                "-c"
+            ]
+        );
+        let script = &argv[6];
         assert!(script.contains("lowerdir=$d:/etc") && script.contains("exec \"$@\""));
         assert_eq!(
             &argv[7..],
