@@ -245,6 +245,7 @@ mod tests {
         assert_eq!(
             &argv[7..],
             [
+                "kueue-controller",
                 "/s/kueue-etc",
                 "/c/kueue-controller-0.19.2",
                 "--config=/s/k.yaml"
