@@ -17,6 +17,8 @@ use harness::cluster::{AnyCluster, Cluster, ClusterSpec, NodeSpec};
 use harness::lifecycle::{self, UpOptions};
 use harness::poll::Poll;
 
+pub mod case_suite;
+
 /// The repository this suite crate sits in.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -256,10 +256,29 @@ pub fn json6902(obj: &mut Value, ops: &[Value]) -> Result<()> {
     Ok(())
 }
 
-/// Server-side apply each object, finding its resource through discovery.
+/// Server-side apply each object, finding its resource through discovery
+/// of the objects' API groups only: a group whose CRD was created a moment
+/// ago answers 404 for a while, which would fail a discovery of every
+/// group (seen when Kueue's install followed JobSet's).
 pub async fn apply_all(client: &kube::Client, objects: &[Value]) -> Result<()> {
-    let discovery = Discovery::new(client.clone())
-        .run()
+    let mut groups: Vec<String> = objects
+        .iter()
+        .filter_map(|o| o["apiVersion"].as_str())
+        .map(|av| av.rsplit_once('/').map_or("", |(g, _)| g).to_string())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    let wanted: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let discovery = crate::poll::Poll::new("API discovery", std::time::Duration::from_secs(30))
+        .every(std::time::Duration::from_millis(250))
+        .until_state(|| async {
+            Ok(
+                match Discovery::new(client.clone()).filter(&wanted).run().await {
+                    Ok(d) => Ok(d),
+                    Err(e) => Err(format!("{e}")),
+                },
+            )
+        })
         .await
         .context("API discovery")?;
     for obj in objects {

@@ -53,7 +53,7 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
         Some(FileKind::ThorTemplate)
     } else if rel.starts_with("suites/thor/") {
         Some(FileKind::ThorScenario)
-    } else if rel.starts_with("suites/gang/") {
+    } else if rel.starts_with("suites/gang/") || rel.starts_with("suites/kueue/") {
         Some(FileKind::GangCase)
     } else {
         Some(FileKind::Manifest)

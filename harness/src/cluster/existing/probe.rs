@@ -171,7 +171,7 @@ async fn allowed(client: &kube::Client, a: &Access, namespace: &str) -> Result<b
 }
 
 /// The versions an API group serves (none when it is not served).
-async fn group_versions(client: &kube::Client, group: &str) -> Vec<String> {
+pub async fn group_versions(client: &kube::Client, group: &str) -> Vec<String> {
     let Ok(body) = client_get(client, &format!("/apis/{group}")).await else {
         return Vec::new();
     };

@@ -31,6 +31,10 @@ pub enum Profile {
     Gang,
     /// No gang gates, no scheduling.k8s.io runtime-config.
     GatesOff,
+    /// Kueue (the Kueue suite's clusters), no gang gates.
+    Kueue,
+    /// Kueue and the version's gang gates: does anything gate twice?
+    KueueGang,
 }
 
 impl Profile {
@@ -38,6 +42,29 @@ impl Profile {
         match self {
             Profile::Gang => "gang",
             Profile::GatesOff => "gates-off",
+            Profile::Kueue => "kueue",
+            Profile::KueueGang => "kueue-gang",
+        }
+    }
+
+    /// Whether the profile's clusters serve the gang APIs.
+    pub fn gang(self) -> bool {
+        matches!(self, Profile::Gang | Profile::KueueGang)
+    }
+
+    /// Whether the profile's clusters run Kueue.
+    pub fn kueue(self) -> bool {
+        matches!(self, Profile::Kueue | Profile::KueueGang)
+    }
+
+    /// The profile of a cluster that serves (or not) the gang APIs and
+    /// Kueue.
+    pub fn of(gang: bool, kueue: bool) -> Profile {
+        match (gang, kueue) {
+            (true, false) => Profile::Gang,
+            (false, false) => Profile::GatesOff,
+            (false, true) => Profile::Kueue,
+            (true, true) => Profile::KueueGang,
         }
     }
 }
@@ -491,11 +518,21 @@ steps:
 
     #[test]
     fn the_repository_cases_validate() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/gang");
-        let cases = discover(&dir).unwrap();
-        assert!(!cases.is_empty(), "no cases in {}", dir.display());
-        for (_, path) in cases {
-            crate::workload::gang::rules::load(&path).unwrap();
+        for suite in ["gang", "kueue"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../suites")
+                .join(suite);
+            let cases = discover(&dir).unwrap();
+            assert!(!cases.is_empty(), "no cases in {}", dir.display());
+            for (_, path) in cases {
+                let c = crate::workload::gang::rules::load(&path).unwrap();
+                assert_eq!(
+                    c.profile.kueue(),
+                    suite == "kueue",
+                    "{}: a Kueue profile belongs in suites/kueue",
+                    path.display()
+                );
+            }
         }
     }
 }

@@ -89,9 +89,25 @@ impl<C: Cluster> Trial<'_, C> {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            let api = self.api(obj["apiVersion"].as_str(), &kind).await?;
+            let (api, cluster_scoped) = self.api_scoped(obj["apiVersion"].as_str(), &kind).await?;
+            if cluster_scoped {
+                // Named per trial by the case (`${ns}`); labelled with the
+                // run id where the cluster has one; deleted at cleanup.
+                if let Some(m) = obj["metadata"].as_object_mut() {
+                    m.remove("namespace");
+                    let labels = m.entry("labels").or_insert_with(|| json!({}));
+                    if let Some(l) = labels.as_object_mut() {
+                        for (k, v) in self.cluster.run_labels() {
+                            l.insert(k, json!(v));
+                        }
+                    }
+                }
+            }
             let pp = PatchParams::apply(FIELD_MANAGER).validation_strict();
             let r = api.patch(&name, &pp, &Patch::Apply(&obj)).await.map(|_| ());
+            if cluster_scoped && r.is_ok() {
+                self.applied_cluster_object(&api, &name);
+            }
             let seen = outcome(expected, r, &format!("apply {kind} {name}"))?;
             self.observe(label, seen);
         }

@@ -19,6 +19,10 @@ use crate::k8s::K8sRelease;
 use crate::poll::Poll;
 use crate::workload::gang::case::Pool;
 
+/// The API version of Kueue's kinds in cases (Kueue v0.19 serves v1beta2
+/// and stores it).
+pub const KUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+
 /// The label and taint key that reserve pool nodes for one trial.
 pub const POOL_KEY: &str = "harness.gang/pool";
 /// Field manager of everything the runner applies.
@@ -38,6 +42,9 @@ pub struct Trial<'c, C: Cluster> {
     pub observations: Vec<String>,
     kinds: HashMap<(String, String), Option<(ApiResource, ApiCapabilities)>>,
     pool_nodes: Vec<String>,
+    /// Cluster-scoped objects the steps applied (Kueue's ClusterQueues,
+    /// ResourceFlavors…), deleted last at cleanup.
+    cluster_objects: Vec<(Api<DynamicObject>, String)>,
 }
 
 impl<'c, C: Cluster> Trial<'c, C> {
@@ -66,6 +73,7 @@ impl<'c, C: Cluster> Trial<'c, C> {
             observations: Vec::new(),
             kinds: HashMap::new(),
             pool_nodes: Vec::new(),
+            cluster_objects: Vec::new(),
         })
     }
 
@@ -88,7 +96,10 @@ impl<'c, C: Cluster> Trial<'c, C> {
         Ok(())
     }
 
-    /// Delete the namespace, wait for its pods to go, delete the pool.
+    /// Delete the namespace, wait for its pods to go, delete the
+    /// cluster-scoped objects the steps applied (newest first, each waited
+    /// for: a ClusterQueue keeps its finalizer until its workloads are
+    /// gone), delete the pool.
     pub async fn cleanup(&self) -> Result<()> {
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         namespaces
@@ -104,7 +115,24 @@ impl<'c, C: Cluster> Trial<'c, C> {
             &what,
         )
         .await?;
+        for (api, name) in self.cluster_objects.iter().rev() {
+            match api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => continue,
+                Err(e) => return Err(e).with_context(|| format!("deleting {name}")),
+            }
+            Poll::new(format!("{name} gone"), Duration::from_secs(60))
+                .until(|| async { Ok(api.get_opt(name).await?.is_none().then_some(())) })
+                .await?;
+        }
         self.cluster.remove_nodes(&self.pool_nodes).await
+    }
+
+    /// Remember a cluster-scoped object the steps applied.
+    pub(super) fn applied_cluster_object(&mut self, api: &Api<DynamicObject>, name: &str) {
+        if !self.cluster_objects.iter().any(|(_, n)| n == name) {
+            self.cluster_objects.push((api.clone(), name.to_string()));
+        }
     }
 
     /// The API version a kind defaults to on this minor.
@@ -118,6 +146,11 @@ impl<'c, C: Cluster> Trial<'c, C> {
                 crate::k8s::jobset::GROUP,
                 crate::k8s::jobset::VERSION
             ),
+            // Kueue's kinds ("Workload" stays the gang API's: Kueue's
+            // Workload needs its apiVersion).
+            "ResourceFlavor" | "ClusterQueue" | "LocalQueue" | "WorkloadPriorityClass" => {
+                KUEUE_API_VERSION.into()
+            }
             _ => return None,
         })
     }
@@ -159,6 +192,15 @@ impl<'c, C: Cluster> Trial<'c, C> {
         api_version: Option<&str>,
         kind: &str,
     ) -> Result<Api<DynamicObject>> {
+        Ok(self.api_scoped(api_version, kind).await?.0)
+    }
+
+    /// The kind's Api, and whether it is cluster-scoped.
+    pub(super) async fn api_scoped(
+        &mut self,
+        api_version: Option<&str>,
+        kind: &str,
+    ) -> Result<(Api<DynamicObject>, bool)> {
         let (ar, caps) = self.resolve(api_version, kind).await?.ok_or_else(|| {
             anyhow!(
                 "the server does not serve {} {kind}",
@@ -169,8 +211,11 @@ impl<'c, C: Cluster> Trial<'c, C> {
             )
         })?;
         Ok(match caps.scope {
-            Scope::Namespaced => Api::namespaced_with(self.client.clone(), &self.ns, &ar),
-            Scope::Cluster => Api::all_with(self.client.clone(), &ar),
+            Scope::Namespaced => (
+                Api::namespaced_with(self.client.clone(), &self.ns, &ar),
+                false,
+            ),
+            Scope::Cluster => (Api::all_with(self.client.clone(), &ar), true),
         })
     }
 
