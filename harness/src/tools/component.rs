@@ -6,6 +6,12 @@ use crate::tools::versions::{
     ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION, KUEUE_VERSION, KWOK_VERSION,
 };
 
+/// Where a local Kueue's visibility server finds its certificate, relative
+/// to the /etc overlay it runs with (cluster/local/kueue.rs): upstream's
+/// fixed "/visibility" (pkg/visibility/server.go `certDir`) moved there by
+/// a `-X` at build time.
+pub const KUEUE_VISIBILITY_CERT_DIR: &str = "kueue/visibility";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Component {
     Etcd,
@@ -216,8 +222,7 @@ impl Component {
                     // (pkg/visibility/server.go) moved under the /etc overlay a
                     // local Kueue runs with (cluster/local/kueue.rs).
                     format!(
-                        "sigs.k8s.io/kueue/pkg/visibility.certDir=/etc/{}",
-                        crate::cluster::local::kueue::VISIBILITY_CERT_DIR
+                        "sigs.k8s.io/kueue/pkg/visibility.certDir=/etc/{KUEUE_VISIBILITY_CERT_DIR}"
                     ),
                 ],
                 main_go: None,

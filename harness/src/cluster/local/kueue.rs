@@ -61,9 +61,8 @@ pub fn args(l: &Layout) -> Vec<String> {
 /// certificate (`/etc/kueue/metrics/certs` in cmd/kueue/main.go).
 pub const METRICS_CERT_DIR: &str = "kueue/metrics/certs";
 /// Where, under the overlay directory, the visibility server looks for its
-/// certificate: pkg/visibility/server.go's `certDir` ("/visibility"), moved
-/// here by a `-X` at build time (tools/component.rs).
-pub const VISIBILITY_CERT_DIR: &str = "kueue/visibility";
+/// certificate (tools/component.rs moves it there at build time).
+pub use crate::tools::component::KUEUE_VISIBILITY_CERT_DIR as VISIBILITY_CERT_DIR;
 
 /// The command line that runs `bin args` with `etc_dir` laid over /etc.
 pub fn in_etc_overlay(

@@ -7,6 +7,7 @@
 
 pub mod certs;
 pub mod components;
+pub mod endpoints;
 pub mod files;
 pub mod flags;
 pub mod identity;
@@ -27,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::client::{client_from_kubeconfig, http_client, http_get, ok_body};
+use crate::cluster::client::{client_from_kubeconfig, http_client, http_get};
 use crate::cluster::local::components::{ComponentDef, Wait};
 use crate::cluster::local::flags::Gates;
 use crate::cluster::local::layout::{Layout, Ports};
@@ -44,16 +45,8 @@ use crate::poll::Poll;
 use crate::tools::Tools;
 
 pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KUEUE, KWOK, SCHEDULER};
+pub use endpoints::WebhookEndpoint;
 pub use identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES, JOBSET_USER, KUEUE_USER};
-
-/// Where a controller that runs as a local process serves its webhooks:
-/// what `install` needs to point webhook configurations at it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookEndpoint {
-    /// e.g. https://127.0.0.1:40123 (paths are appended)
-    pub base_url: String,
-    pub ca_pem: String,
-}
 
 /// What `state.json` records about a cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -382,52 +375,18 @@ impl LocalCluster {
 
     /// Where the JobSet controller serves its webhooks.
     pub fn jobset_webhook(&self) -> Result<WebhookEndpoint> {
-        self.webhook_at(self.state.ports.jobset_webhook)
+        endpoints::webhook(&self.layout, self.state.ports.jobset_webhook)
     }
 
     /// Where the Kueue controller serves its webhooks.
     pub fn kueue_webhook(&self) -> Result<WebhookEndpoint> {
-        self.webhook_at(self.state.ports.kueue_webhook)
+        endpoints::webhook(&self.layout, self.state.ports.kueue_webhook)
     }
 
-    fn webhook_at(&self, port: u16) -> Result<WebhookEndpoint> {
-        let ca = self.layout.ca_cert();
-        Ok(WebhookEndpoint {
-            base_url: format!("https://127.0.0.1:{port}"),
-            ca_pem: std::fs::read_to_string(&ca)
-                .with_context(|| format!("reading {}", ca.display()))?,
-        })
-    }
-
-    /// kube-scheduler's Prometheus metrics, read from its secure port with
-    /// the admin client certificate (the scheduler authenticates it through
-    /// the API server's client CA and authorizes it by RBAC).
+    /// kube-scheduler's Prometheus metrics (endpoints::scheduler_metrics).
     pub async fn scheduler_metrics_text(&self) -> Result<String> {
         self.check_processes()?;
-        crate::init_crypto();
-        let read = |f: &str| {
-            let path = self.layout.pki(f);
-            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
-        };
-        let mut pem = read("client-admin.crt")?;
-        pem.extend(read("client-admin.key")?);
-        let identity =
-            reqwest::Identity::from_pem(&pem).context("loading the admin client certificate")?;
-        let ca =
-            reqwest::Certificate::from_pem(&read("ca.crt")?).context("loading the cluster CA")?;
-        let url = format!("https://127.0.0.1:{}/metrics", self.state.ports.scheduler);
-        let resp = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .tls_certs_only([ca])
-            .identity(identity)
-            .build()
-            .context("building an HTTP client")?
-            .get(&url)
-            .send()
-            .await
-            .with_context(|| format!("GET {url} (kube-scheduler)"))?;
-        ok_body(resp, &format!("{url} (kube-scheduler)")).await
+        endpoints::scheduler_metrics(&self.layout, self.state.ports.scheduler).await
     }
 
     /// The kubeconfig of an identity of this cluster (its name in

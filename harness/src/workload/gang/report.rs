@@ -128,6 +128,13 @@ pub fn markdown(r: &SuiteReport) -> String {
                     for n in notable(t) {
                         c.push_str(&format!("\n• {n}"));
                     }
+                    if let Some(r) = t.requests.as_ref().filter(|r| r.total > 0) {
+                        c.push_str(&format!(
+                            "\n• {} API requests in its namespace: {}",
+                            r.total,
+                            r.summary()
+                        ));
+                    }
                     c
                 }
                 Some(t) => {
@@ -227,6 +234,7 @@ mod tests {
             ],
             wall_s: 1.5,
             bench: None,
+            requests: None,
         }
     }
 
@@ -260,7 +268,16 @@ mod tests {
 
     #[test]
     fn a_kueue_report_names_its_suite_and_kueue_version() {
-        let mut r = SuiteReport::new("kueue", vec![trial("a", "1.37", true)]);
+        let mut t = trial("a", "1.37", true);
+        t.requests = Some(crate::workload::gang::run::RequestCost {
+            total: 7,
+            by_client: BTreeMap::from([
+                ("system:kube-controller-manager".into(), 2),
+                ("kueue-controller".into(), 5),
+            ]),
+            harness: 30,
+        });
+        let mut r = SuiteReport::new("kueue", vec![t]);
         r.components.insert("kueue".into(), "0.19.2".into());
         let md = markdown(&r);
         assert!(
@@ -269,6 +286,12 @@ mod tests {
         );
         assert!(md.contains("`cargo test -p suites --test kueue`"));
         assert!(md.contains("1.37 = v1.37.9, kueue v0.19.2"), "{md}");
+        assert!(
+            md.contains(
+                "• 7 API requests in its namespace: kueue-controller 5, kube-controller-manager 2"
+            ),
+            "{md}"
+        );
         let x = junit(&r);
         assert!(x.contains("<testsuite name=\"kueue\""));
         assert!(x.contains("name=\"kueue::a::k8s-1.37\""));

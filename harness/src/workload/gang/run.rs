@@ -2,12 +2,15 @@
 //! its own, the steps (or the latency measurement), cleanup, and a report
 //! of what the server did. Never panics; always cleans up.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
+use crate::metrics::attribution::Attributor;
 use crate::workload::gang::case::{Case, Profile};
 use crate::workload::gang::latency::LatencyReport;
 use crate::workload::gang::trial::Trial;
@@ -30,6 +33,56 @@ pub struct TrialReport {
     pub wall_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bench: Option<LatencyReport>,
+    /// What the case cost the API server inside its namespace, from the
+    /// audit log (clusters that have one), steps only (not cleanup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<RequestCost>,
+}
+
+/// API requests on objects of a trial's namespace, by client, from the
+/// audit log; the runner's own applies and checks are set apart.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct RequestCost {
+    /// Everyone but the runner: controllers, scheduler, fake kubelets.
+    pub total: u64,
+    pub by_client: BTreeMap<String, u64>,
+    /// The runner's own requests (applies, checks, polls).
+    pub harness: u64,
+}
+
+impl RequestCost {
+    /// "job-controller 12, kwok-controller 8" — the largest first.
+    pub fn summary(&self) -> String {
+        let mut v: Vec<(&String, &u64)> = self.by_client.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.iter()
+            .map(|(c, n)| format!("{} {n}", short_client(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A user name without its boilerplate prefix.
+fn short_client(user: &str) -> &str {
+    user.strip_prefix("system:serviceaccount:kube-system:")
+        .or_else(|| user.strip_prefix("system:"))
+        .unwrap_or(user)
+}
+
+/// The requests on `ns`'s objects in the audit log from `offset` on.
+fn namespace_cost(cluster: &impl Cluster, offset: u64, ns: &str) -> Result<RequestCost> {
+    let mut a = Attributor::new(&cluster.harness_users());
+    cluster.visit_audit(offset, &mut |e| {
+        if e.object_ref.as_ref().is_some_and(|o| o.namespace == ns) {
+            a.add(&e);
+        }
+    })?;
+    let a = a.finish();
+    Ok(RequestCost {
+        total: a.total,
+        by_client: a.by_client,
+        harness: a.harness,
+    })
 }
 
 /// Run a case's steps as one trial; never panics, always cleans up.
@@ -57,7 +110,9 @@ pub async fn run_case(
         observations: Vec::new(),
         wall_s: 0.0,
         bench: None,
+        requests: None,
     };
+    let audit_from = cluster.audit_log().and_then(|_| cluster.audit_end().ok());
     let mut trial = match Trial::start(cluster, release, ns).await {
         Ok(t) => t,
         Err(e) => {
@@ -75,6 +130,9 @@ pub async fn run_case(
         }
     }
     .await;
+    if let Some(offset) = audit_from {
+        report.requests = namespace_cost(cluster, offset, ns).ok();
+    }
     let cleanup = trial.cleanup().await;
     report.observations = std::mem::take(&mut trial.observations);
     match (body, cleanup) {

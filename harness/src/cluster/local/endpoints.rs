@@ -1,0 +1,58 @@
+//! What the local cluster's components serve beyond the API: where the
+//! controllers that run as local processes (JobSet, Kueue) serve their
+//! webhooks — what `install` needs to point webhook configurations and CRD
+//! conversion at them — and the scheduler's metrics port.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::cluster::client::ok_body;
+use crate::cluster::local::layout::Layout;
+
+/// A local webhook server: its URL and the CA that signed its certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    /// e.g. https://127.0.0.1:40123 (paths are appended)
+    pub base_url: String,
+    pub ca_pem: String,
+}
+
+/// The webhook server on `port`, its certificate signed by the cluster CA.
+pub fn webhook(layout: &Layout, port: u16) -> Result<WebhookEndpoint> {
+    let ca = layout.ca_cert();
+    Ok(WebhookEndpoint {
+        base_url: format!("https://127.0.0.1:{port}"),
+        ca_pem: std::fs::read_to_string(&ca)
+            .with_context(|| format!("reading {}", ca.display()))?,
+    })
+}
+
+/// kube-scheduler's Prometheus metrics, read from its secure `port` with
+/// the admin client certificate (the scheduler authenticates it through
+/// the API server's client CA and authorizes it by RBAC).
+pub async fn scheduler_metrics(layout: &Layout, port: u16) -> Result<String> {
+    crate::init_crypto();
+    let read = |f: &str| {
+        let path = layout.pki(f);
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let mut pem = read("client-admin.crt")?;
+    pem.extend(read("client-admin.key")?);
+    let identity =
+        reqwest::Identity::from_pem(&pem).context("loading the admin client certificate")?;
+    let ca = reqwest::Certificate::from_pem(&read("ca.crt")?).context("loading the cluster CA")?;
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let resp = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .tls_certs_only([ca])
+        .identity(identity)
+        .build()
+        .context("building an HTTP client")?
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url} (kube-scheduler)"))?;
+    ok_body(resp, &format!("{url} (kube-scheduler)")).await
+}
