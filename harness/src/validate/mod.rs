@@ -53,7 +53,10 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
         Some(FileKind::ThorTemplate)
     } else if rel.starts_with("suites/thor/") {
         Some(FileKind::ThorScenario)
-    } else if rel.starts_with("suites/gang/") || rel.starts_with("suites/kueue/") {
+    } else if ["suites/gang/", "suites/kueue/", "suites/batch/"]
+        .iter()
+        .any(|d| rel.starts_with(d))
+    {
         Some(FileKind::GangCase)
     } else {
         Some(FileKind::Manifest)

@@ -518,7 +518,7 @@ steps:
 
     #[test]
     fn the_repository_cases_validate() {
-        for suite in ["gang", "kueue"] {
+        for suite in ["gang", "kueue", "batch"] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../suites")
                 .join(suite);

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use kube::api::ListParams;
 use serde_json::Value;
 
@@ -181,16 +181,20 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
             ));
         }
     }
+    // Captured once the check holds; a value still absent then is a
+    // check not met yet (polled again), never an error before its time.
     let mut captures = BTreeMap::new();
-    if let Some(first) = matched.first() {
+    if let Some(first) = matched.first().filter(|_| diff.is_empty()) {
         for (var, path) in &c.capture {
-            let v = lookup(first, &parse_path(path)?).ok_or_else(|| {
-                anyhow!(
-                    "capture {var}: {path} is absent on {}",
+            match lookup(first, &parse_path(path)?) {
+                Some(v) => {
+                    captures.insert(var.clone(), scalar_text(v));
+                }
+                None => diff.push_str(&format!(
+                    "  capture {var}: {path} is absent on {}\n",
                     first["metadata"]["name"]
-                )
-            })?;
-            captures.insert(var.clone(), scalar_text(v));
+                )),
+            }
         }
     }
     let mut summary = format!("{what}: {n}{}", names_of(&matched));
@@ -337,6 +341,17 @@ mod tests {
         assert!(e.ok, "{}", e.diff);
         assert_eq!(e.captures["winner"], "b");
         assert!(e.summary.contains(": 1 (b)"), "{}", e.summary);
+        // A capture whose value is not there yet: not met (polled again),
+        // not an error.
+        let later = check("kind: PodGroup\ncapture: {active: status.active}\n");
+        let e = judge(&later, vec![pg("b", 4, "True")], &vars).unwrap();
+        assert!(!e.ok);
+        assert!(
+            e.diff.contains("capture active: status.active is absent"),
+            "{}",
+            e.diff
+        );
+        assert!(e.captures.is_empty());
     }
 
     #[test]

@@ -230,12 +230,16 @@ impl<'c, C: Cluster> Trial<'c, C> {
 
 /// Put a case's pods on its pool and keep them running until completed:
 /// node selector, toleration and kwok's run-time annotations on every pod
-/// template (Job, JobSet replicated Jobs) or bare Pod.
+/// template (Job, CronJob, Deployment, JobSet replicated Jobs) or bare Pod.
 pub fn inject(obj: &mut Value, ns: &str) {
     let kind = obj["kind"].as_str().unwrap_or_default().to_string();
     let templates: Vec<&mut Value> = match kind.as_str() {
         "Pod" => vec![obj],
-        "Job" => obj.pointer_mut("/spec/template").into_iter().collect(),
+        "Job" | "Deployment" => obj.pointer_mut("/spec/template").into_iter().collect(),
+        "CronJob" => obj
+            .pointer_mut("/spec/jobTemplate/spec/template")
+            .into_iter()
+            .collect(),
         "JobSet" => match obj.pointer_mut("/spec/replicatedJobs") {
             Some(Value::Array(rjs)) => rjs
                 .iter_mut()
@@ -322,6 +326,14 @@ mod tests {
             DEFAULT_POD_RUNTIME
         );
         assert_eq!(b["spec"]["nodeSelector"]["x"], "y");
+        let mut cj = json!({"kind": "CronJob", "metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": {}}}}}});
+        inject(&mut cj, "t1");
+        let t = &cj["spec"]["jobTemplate"]["spec"]["template"];
+        assert_eq!(t["spec"]["nodeSelector"][POOL_KEY], "t1");
+        assert_eq!(
+            t["metadata"]["annotations"][POD_COMPLETE_DELAY],
+            DEFAULT_POD_RUNTIME
+        );
         let mut wl = json!({"kind": "Workload", "metadata": {"name": "w"}, "spec": {}});
         inject(&mut wl, "t1");
         assert_eq!(
