@@ -65,6 +65,10 @@ pub const KUBELET_LIKE_STAGES: &[(&str, &str)] = kubelet_like![
 /// annotations of cluster::pool::fail_annotations choose it.
 pub const POD_FAIL_FILE: &str = "manifests/kwok/pod-fail.yaml";
 const POD_FAIL_STAGE: &str = include_str!("../../../../manifests/kwok/pod-fail.yaml");
+/// kwok-minimal's Stage that exits and restarts a long-running pod's
+/// containers in place, once (ours): `harness.kwok/restart-exit-code`.
+pub const POD_RESTART_FILE: &str = "manifests/kwok/pod-restart.yaml";
+const POD_RESTART_STAGE: &str = include_str!("../../../../manifests/kwok/pod-restart.yaml");
 /// Pod annotation: the sidecar exits this long (a Go duration) after the
 /// main containers (kubelet-like only; turns the sidecar on).
 pub const SIDECAR_EXIT_DELAY: &str = "harness.kubelet/sidecar-exit-delay";
@@ -87,13 +91,18 @@ pub fn config(model: KubeletModel) -> Result<String> {
     match model {
         KubeletModel::KwokMinimal => {
             out.push_str(&format!(
-                "# Pod stages from the same module, and {POD_FAIL_FILE} (ours).\n"
+                "# Pod stages from the same module, and {POD_FAIL_FILE}, {POD_RESTART_FILE} (ours).\n"
             ));
             for rel in MINIMAL_POD_STAGES {
                 docs.push(read_module_file(&dir, rel)?);
             }
-            check_stages(POD_FAIL_STAGE).context(POD_FAIL_FILE)?;
-            docs.push(POD_FAIL_STAGE.to_string());
+            for (file, text) in [
+                (POD_FAIL_FILE, POD_FAIL_STAGE),
+                (POD_RESTART_FILE, POD_RESTART_STAGE),
+            ] {
+                check_stages(text).context(file)?;
+                docs.push(text.to_string());
+            }
         }
         KubeletModel::KubeletLike => {
             let (origin, texts) = kubelet_like_texts()?;
