@@ -1,6 +1,8 @@
-//! Benchmarks: the Thor lifecycle per mode (`thor`) and gang placement
-//! latency (`gang`). Each prints figures and writes its reports; none runs
-//! inside `cargo test` (the suites keep small smoke runs of each).
+//! Benchmarks: the Thor lifecycle per mode (`thor`), gang placement
+//! latency (`gang`) and scheduled jobs at scale (`cron`). Each prints
+//! figures and writes its reports; none runs inside `cargo test` (the
+//! suites keep small smoke runs of each).
 
+pub mod cron;
 pub mod gang;
 pub mod thor;

@@ -1,4 +1,4 @@
-//! `harness bench thor|gang`: run a benchmark, print its table, write its
+//! `harness bench thor|gang|cron`: run a benchmark, print its table, write its
 //! reports, and for Thor compare with or record the stored baseline.
 
 use std::path::PathBuf;
@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};
 use harness::cluster::profile::{ControlPlane, Profile};
@@ -24,6 +25,36 @@ pub enum BenchCommand {
     /// Gang placement latency: gangs of N pods on a fresh local cluster per
     /// Kubernetes minor (that release's gang feature set).
     Gang(BenchGangArgs),
+    /// Scheduled jobs: N tenants × M CronJobs every minute for K minutes on
+    /// a fresh local cluster; requests and etcd writes per scheduled run.
+    Cron(BenchCronArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchCronArgs {
+    /// Tenants (a namespace each).
+    #[arg(long, default_value_t = 5)]
+    pub tenants: u32,
+    /// CronJobs per tenant, each every minute.
+    #[arg(long, default_value_t = 4)]
+    pub cronjobs: u32,
+    /// Schedule times to measure.
+    #[arg(long, default_value_t = 3)]
+    pub minutes: u32,
+    /// Seconds each run's pod runs.
+    #[arg(long, default_value_t = 2)]
+    pub pod_seconds: u32,
+    #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
+    pub k8s_version: String,
+    /// Control-plane profile: default or tuned (as `up --control-plane`).
+    #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
+    pub control_plane: Profile,
+    /// Where the reports go (cron-load.json, cron-load.md).
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// Use this binary: NAME=PATH. Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -131,7 +162,38 @@ pub async fn run(c: BenchCommand) -> Result<i32> {
     match c {
         BenchCommand::Thor(args) => bench_thor(&args).await,
         BenchCommand::Gang(args) => gang(&args).await,
+        BenchCommand::Cron(args) => cron(&args).await,
     }
+}
+
+async fn cron(args: &BenchCronArgs) -> Result<i32> {
+    let opts = CronBenchOptions {
+        tenants: args.tenants,
+        cronjobs: args.cronjobs,
+        minutes: args.minutes,
+        pod_seconds: args.pod_seconds,
+        release: K8sRelease::parse(&args.k8s_version)?,
+        bins: parse_bins(&args.bins)?,
+        cluster_name: format!("bench-cron-{}", std::process::id()),
+        control_plane: ControlPlane {
+            profile: args.control_plane,
+            ..Default::default()
+        },
+    };
+    opts.check()?;
+    let result = match signal::race(bench_cron(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!("\nharness: {sig}: tearing down the benchmark's cluster");
+            harness::lifecycle::down_all(&opts.cluster_name)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    for p in harness::bench::cron::write(&result, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", harness::bench::cron::markdown(&result));
+    Ok(0)
 }
 
 async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {

@@ -1,0 +1,348 @@
+//! `harness bench cron`: what scheduled jobs cost the control plane. N
+//! tenants (a namespace each) × M CronJobs each, every one firing every
+//! minute for K minutes on a fresh local cluster — the shape a platform
+//! that moves users from a batch grid's cron onto Kubernetes runs (one
+//! namespace per tool, a few scheduled jobs each, `concurrencyPolicy:
+//! Forbid`, short history). One measurement window (metrics::window) over
+//! the K minutes: requests by client from the audit log and etcd writes,
+//! divided by the scheduled runs (the Jobs the CronJob controller created
+//! in the window, from the audit log). Not part of `cargo test`; the batch
+//! suite keeps a CronJob case.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
+use crate::cluster::profile::ControlPlane;
+use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
+use crate::error::bad_input;
+use crate::k8s::K8sRelease;
+use crate::lifecycle::{self, UpOptions};
+use crate::metrics::window::Window;
+use crate::progress::Step;
+use crate::tools::Component;
+
+pub const SCHEMA: &str = "harness.cron-load/v1";
+
+/// After the last schedule time: room for its Jobs to run and finish.
+const SETTLE: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Clone)]
+pub struct CronBenchOptions {
+    pub tenants: u32,
+    pub cronjobs: u32,
+    pub minutes: u32,
+    /// How long each scheduled run's pod runs on its fake node.
+    pub pod_seconds: u32,
+    pub release: K8sRelease,
+    pub bins: BTreeMap<Component, PathBuf>,
+    pub cluster_name: String,
+    pub control_plane: ControlPlane,
+}
+
+impl CronBenchOptions {
+    /// Every check before the cluster starts.
+    pub fn check(&self) -> Result<()> {
+        if self.tenants == 0 || self.cronjobs == 0 || self.minutes == 0 {
+            return Err(bad_input(
+                "--tenants, --cronjobs and --minutes must each be ≥ 1",
+            ));
+        }
+        if self.pod_seconds >= 50 {
+            return Err(bad_input(
+                "--pod-seconds must be < 50: a run must end before the next minute's",
+            ));
+        }
+        if u64::from(self.tenants) * u64::from(self.cronjobs) > 3 * 110 {
+            return Err(bad_input(format!(
+                "{} tenants × {} CronJobs run more pods at once than the cluster's 3 nodes × 110 hold",
+                self.tenants, self.cronjobs
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn expected_runs(&self) -> u64 {
+        u64::from(self.tenants) * u64::from(self.cronjobs) * u64::from(self.minutes)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronBenchResult {
+    pub schema: String,
+    pub harness_version: String,
+    pub k8s_version: String,
+    pub tenants: u32,
+    pub cronjobs: u32,
+    pub minutes: u32,
+    pub pod_seconds: u32,
+    pub window_s: f64,
+    /// tenants × cronjobs × minutes.
+    pub expected_runs: u64,
+    /// Jobs the CronJob controller created in the window.
+    pub scheduled_runs: u64,
+    /// Everyone but the harness.
+    pub api_requests: u64,
+    pub etcd_writes: u64,
+    pub api_requests_by_client: BTreeMap<String, u64>,
+    pub objects_created: BTreeMap<String, u64>,
+    pub requests_per_run: f64,
+    pub etcd_writes_per_run: f64,
+}
+
+/// Requests and writes per scheduled run (0 when nothing ran).
+pub fn per_run(total: u64, runs: u64) -> f64 {
+    if runs == 0 {
+        0.0
+    } else {
+        total as f64 / runs as f64
+    }
+}
+
+/// One tenant's CronJob: every minute, Forbid, history 1 of each kind,
+/// its pod on the fake nodes for `pod_seconds`.
+pub fn cronjob(name: &str, pod_seconds: u32) -> serde_json::Value {
+    let run = format!("{pod_seconds}s");
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": "* * * * *",
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 1,
+            "jobTemplate": {"spec": {"backoffLimit": 0, "template": {
+                "metadata": {"annotations": {POD_COMPLETE_DELAY: run, POD_COMPLETE_JITTER: run}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "task", "image": "registry.k8s.io/pause:3.10"}]
+                }
+            }}}
+        }
+    })
+}
+
+/// Until the K-th minute boundary after now, plus `SETTLE`.
+fn window_length(now: SystemTime, minutes: u32) -> Duration {
+    let secs = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let to_boundary = 60.0 - secs % 60.0;
+    Duration::from_secs_f64(to_boundary + 60.0 * f64::from(minutes - 1)) + SETTLE
+}
+
+/// Start the cluster, create the CronJobs, measure K minutes, stop it.
+pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
+    opts.check()?;
+    let cluster = lifecycle::up(&UpOptions {
+        spec: ClusterSpec {
+            name: opts.cluster_name.clone(),
+            k8s_minor: opts.release.minor.to_string(),
+            feature_gates: Default::default(),
+            runtime_config: Default::default(),
+            nodes: NodeSpec::default(),
+            kubelet: Default::default(),
+            control_plane: opts.control_plane.clone(),
+            kueue: None,
+        },
+        bins: opts.bins.clone(),
+        timeout: Duration::from_secs(180),
+    })
+    .await?;
+    let r = measure(&cluster, opts).await;
+    let down = cluster.down(false);
+    let r = r.with_context(|| format!("cron benchmark on cluster {}", opts.cluster_name))?;
+    down?;
+    Ok(r)
+}
+
+async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<CronBenchResult> {
+    let client = cluster.client().await?;
+    let step = Step::start(format!(
+        "{} tenants × {} CronJobs",
+        opts.tenants, opts.cronjobs
+    ));
+    for t in 0..opts.tenants {
+        let ns = format!("tenant-{t}");
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
+            )
+            .await
+            .with_context(|| format!("creating namespace {ns}"))?;
+        let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), &ns);
+        for c in 0..opts.cronjobs {
+            let obj: CronJob =
+                serde_json::from_value(cronjob(&format!("task-{c}"), opts.pod_seconds))?;
+            cronjobs
+                .create(&PostParams::default(), &obj)
+                .await
+                .with_context(|| format!("creating CronJob {ns}/task-{c}"))?;
+        }
+    }
+    step.done("created");
+    let length = window_length(SystemTime::now(), opts.minutes);
+    let step = Step::start(format!(
+        "{} schedule time(s): measuring for {:.0} s",
+        opts.minutes,
+        length.as_secs_f64()
+    ));
+    let mut window = Window::open(cluster).await?;
+    window.during(cluster, tokio::time::sleep(length)).await;
+    let closed = window.close(cluster).await?;
+    step.done("measured");
+    let f = closed.figures;
+    let runs = f.objects_created.get("jobs").copied().unwrap_or(0);
+    Ok(CronBenchResult {
+        schema: SCHEMA.into(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        k8s_version: opts.release.version.to_string(),
+        tenants: opts.tenants,
+        cronjobs: opts.cronjobs,
+        minutes: opts.minutes,
+        pod_seconds: opts.pod_seconds,
+        window_s: closed.elapsed.as_secs_f64(),
+        expected_runs: opts.expected_runs(),
+        scheduled_runs: runs,
+        api_requests: f.api_requests_total,
+        etcd_writes: f.etcd_writes_total,
+        requests_per_run: per_run(f.api_requests_total, runs),
+        etcd_writes_per_run: per_run(f.etcd_writes_total, runs),
+        api_requests_by_client: f.api_requests_by_client,
+        objects_created: f.objects_created,
+    })
+}
+
+/// The figures as a Markdown table, clients by requests per run.
+pub fn markdown(r: &CronBenchResult) -> String {
+    let mut out = format!(
+        "## Scheduled jobs (harness bench cron)\n\n\
+         Kubernetes {}: {} tenants × {} CronJobs every minute (Forbid, history 1), \
+         pods of {} s, {:.0} s window: **{} scheduled runs** ({} expected).\n\n\
+         | per scheduled run | value |\n|---|---:|\n\
+         | API requests (everyone but the harness) | {:.1} |\n\
+         | etcd writes | {:.1} |\n",
+        r.k8s_version,
+        r.tenants,
+        r.cronjobs,
+        r.pod_seconds,
+        r.window_s,
+        r.scheduled_runs,
+        r.expected_runs,
+        r.requests_per_run,
+        r.etcd_writes_per_run
+    );
+    let mut clients: Vec<(&String, &u64)> = r.api_requests_by_client.iter().collect();
+    clients.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (c, n) in clients {
+        out.push_str(&format!(
+            "| … by {c} | {:.2} |\n",
+            per_run(*n, r.scheduled_runs)
+        ));
+    }
+    out
+}
+
+/// Write cron-load.json and cron-load.md into `out`.
+pub fn write(r: &CronBenchResult, out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let json = out.join("cron-load.json");
+    let md = out.join("cron-load.md");
+    crate::output::write_atomic(&json, serde_json::to_string_pretty(r)? + "\n")?;
+    crate::output::write_atomic(&md, markdown(r))?;
+    Ok(vec![json, md])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(tenants: u32, cronjobs: u32, minutes: u32, pod_seconds: u32) -> CronBenchOptions {
+        CronBenchOptions {
+            tenants,
+            cronjobs,
+            minutes,
+            pod_seconds,
+            release: K8sRelease::default_release(),
+            bins: Default::default(),
+            cluster_name: "t".into(),
+            control_plane: Default::default(),
+        }
+    }
+
+    #[test]
+    fn options_are_checked_before_any_cluster() {
+        assert!(opts(5, 4, 3, 2).check().is_ok());
+        assert_eq!(opts(5, 4, 3, 2).expected_runs(), 60);
+        for bad in [
+            opts(0, 4, 3, 2),
+            opts(5, 0, 3, 2),
+            opts(5, 4, 0, 2),
+            opts(5, 4, 3, 50),
+            opts(40, 10, 1, 2),
+        ] {
+            let e = bad.check().unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+        }
+    }
+
+    #[test]
+    fn the_window_ends_after_the_last_schedule_time_and_its_runs() {
+        let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
+        // 15 s before a minute boundary, 3 minutes: 15 + 120 + settle.
+        assert_eq!(
+            window_length(at(60 * 100 - 15), 3),
+            Duration::from_secs(135) + SETTLE
+        );
+        // On a boundary: the next one is a full minute away.
+        assert_eq!(
+            window_length(at(60 * 100), 1),
+            Duration::from_secs(60) + SETTLE
+        );
+    }
+
+    #[test]
+    fn per_run_figures_and_table() {
+        assert_eq!(per_run(90, 60), 1.5);
+        assert_eq!(per_run(5, 0), 0.0);
+        let r = CronBenchResult {
+            schema: SCHEMA.into(),
+            harness_version: "0".into(),
+            k8s_version: "1.37.1".into(),
+            tenants: 2,
+            cronjobs: 1,
+            minutes: 2,
+            pod_seconds: 2,
+            window_s: 100.0,
+            expected_runs: 4,
+            scheduled_runs: 4,
+            api_requests: 40,
+            etcd_writes: 20,
+            api_requests_by_client: BTreeMap::from([("a".into(), 8), ("b".into(), 32)]),
+            objects_created: BTreeMap::new(),
+            requests_per_run: 10.0,
+            etcd_writes_per_run: 5.0,
+        };
+        let md = markdown(&r);
+        assert!(md.contains("**4 scheduled runs** (4 expected)"), "{md}");
+        assert!(md.contains("| API requests (everyone but the harness) | 10.0 |"));
+        let b = md.find("… by b | 8.00").expect("b first");
+        let a = md.find("… by a | 2.00").expect("a");
+        assert!(b < a);
+        let c = cronjob("task-0", 2);
+        assert_eq!(c["spec"]["concurrencyPolicy"], "Forbid");
+        let _: CronJob = serde_json::from_value(c).unwrap();
+    }
+}
