@@ -81,9 +81,11 @@ pub struct KueueArgs {
     /// release manifest.
     #[arg(long)]
     pub kueue: bool,
-    /// local: Kueue's waitForPodsReady — evict an admitted workload whose
-    /// pods are not all Ready within this many seconds.
-    #[arg(long, value_name = "SECONDS", requires = "kueue")]
+    /// local: Kueue's waitForPodsReady timeout — evict an admitted
+    /// workload whose pods are not all Ready within this many seconds
+    /// [default: Kueue's, 30 min in v0.19].
+    #[arg(long, value_name = "SECONDS", requires = "kueue",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub kueue_pods_ready_timeout: Option<u64>,
     /// local: with --kueue-pods-ready-timeout, admit the next workload
     /// only once the admitted ones' pods are Ready (waitForPodsReady.blockAdmission).

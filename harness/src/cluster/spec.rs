@@ -54,8 +54,11 @@ pub struct ClusterSpec {
 /// file (see cluster/local/kueue.rs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KueueSpec {
-    /// `waitForPodsReady`: evict an admitted workload whose pods are not
-    /// all Ready within this many seconds. None: off (Kueue's default).
+    /// `waitForPodsReady.timeout`: evict an admitted workload whose pods
+    /// are not all Ready within this many seconds. None: Kueue's default —
+    /// which in v0.19 is on, with a 30-minute timeout
+    /// (apis/config/v1beta2/defaults.go fills the field in; only the
+    /// DisableWaitForPodsReady gate turns it off), as in a release install.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_ready_timeout_s: Option<u64>,
     /// `waitForPodsReady.blockAdmission`: admit the next workload only

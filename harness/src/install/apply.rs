@@ -36,14 +36,18 @@ pub struct KustomizePatch {
 
 /// kustomize's `replacements`: copy one field of one object into fields
 /// of others.
+/// Only the fields the harness implements are accepted: an upstream
+/// replacement using others (`reject`, `options.delimiter`…) is an error,
+/// never silently half-applied.
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Replacement {
     pub source: ReplacementSource,
     pub targets: Vec<ReplacementTarget>,
 }
 
 #[derive(Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplacementSource {
     pub kind: String,
     pub name: String,
@@ -51,7 +55,7 @@ pub struct ReplacementSource {
 }
 
 #[derive(Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplacementTarget {
     pub select: PatchTarget,
     pub field_paths: Vec<String>,
@@ -60,6 +64,7 @@ pub struct ReplacementTarget {
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplacementOptions {
     #[serde(default)]
     pub create: bool,

@@ -48,20 +48,30 @@ impl ModuleConfig {
             .with_context(|| format!("parsing {}/{rel}", self.dir.display()))
     }
 
-    /// The CRDs, each with a conversion webhook pointed at `ep` when it
-    /// serves more than one version (what the module's webhook_in_*
-    /// patches do with a Service).
+    /// The CRDs; those the kustomization's patches give a conversion
+    /// webhook (`webhook_in_<plural>.yaml`, with a Service) get one
+    /// pointed at `ep` instead. Only those: the controller converts only
+    /// their kinds (Kueue: 5 of its 11 CRDs serve two versions with a
+    /// converter).
     pub fn crds(&self, ep: &WebhookEndpoint) -> Result<Vec<Value>> {
         let k = self.kustomization(self.crd_dir)?;
+        let mut converted = Vec::new();
+        for p in &k.patches {
+            let Some(path) = &p.path else { continue };
+            for doc in self.docs(&format!("{}/{path}", self.crd_dir))? {
+                if doc["spec"]["conversion"]["strategy"] == "Webhook"
+                    && let Some(name) = doc["metadata"]["name"].as_str()
+                {
+                    converted.push(name.to_string());
+                }
+            }
+        }
         let mut out = Vec::new();
         for r in &k.resources {
             let rel = format!("{}/{r}", self.crd_dir);
             for mut doc in self.docs(&rel)? {
-                let served = doc["spec"]["versions"]
-                    .as_array()
-                    .map(|v| v.iter().filter(|v| v["served"] == true).count())
-                    .unwrap_or(0);
-                if served > 1 {
+                let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+                if converted.iter().any(|c| c == name) {
                     doc["spec"]["conversion"] = json!({
                         "strategy": "Webhook",
                         "webhook": {
@@ -250,8 +260,19 @@ mod tests {
     #[test]
     fn a_module_config_becomes_crds_rbac_and_webhooks_by_url() {
         let dir = module(&[
-            ("crd/kustomization.yaml", "resources:\n- things.yaml\n"),
+            (
+                "crd/kustomization.yaml",
+                "resources:\n- things.yaml\n- others.yaml\npatches:\n- path: patches/webhook_in_things.yaml\n",
+            ),
             ("crd/things.yaml", CRD),
+            (
+                "crd/others.yaml",
+                &CRD.replace("things", "others").replace("Thing", "Other"),
+            ),
+            (
+                "crd/patches/webhook_in_things.yaml",
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.x.io\nspec:\n  conversion:\n    strategy: Webhook\n    webhook:\n      clientConfig:\n        service: {name: webhook-service, namespace: system, path: /convert}\n      conversionReviewVersions: [v1]\n",
+            ),
             (
                 "rbac/role.yaml",
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role\nrules: []\n",
@@ -282,6 +303,7 @@ mod tests {
             kinds,
             [
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "ClusterRole",
                 "ClusterRoleBinding",
                 "Role",
@@ -290,10 +312,14 @@ mod tests {
                 "ValidatingWebhookConfiguration"
             ]
         );
-        // Two served versions: a conversion webhook by URL.
+        // The patched CRD converts through the local webhook by URL; the
+        // other, though it serves two versions too, does not convert.
         let conv = &all[0]["spec"]["conversion"]["webhook"]["clientConfig"];
         assert_eq!(conv["url"], "https://127.0.0.1:9/convert");
         assert_eq!(conv["caBundle"], b64("CA"));
+        assert_eq!(all[1]["metadata"]["name"], "others.x.io");
+        assert!(all[1]["spec"].get("conversion").is_none());
+        let all = &all[1..];
         assert_eq!(all[1]["metadata"]["name"], "x-manager-role");
         assert_eq!(all[2]["subjects"][0]["name"], "x-controller");
         // A Role in kustomize's placeholder namespace lands in the real one.

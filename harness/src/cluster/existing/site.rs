@@ -178,6 +178,41 @@ pub fn kubeconfig_with_token(
 
 /// Delete every namespace carrying `run_id` and wait until none is
 /// listed (their objects go with them); Err naming what is left.
+/// Kueue's cluster-scoped kinds a case suite may apply, labelled with the
+/// run id (workload/gang/steps.rs).
+const KUEUE_CLUSTER_KINDS: &[&str] = &[
+    "ClusterQueue",
+    "ResourceFlavor",
+    "WorkloadPriorityClass",
+    "Cohort",
+];
+
+/// Delete the run's Kueue objects (none where Kueue is not served). A
+/// ClusterQueue goes once its workloads have, with the namespaces.
+async fn remove_kueue_objects(client: &kube::Client, sel: &ListParams) -> Result<()> {
+    for kind in KUEUE_CLUSTER_KINDS {
+        let gvk = kube::core::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind);
+        let Ok((ar, _)) = kube::discovery::pinned_kind(client, &gvk).await else {
+            continue;
+        };
+        let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &ar);
+        for name in api
+            .list_metadata(sel)
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|o| o.metadata.name)
+        {
+            match api.delete(&name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e).with_context(|| format!("deleting {kind} {name}")),
+            }
+        }
+    }
+    Ok(())
+}
+
 pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
     let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
@@ -203,6 +238,7 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
             }
         }
     }
+    remove_kueue_objects(client, &sel).await?;
     let schemas = crate::cluster::existing::apf::remove(client, run_id).await?;
     if !schemas.is_empty() {
         let left = crate::cluster::existing::apf::remove(client, run_id).await?;

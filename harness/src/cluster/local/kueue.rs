@@ -14,7 +14,8 @@
 //! - `integrations.frameworks`: `batch/job` and `jobset.x-k8s.io/jobset`,
 //!   the two kinds the harness runs (the other frameworks' webhooks stay
 //!   registered and answer as no-ops, as in a release install);
-//! - `waitForPodsReady` from the spec.
+//! - `waitForPodsReady` from the spec (when it gives none, Kueue's own
+//!   default applies: on, 30-minute timeout, as in a release install).
 //!
 //! One thing cannot be configured: with `internalCertManagement` off,
 //! Kueue's `main` (cmd/kueue/main.go) reads its metrics serving
@@ -90,10 +91,12 @@ pub fn in_etc_overlay(
 }
 
 /// Whether this machine lets the harness make the mount namespace Kueue
-/// runs in: an error saying what to change (exit 3) when it does not.
-pub fn check_namespaces() -> Result<()> {
-    let probe = std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--mount", "true"])
+/// runs in, with `etc_dir` laid over /etc (unprivileged overlayfs needs
+/// Linux ≥ 5.11): an error saying what to change (exit 3) when it does not.
+pub fn check_namespaces(etc_dir: &std::path::Path) -> Result<()> {
+    let (bin, argv) = in_etc_overlay(etc_dir, std::path::Path::new("true"), &[]);
+    let probe = std::process::Command::new(bin)
+        .args(argv)
         .stdin(std::process::Stdio::null())
         .output();
     let why = match probe {
@@ -105,10 +108,11 @@ pub fn check_namespaces() -> Result<()> {
         format!(
             "Kueue v{KUEUE_VERSION} needs a private mount namespace on the local provider \
              (it reads its metrics certificate from /etc/kueue/metrics/certs), and \
-             `unshare --user --map-root-user --mount` failed: {why}"
+             `unshare --user --map-root-user --mount` with an overlay on /etc failed: {why}"
         ),
         "allow unprivileged user namespaces (e.g. sysctl kernel.apparmor_restrict_unprivileged_userns=0 \
-         on Ubuntu ≥ 23.10, kernel.unprivileged_userns_clone=1 on older Debian), or run --kueue on --provider kind",
+         on Ubuntu ≥ 23.10, kernel.unprivileged_userns_clone=1 on older Debian) on Linux ≥ 5.11, \
+         or run --kueue on --provider kind",
     ))
 }
 

@@ -183,8 +183,8 @@ impl LocalCluster {
     async fn launch_inner(&mut self, tools: &Tools) -> Result<()> {
         let list = self.components()?;
         // Before anything starts: a machine that cannot run Kueue says so.
-        if list.iter().any(|c| c.etc_overlay.is_some()) {
-            kueue::check_namespaces()?;
+        for dir in list.iter().filter_map(|c| c.etc_overlay.as_ref()) {
+            kueue::check_namespaces(dir)?;
         }
         for c in list.iter().filter(|c| c.wait != Wait::StartAfterInstall) {
             self.spawn_component(c, tools)?;

@@ -16,7 +16,7 @@ use crate::workload::gang::run::TrialReport;
 #[derive(Debug, Clone, Serialize)]
 pub struct SuiteReport {
     pub schema: &'static str,
-    /// "gang" or "kueue": the suite's name, its trials' prefix.
+    /// "gang", "kueue" or "batch": the suite's name, its trials' prefix.
     pub suite: String,
     /// Add-ons the suite pins, with their versions (Kueue's).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -78,6 +78,7 @@ pub fn markdown(r: &SuiteReport) -> String {
     let minors: Vec<&String> = r.versions.keys().collect();
     let title = match r.suite.as_str() {
         "kueue" => "Kueue behaviour by Kubernetes version",
+        "batch" => "Batch primitives behaviour by Kubernetes version",
         _ => "Gang scheduling behaviour by Kubernetes version",
     };
     let mut out = format!("# {title}\n\n");

@@ -131,7 +131,12 @@ pub async fn run_case(
     }
     .await;
     if let Some(offset) = audit_from {
-        report.requests = namespace_cost(cluster, offset, ns).ok();
+        match namespace_cost(cluster, offset, ns) {
+            Ok(cost) => report.requests = Some(cost),
+            Err(e) => trial
+                .observations
+                .push(format!("request costs not read from the audit log: {e:#}")),
+        }
     }
     let cleanup = trial.cleanup().await;
     report.observations = std::mem::take(&mut trial.observations);

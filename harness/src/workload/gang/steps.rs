@@ -106,7 +106,7 @@ impl<C: Cluster> Trial<'_, C> {
             let pp = PatchParams::apply(FIELD_MANAGER).validation_strict();
             let r = api.patch(&name, &pp, &Patch::Apply(&obj)).await.map(|_| ());
             if cluster_scoped && r.is_ok() {
-                self.applied_cluster_object(&api, &name);
+                self.applied_cluster_object(&kind, &api, &name);
             }
             let seen = outcome(expected, r, &format!("apply {kind} {name}"))?;
             self.observe(label, seen);

@@ -44,7 +44,7 @@ pub struct Trial<'c, C: Cluster> {
     pool_nodes: Vec<String>,
     /// Cluster-scoped objects the steps applied (Kueue's ClusterQueues,
     /// ResourceFlavors…), deleted last at cleanup.
-    cluster_objects: Vec<(Api<DynamicObject>, String)>,
+    cluster_objects: Vec<(String, Api<DynamicObject>, String)>,
 }
 
 impl<'c, C: Cluster> Trial<'c, C> {
@@ -99,39 +99,69 @@ impl<'c, C: Cluster> Trial<'c, C> {
     /// Delete the namespace, wait for its pods to go, delete the
     /// cluster-scoped objects the steps applied (newest first, each waited
     /// for: a ClusterQueue keeps its finalizer until its workloads are
-    /// gone), delete the pool.
+    /// gone), delete the pool. Every part is tried whatever failed before;
+    /// the errors are reported together.
     pub async fn cleanup(&self) -> Result<()> {
+        let mut errors: Vec<String> = Vec::new();
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        namespaces
+        let gone = match namespaces
             .delete(&self.ns, &DeleteParams::background())
             .await
-            .with_context(|| format!("deleting namespace {}", self.ns))?;
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
-        let what = format!("pods of namespace {}", self.ns);
-        wait_pods_gone(
-            &pods,
-            &ListParams::default(),
-            Duration::from_secs(120),
-            &what,
-        )
-        .await?;
-        for (api, name) in self.cluster_objects.iter().rev() {
-            match api.delete(name, &DeleteParams::background()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => continue,
-                Err(e) => return Err(e).with_context(|| format!("deleting {name}")),
+        {
+            Ok(_) => {
+                let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+                let what = format!("pods of namespace {}", self.ns);
+                wait_pods_gone(
+                    &pods,
+                    &ListParams::default(),
+                    Duration::from_secs(120),
+                    &what,
+                )
+                .await
             }
-            Poll::new(format!("{name} gone"), Duration::from_secs(60))
-                .until(|| async { Ok(api.get_opt(name).await?.is_none().then_some(())) })
-                .await?;
+            Err(e) => Err(anyhow!(e).context(format!("deleting namespace {}", self.ns))),
+        };
+        if let Err(e) = gone {
+            errors.push(format!("{e:#}"));
         }
-        self.cluster.remove_nodes(&self.pool_nodes).await
+        for (kind, api, name) in self.cluster_objects.iter().rev() {
+            let deleted = async {
+                match api.delete(name, &DeleteParams::background()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+                    Err(e) => return Err(anyhow!(e).context(format!("deleting {kind} {name}"))),
+                }
+                Poll::new(format!("{kind} {name} gone"), Duration::from_secs(60))
+                    .until(|| async { Ok(api.get_opt(name).await?.is_none().then_some(())) })
+                    .await
+            };
+            if let Err(e) = deleted.await {
+                errors.push(format!("{e:#}"));
+            }
+        }
+        if let Err(e) = self.cluster.remove_nodes(&self.pool_nodes).await {
+            errors.push(format!("{e:#}"));
+        }
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow!(errors.join("; "))),
+        }
     }
 
     /// Remember a cluster-scoped object the steps applied.
-    pub(super) fn applied_cluster_object(&mut self, api: &Api<DynamicObject>, name: &str) {
-        if !self.cluster_objects.iter().any(|(_, n)| n == name) {
-            self.cluster_objects.push((api.clone(), name.to_string()));
+    pub(super) fn applied_cluster_object(
+        &mut self,
+        kind: &str,
+        api: &Api<DynamicObject>,
+        name: &str,
+    ) {
+        if !self
+            .cluster_objects
+            .iter()
+            .any(|(k, _, n)| k == kind && n == name)
+        {
+            self.cluster_objects
+                .push((kind.to_string(), api.clone(), name.to_string()));
         }
     }
 
