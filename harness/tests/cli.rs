@@ -326,6 +326,7 @@ fn tools_list_reports_every_binary() {
             "kubectl",
             "kwok",
             "jobset-controller",
+            "kueue-controller",
             "hpcc-kubectl"
         ]
     );
