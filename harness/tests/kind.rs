@@ -116,8 +116,22 @@ fn version_and_config_must_agree_and_flags_of_the_other_provider_are_refused() {
     assert!(text(&o).contains("gang-1.36.yaml"), "{}", text(&o));
     let o = up(&b, &["--feature-gates", "GenericWorkload=true"]);
     assert_code(&o, 2);
-    let o = b.run(&["up", "--name", "l", "--kueue"]);
+    // --config is kind's; the Kueue timeout is the local provider's.
+    let o = b.run(&[
+        "up",
+        "--name",
+        "l",
+        "--config",
+        "kind-configs/gang-1.37.yaml",
+    ]);
     assert_code(&o, 2);
+    let o = up(&b, &["--kueue", "--kueue-pods-ready-timeout", "20"]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).contains("--kueue-pods-ready-timeout"),
+        "{}",
+        text(&o)
+    );
     let o = up(&b, &["--kind-profile", "nope"]);
     assert_code(&o, 2);
     assert!(b.fakes.calls().is_empty(), "{:?}", b.fakes.calls());
@@ -185,7 +199,7 @@ fn up_applies_the_release_manifests_then_fails_cleanly_without_an_api_server() {
                 "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"
             ),
             &url(
-                "https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.3/manifests.yaml"
+                "https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml"
             ),
         ]
     );
