@@ -33,16 +33,7 @@ fn main() -> anyhow::Result<()> {
     unsafe { std::env::set_var("HARNESS_NO_PROGRESS", "1") };
     let rt = tokio::runtime::Runtime::new()?;
     let k8s = K8sRelease::default_release();
-    let spec = |name: String| ClusterSpec {
-        name,
-        k8s_minor: k8s.minor.into(),
-        feature_gates: Default::default(),
-        runtime_config: Default::default(),
-        nodes: NodeSpec::default(),
-        kubelet: Default::default(),
-        control_plane: Default::default(),
-        kueue: None,
-    };
+    let spec = |name: String| ClusterSpec::new(name, k8s.minor);
     let t = Instant::now();
     rt.block_on(lifecycle::resolve_tools(
         &spec("resolve".into()),

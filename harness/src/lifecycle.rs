@@ -239,14 +239,14 @@ async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> 
         "applying JobSet v{}",
         crate::tools::versions::JOBSET_VERSION
     ));
-    install::jobset::release::install(&kubectl, &kc).await?;
+    install::jobset::RELEASE.install(&kubectl, &kc).await?;
     step.done("applied");
     if opts.kueue {
         let step = Step::start(format!(
             "applying Kueue v{}",
             crate::tools::versions::KUEUE_VERSION
         ));
-        install::kueue::release::install(&kubectl, &kc).await?;
+        install::kueue::RELEASE.install(&kubectl, &kc).await?;
         step.done("applied");
     }
     let client = cluster.client().await?;
@@ -255,11 +255,19 @@ async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> 
     install::certmanager::wait_ready(&client, opts.timeout, alive).await?;
     step.done("ready");
     let step = Step::start("waiting for the JobSet controller and webhooks");
-    install::jobset::release::wait_ready(&client, opts.timeout, alive).await?;
+    // The controller Available, then the CRD and a dry-run JobSet through
+    // its webhooks (as for a local controller).
+    install::jobset::RELEASE
+        .wait_available(&client, opts.timeout, alive)
+        .await?;
+    install::jobset::wait_ready(&client, opts.timeout, alive).await?;
     step.done("ready");
     if opts.kueue {
         let step = Step::start("waiting for Kueue and its webhooks");
-        install::kueue::release::wait_ready(&client, opts.timeout, alive).await?;
+        install::kueue::RELEASE
+            .wait_available(&client, opts.timeout, alive)
+            .await?;
+        install::kueue::wait_ready(&client, opts.timeout, alive).await?;
         step.done("ready");
     }
     let step = Step::start(format!(

@@ -58,6 +58,21 @@ pub fn markdown_table_head<S: std::fmt::Display>(s: &mut String, first: &str, co
     s.push('\n');
 }
 
+/// A benchmark's two reports in `out`: `<stem>.json` (the result) and
+/// `<stem>.md` (its table).
+pub fn write_reports(
+    out: &Path,
+    stem: &str,
+    result: &impl serde::Serialize,
+    markdown: String,
+) -> Result<Vec<std::path::PathBuf>> {
+    let json = out.join(format!("{stem}.json"));
+    let md = out.join(format!("{stem}.md"));
+    write_atomic(&json, serde_json::to_string_pretty(result)? + "\n")?;
+    write_atomic(&md, markdown)?;
+    Ok(vec![json, md])
+}
+
 /// Write `bytes` to `path` atomically, creating its directory.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let dir = path

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::profile::ControlPlane;
-use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
+use crate::cluster::{Cluster, ClusterSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
@@ -146,14 +146,8 @@ pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
     opts.check()?;
     let cluster = lifecycle::up(&UpOptions {
         spec: ClusterSpec {
-            name: opts.cluster_name.clone(),
-            k8s_minor: opts.release.minor.to_string(),
-            feature_gates: Default::default(),
-            runtime_config: Default::default(),
-            nodes: NodeSpec::default(),
-            kubelet: Default::default(),
             control_plane: opts.control_plane.clone(),
-            kueue: None,
+            ..ClusterSpec::new(&opts.cluster_name, opts.release.minor)
         },
         bins: opts.bins.clone(),
         timeout: Duration::from_secs(180),
@@ -257,12 +251,7 @@ pub fn markdown(r: &CronBenchResult) -> String {
 
 /// Write cron-load.json and cron-load.md into `out`.
 pub fn write(r: &CronBenchResult, out: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let json = out.join("cron-load.json");
-    let md = out.join("cron-load.md");
-    crate::output::write_atomic(&json, serde_json::to_string_pretty(r)? + "\n")?;
-    crate::output::write_atomic(&md, markdown(r))?;
-    Ok(vec![json, md])
+    crate::output::write_reports(out, "cron-load", r, markdown(r))
 }
 
 #[cfg(test)]

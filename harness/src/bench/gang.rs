@@ -97,8 +97,6 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
         let name = format!("{}-{}", opts.cluster_prefix, release.minor.replace('.', ""));
         let cluster = lifecycle::up(&UpOptions {
             spec: ClusterSpec {
-                name: name.clone(),
-                k8s_minor: release.minor.to_string(),
                 feature_gates: release.job_gang_feature_gates(),
                 runtime_config: release.gang_runtime_config(),
                 // The gangs get a pool of their own.
@@ -106,9 +104,8 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
                     count: 0,
                     ..NodeSpec::default()
                 },
-                kubelet: Default::default(),
                 control_plane: opts.control_plane.clone(),
-                kueue: None,
+                ..ClusterSpec::new(&name, release.minor)
             },
             bins: opts.bins.clone(),
             timeout: Duration::from_secs(180),
@@ -202,11 +199,7 @@ pub fn markdown(r: &GangBenchResult) -> String {
 
 /// Write gang-latency.json and gang-latency.md into `out`.
 pub fn write(r: &GangBenchResult, out: &Path) -> Result<Vec<PathBuf>> {
-    let json = out.join("gang-latency.json");
-    let md = out.join("gang-latency.md");
-    crate::output::write_atomic(&json, serde_json::to_string_pretty(r)? + "\n")?;
-    crate::output::write_atomic(&md, markdown(r))?;
-    Ok(vec![json, md])
+    crate::output::write_reports(out, "gang-latency", r, markdown(r))
 }
 
 #[cfg(test)]

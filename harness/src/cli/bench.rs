@@ -175,25 +175,14 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
         release: K8sRelease::parse(&args.k8s_version)?,
         bins: parse_bins(&args.bins)?,
         cluster_name: format!("bench-cron-{}", std::process::id()),
-        control_plane: ControlPlane {
-            profile: args.control_plane,
-            ..Default::default()
-        },
+        control_plane: ControlPlane::of(args.control_plane),
     };
     opts.check()?;
-    let result = match signal::race(bench_cron(&opts)).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            eprintln!("\nharness: {sig}: tearing down the benchmark's cluster");
-            harness::lifecycle::down_all(&opts.cluster_name)?;
-            return Ok(EXIT_INTERRUPTED);
-        }
-    };
-    for p in harness::bench::cron::write(&result, &args.out)? {
-        eprintln!("wrote {}", p.display());
-    }
-    print!("{}", harness::bench::cron::markdown(&result));
-    Ok(0)
+    run_local_bench(bench_cron(&opts), &opts.cluster_name, |r| {
+        use harness::bench::cron::{markdown, write};
+        Ok((write(r, &args.out)?, markdown(r)))
+    })
+    .await
 }
 
 async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
@@ -331,23 +320,36 @@ async fn gang(args: &BenchGangArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout),
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("bench-gang-{}", std::process::id()),
-        control_plane: ControlPlane {
-            profile: args.control_plane,
-            ..Default::default()
-        },
+        control_plane: ControlPlane::of(args.control_plane),
     };
     opts.check()?;
-    let result = match signal::race(bench_gang(&opts)).await {
+    run_local_bench(bench_gang(&opts), &opts.cluster_prefix, |r| {
+        use harness::bench::gang::{markdown, write};
+        Ok((write(r, &args.out)?, markdown(r)))
+    })
+    .await
+}
+
+/// Run a benchmark on local clusters named `prefix…`, then write its
+/// reports and print its table (`report`: the files written and the
+/// table); on Ctrl-C, stop the clusters and exit 130.
+async fn run_local_bench<T>(
+    bench: impl std::future::Future<Output = Result<T>>,
+    prefix: &str,
+    report: impl FnOnce(&T) -> Result<(Vec<PathBuf>, String)>,
+) -> Result<i32> {
+    let result = match signal::race(bench).await {
         Raced::Finished(r) => r?,
         Raced::Interrupted(sig) => {
             eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            harness::lifecycle::down_all(prefix)?;
             return Ok(EXIT_INTERRUPTED);
         }
     };
-    for p in harness::bench::gang::write(&result, &args.out)? {
+    let (files, table) = report(&result)?;
+    for p in files {
         eprintln!("wrote {}", p.display());
     }
-    print!("{}", harness::bench::gang::markdown(&result));
+    print!("{table}");
     Ok(0)
 }

@@ -312,10 +312,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
             pods: args.node_pods,
         },
         kubelet: args.kubelet,
-        control_plane: ControlPlane {
-            profile: args.control_plane,
-            ..Default::default()
-        },
+        control_plane: ControlPlane::of(args.control_plane),
         kueue: args.kueue.spec(),
     };
     let opts = UpOptions {

@@ -117,6 +117,14 @@ pub const TUNED: Settings = Settings {
 };
 
 impl ControlPlane {
+    /// The profile's limits, no override.
+    pub fn of(profile: Profile) -> ControlPlane {
+        ControlPlane {
+            profile,
+            ..Default::default()
+        }
+    }
+
     pub fn tuned() -> ControlPlane {
         ControlPlane {
             profile: Profile::Tuned,

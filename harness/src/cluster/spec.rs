@@ -50,6 +50,23 @@ pub struct ClusterSpec {
     pub kueue: Option<KueueSpec>,
 }
 
+impl ClusterSpec {
+    /// A stock cluster of `k8s_minor`: default nodes, no gates, the
+    /// kwok-minimal kubelet model, the default control plane, no Kueue.
+    pub fn new(name: impl Into<String>, k8s_minor: &str) -> ClusterSpec {
+        ClusterSpec {
+            name: name.into(),
+            k8s_minor: k8s_minor.to_string(),
+            feature_gates: Default::default(),
+            runtime_config: Default::default(),
+            nodes: NodeSpec::default(),
+            kubelet: Default::default(),
+            control_plane: Default::default(),
+            kueue: None,
+        }
+    }
+}
+
 /// What the harness writes into Kueue's Configuration beyond the upstream
 /// file (see cluster/local/kueue.rs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

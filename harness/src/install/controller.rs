@@ -253,6 +253,24 @@ mod tests {
         dir
     }
 
+    /// The fake module's layout and a local webhook endpoint.
+    fn config(dir: &tempfile::TempDir) -> (ModuleConfig, WebhookEndpoint) {
+        let m = ModuleConfig {
+            dir: dir.path().to_path_buf(),
+            name_prefix: "x-",
+            crd_dir: "crd",
+            rbac_roles: &["rbac/role.yaml", "rbac/secrets.yaml"],
+            namespace: "x-system",
+            webhook_dir: "webhook",
+            user: "x-controller",
+        };
+        let ep = WebhookEndpoint {
+            base_url: "https://127.0.0.1:9".into(),
+            ca_pem: "CA".into(),
+        };
+        (m, ep)
+    }
+
     const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.x.io\nspec:\n  group: x.io\n  names: {kind: Thing, plural: things}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true}\n  - {name: v1beta1, served: true, storage: false}\n";
     const HOOKS: &str = "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: mutating\nwebhooks:\n- name: mpod.kb.io\n  clientConfig: {service: {name: s, namespace: system, path: /mutate-pod}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: validating\nwebhooks:\n- name: vpod.kb.io\n  clientConfig: {service: {name: s, namespace: system, path: /validate-pod}}\n";
     const HOOK_KUSTOMIZATION: &str = "resources:\n- manifests.yaml\npatches:\n- patch: |-\n    apiVersion: admissionregistration.k8s.io/v1\n    kind: ValidatingWebhookConfiguration\n    metadata:\n      name: validating\n    webhooks:\n    - name: vpod.kb.io\n      namespaceSelector:\n        matchExpressions:\n        - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}\nreplacements:\n- source:\n    kind: ValidatingWebhookConfiguration\n    name: validating\n    fieldPath: webhooks.[name=vpod.kb.io].namespaceSelector\n  targets:\n  - select: {kind: MutatingWebhookConfiguration, name: mutating}\n    fieldPaths:\n    - webhooks.[name=mpod.kb.io].namespaceSelector\n    options: {create: true}\n";
@@ -284,19 +302,7 @@ mod tests {
             ("webhook/kustomization.yaml", HOOK_KUSTOMIZATION),
             ("webhook/manifests.yaml", HOOKS),
         ]);
-        let m = ModuleConfig {
-            dir: dir.path().to_path_buf(),
-            name_prefix: "x-",
-            crd_dir: "crd",
-            rbac_roles: &["rbac/role.yaml", "rbac/secrets.yaml"],
-            namespace: "x-system",
-            webhook_dir: "webhook",
-            user: "x-controller",
-        };
-        let ep = WebhookEndpoint {
-            base_url: "https://127.0.0.1:9".into(),
-            ca_pem: "CA".into(),
-        };
+        let (m, ep) = config(&dir);
         let all = m.manifests(&ep).unwrap();
         let kinds: Vec<&str> = all.iter().map(|o| o["kind"].as_str().unwrap()).collect();
         assert_eq!(
@@ -353,19 +359,7 @@ mod tests {
             ),
             ("webhook/manifests.yaml", HOOKS),
         ]);
-        let m = ModuleConfig {
-            dir: dir.path().to_path_buf(),
-            name_prefix: "x-",
-            crd_dir: "crd",
-            rbac_roles: &["rbac/role.yaml", "rbac/secrets.yaml"],
-            namespace: "x-system",
-            webhook_dir: "webhook",
-            user: "u",
-        };
-        let ep = WebhookEndpoint {
-            base_url: "https://127.0.0.1:9".into(),
-            ca_pem: "CA".into(),
-        };
+        let (m, ep) = config(&dir);
         let e = m.webhooks(&ep).unwrap_err();
         assert!(
             format!("{e:#}").contains("not among its resources"),

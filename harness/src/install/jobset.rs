@@ -100,39 +100,9 @@ pub async fn wait_ready(
 
 /// JobSet on a kind cluster: the controller runs as a pod from the pinned
 /// release manifest (CRDs, RBAC, webhooks with its own certificates).
-pub mod release {
-    use std::path::Path;
-    use std::time::Duration;
-
-    use anyhow::Result;
-
-    use crate::install::release;
-    use crate::tools::versions::jobset_manifest_url;
-
-    pub const NAMESPACE: &str = "jobset-system";
-    pub const DEPLOYMENTS: &[&str] = &["jobset-controller-manager"];
-
-    pub async fn install(kubectl: &Path, kubeconfig: &Path) -> Result<()> {
-        release::apply_url(kubectl, kubeconfig, &jobset_manifest_url()).await
-    }
-
-    /// The controller Available, then the CRD Established and a dry-run
-    /// JobSet through both webhooks (as for a local controller).
-    pub async fn wait_ready(
-        client: &kube::Client,
-        timeout: Duration,
-        mut alive: impl FnMut() -> Result<()> + Send,
-    ) -> Result<()> {
-        release::wait_ready(
-            client,
-            "JobSet",
-            NAMESPACE,
-            DEPLOYMENTS,
-            None,
-            timeout,
-            &mut alive,
-        )
-        .await?;
-        crate::install::jobset::wait_ready(client, timeout, alive).await
-    }
-}
+pub const RELEASE: crate::install::release::Release = crate::install::release::Release {
+    component: "JobSet",
+    namespace: "jobset-system",
+    deployments: &["jobset-controller-manager"],
+    url: crate::tools::versions::jobset_manifest_url,
+};

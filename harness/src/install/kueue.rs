@@ -175,41 +175,12 @@ pub async fn wait_ready(
 
 /// Kueue on a kind cluster: the controller runs as a pod from the pinned
 /// release manifest (CRDs, RBAC, webhooks with its own certificates).
-pub mod release {
-    use std::path::Path;
-    use std::time::Duration;
-
-    use anyhow::Result;
-
-    use crate::install::release;
-    use crate::tools::versions::kueue_manifest_url;
-
-    pub const DEPLOYMENTS: &[&str] = &["kueue-controller-manager"];
-
-    pub async fn install(kubectl: &Path, kubeconfig: &Path) -> Result<()> {
-        release::apply_url(kubectl, kubeconfig, &kueue_manifest_url()).await
-    }
-
-    /// The controller Available, then a dry-run Workload through its
-    /// webhooks (as for a local controller).
-    pub async fn wait_ready(
-        client: &kube::Client,
-        timeout: Duration,
-        mut alive: impl FnMut() -> Result<()> + Send,
-    ) -> Result<()> {
-        release::wait_ready(
-            client,
-            "Kueue",
-            super::NAMESPACE,
-            DEPLOYMENTS,
-            None,
-            timeout,
-            &mut alive,
-        )
-        .await?;
-        super::wait_ready(client, timeout, alive).await
-    }
-}
+pub const RELEASE: crate::install::release::Release = crate::install::release::Release {
+    component: "Kueue",
+    namespace: NAMESPACE,
+    deployments: &["kueue-controller-manager"],
+    url: crate::tools::versions::kueue_manifest_url,
+};
 
 #[cfg(test)]
 mod tests {

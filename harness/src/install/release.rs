@@ -16,6 +16,41 @@ use serde_json::Value;
 
 use crate::cluster::kind::commands::{self, plan};
 
+/// A controller installed on kind from its pinned release manifest.
+pub struct Release {
+    /// For messages: "JobSet".
+    pub component: &'static str,
+    pub namespace: &'static str,
+    pub deployments: &'static [&'static str],
+    pub url: fn() -> String,
+}
+
+impl Release {
+    pub async fn install(&self, kubectl: &Path, kubeconfig: &Path) -> Result<()> {
+        apply_url(kubectl, kubeconfig, &(self.url)()).await
+    }
+
+    /// Its Deployments Available (the webhooks are probed by the caller,
+    /// as for a local controller).
+    pub async fn wait_available(
+        &self,
+        client: &kube::Client,
+        timeout: Duration,
+        alive: impl FnMut() -> Result<()> + Send,
+    ) -> Result<()> {
+        wait_ready(
+            client,
+            self.component,
+            self.namespace,
+            self.deployments,
+            None,
+            timeout,
+            alive,
+        )
+        .await
+    }
+}
+
 /// Apply a release manifest from `url` with kubectl (which fetches it).
 pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
     commands::run(&plan::apply_url(kubectl, kubeconfig, url))
