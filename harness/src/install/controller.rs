@@ -230,6 +230,18 @@ impl ModuleConfig {
     }
 }
 
+/// Whether a CRD's `Established` condition is True (the API server serves
+/// its kind).
+pub fn established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+}
+
 pub fn b64(s: &str) -> String {
     // k8s-openapi's ByteString serialises as standard base64.
     match serde_json::to_value(k8s_openapi::ByteString(s.as_bytes().to_vec())) {

@@ -75,12 +75,7 @@ pub async fn wait_ready(
         .alive(alive)
         .until_state(|| async {
             let established = match crds.get(CRD_NAME).await {
-                Ok(crd) => crd
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True"),
+                Ok(crd) => crate::install::controller::established(&crd),
                 Err(e) => return Ok(Err(format!("CRD {CRD_NAME}: {e}"))),
             };
             if !established {

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::cluster::local::kueue::NAMESPACE;
 use crate::cluster::local::{KUEUE_USER, WebhookEndpoint};
 use crate::install::apply::apply_all;
-use crate::install::controller::ModuleConfig;
+use crate::install::controller::{ModuleConfig, established};
 use crate::install::release::dry_run_create;
 use crate::poll::Poll;
 use crate::tools::modules::{module_dir, read_module_file};
@@ -101,15 +101,10 @@ pub async fn install(
         .alive(alive)
         .until_state(|| async {
             for n in &names {
-                let established = crds.get(n).await.ok().is_some_and(|c| {
-                    c.status
-                        .and_then(|s| s.conditions)
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-                if !established {
-                    return Ok(Err(format!("CRD {n} not Established")));
+                match crds.get(n).await {
+                    Ok(crd) if established(&crd) => {}
+                    Ok(_) => return Ok(Err(format!("CRD {n} not Established"))),
+                    Err(e) => return Ok(Err(format!("CRD {n}: {e}"))),
                 }
             }
             Ok(Ok(()))
