@@ -22,6 +22,9 @@ pub struct PodTimes {
     pub created: Instant,
     pub scheduled: Option<Instant>,
     pub running: Option<Instant>,
+    /// First seen Succeeded or Failed, or deleted: no longer holding its
+    /// node's room.
+    pub ended: Option<Instant>,
 }
 
 fn has_all(p: &PodTimes, labels: &[(&str, &str)]) -> bool {
@@ -52,8 +55,11 @@ impl PodTracker {
             let mut stream = watcher(api, watcher::Config::default()).boxed();
             while let Some(ev) = stream.next().await {
                 let now = Instant::now();
-                let pods: Vec<Pod> = match ev {
-                    Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => vec![p],
+                let (pods, deleted): (Vec<Pod>, bool) = match ev {
+                    Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => {
+                        (vec![p], false)
+                    }
+                    Ok(watcher::Event::Delete(p)) => (vec![p], true),
                     _ => continue,
                 };
                 let Ok(mut map) = sink.lock() else { return };
@@ -68,6 +74,7 @@ impl PodTracker {
                         created: now,
                         scheduled: None,
                         running: None,
+                        ended: None,
                     });
                     let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
                     if bound && entry.scheduled.is_none() {
@@ -77,6 +84,11 @@ impl PodTracker {
                         p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
                     if running && entry.running.is_none() {
                         entry.running = Some(now);
+                    }
+                    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                    let done = deleted || matches!(phase, Some("Succeeded" | "Failed"));
+                    if done && entry.ended.is_none() {
+                        entry.ended = Some(now);
                     }
                 }
             }
@@ -271,6 +283,7 @@ mod tests {
             created: at(c),
             scheduled: s.map(at),
             running: r.map(at),
+            ended: None,
         };
         // 4 pods created over 1 s, bound by 2 s, 3 of them Running by 4 s.
         let pods = vec![
@@ -300,6 +313,7 @@ mod tests {
             created: t0 + Duration::from_millis(c),
             scheduled: Some(t0 + Duration::from_millis(s)),
             running: r.map(|r| t0 + Duration::from_millis(r)),
+            ended: None,
         };
         let pods = vec![pod(0, 10, Some(30)), pod(5, 20, Some(100))];
         let f = figures(&pods);

@@ -6,6 +6,7 @@
 pub mod baseline;
 pub mod charts;
 pub mod compare;
+pub mod contention;
 pub mod cost;
 pub mod dry_run;
 pub mod existing;
@@ -120,13 +121,15 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
         },
         nodes: NodeSpec {
             count: s.cluster.nodes as usize,
-            cpu: s.cluster.node_cpu.clone(),
+            cpu: s.node_cpu(),
             memory: s.cluster.node_memory.clone(),
             pods: s.cluster.node_pods,
         },
         kubelet: s.kubelet,
         control_plane: s.cluster.control_plane.clone(),
-        kueue: None,
+        kueue: mode
+            .needs_kueue()
+            .then(crate::cluster::spec::KueueSpec::default),
     }
 }
 
@@ -191,6 +194,12 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
     if let Some(target) = &opts.existing {
+        if let Some(m) = modes.iter().find(|m| m.needs_kueue()) {
+            return Err(crate::error::bad_input(format!(
+                "{} runs on the local provider only: it creates cluster-wide Kueue queues",
+                m.name()
+            )));
+        }
         let r = on_existing(opts, target, &mut s, &modes).await;
         if r.is_err() {
             // Nothing that carries the run id stays behind.

@@ -225,6 +225,15 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             );
         }
     }
+    let contended: Vec<_> = r
+        .modes
+        .iter()
+        .filter_map(|(m, sum)| {
+            let c = sum.result.contention.as_ref()?;
+            Some((m.as_str(), c, sum.result.wall_s))
+        })
+        .collect();
+    s.push_str(&crate::bench::thor::contention::markdown(&contended));
     s.push_str("\n### API requests by client\n\n");
     markdown_table_head(&mut s, "client", &modes);
     let mut clients: Vec<&String> = r

@@ -74,6 +74,11 @@ pub struct ModeResult {
     /// pprof files taken during this run (`--profile`), in profiles/.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<String>,
+    /// Instances competing for room: those that failed or deadlocked, the
+    /// room held in vain (`bench::thor::contention`). Present when the
+    /// scenario gives `capacity` or an instance failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<crate::bench::thor::contention::Contention>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -33,6 +33,7 @@ use crate::workload::thor::kubectl::{Discovery, DiscoveryCache, KubectlModel};
 use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario, parse_duration};
 use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
 
+use crate::bench::thor::contention::{self, Contention};
 use crate::bench::thor::result::ModeResult;
 
 /// HPCC is installed, as its own docs do, without a namespace: `default`
@@ -77,6 +78,11 @@ pub fn plan(s: &ThorScenario, mode: Mode) -> Result<Plan> {
         postrun_exit: duration(&s.postrun_exit)?,
         dns_hostnames: s.jobset.enable_dns_hostnames,
         namespace: NAMESPACE.into(),
+        resources: s.resources(),
+        scheduling_timeout: Duration::from_secs(s.thor.scheduling_timeout_secs.into()),
+        max_registration: Duration::from_secs(
+            u64::from(s.thor.expert.max_worker_registration_mins) * 60,
+        ),
     })
 }
 
@@ -253,6 +259,14 @@ pub async fn run_mode(
     let ns = plan.namespace.clone();
     let admin = cluster.client().await?;
     let keep = setup(&admin, &plan, site).await?;
+    if mode.needs_kueue() {
+        let node = crate::workload::thor::capacity::cpu_milli(&s.node_cpu()).map_err(bad_input)?;
+        let queues =
+            crate::workload::thor::mode::kueue_objects(&ns, node * u64::from(s.cluster.nodes));
+        crate::install::apply::apply_all(&admin, &queues)
+            .await
+            .context("creating Thor's Kueue queues")?;
+    }
     let model = kubectl_model(s)?;
     let cache = model.cache();
     let identity = |who: Who, (kubeconfig, user): &(PathBuf, String)| Kubectl {
@@ -378,6 +392,33 @@ pub async fn run_mode(
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
             .collect(),
+        contention: None,
+    };
+    let failures: Vec<String> = report
+        .instances
+        .iter()
+        .filter_map(|i| i.failed.clone().map(|f| format!("{}: {f}", i.job_name)))
+        .collect();
+    let result = ModeResult {
+        contention: (s.capacity.is_some() || !failures.is_empty()).then(|| {
+            let pods = tracker.snapshot();
+            let expected = 1 + plan.worker_pods();
+            let end = Instant::now();
+            let by = |user: &str| result.window.api_requests_by_client.get(user).copied();
+            Contention {
+                room_for_instances: s.room_for_instances(),
+                instances_completed: report.instances.len() as u32 - failures.len() as u32,
+                instances_failed: failures.len() as u32,
+                failures,
+                workunits_failed: report.failed_workunits,
+                deadlock: contention::deadlock(&pods, expected, end),
+                wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
+                scheduler_requests: by(crate::cluster::local::identity::SCHEDULER_USER)
+                    .unwrap_or(0),
+                kueue_requests: by(crate::cluster::local::identity::KUEUE_USER).unwrap_or(0),
+            }
+        }),
+        ..result
     };
     Ok((result, closed.timeline))
 }

@@ -13,7 +13,7 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     // (kubeconfig name, user name, groups)
     ("admin", "admin", &["system:masters"]),
     (CONTROLLER_MANAGER, "system:kube-controller-manager", &[]),
-    (SCHEDULER, "system:kube-scheduler", &[]),
+    (SCHEDULER, SCHEDULER_USER, &[]),
     (JOBSET, "jobset-controller", &[]),
     (KUEUE, KUEUE_USER, &[]),
     (KWOK, "kwok-controller", &["system:masters"]),
@@ -26,6 +26,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
 
 /// The user the harness acts as (its kubeconfig is what `up` prints).
 pub const ADMIN_USER: &str = "admin";
+
+/// The scheduler's user name (the same on every cluster).
+pub const SCHEDULER_USER: &str = "system:kube-scheduler";
 
 /// The user name the JobSet controller runs as (RBAC binds it).
 pub const JOBSET_USER: &str = "jobset-controller";

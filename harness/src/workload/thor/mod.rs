@@ -3,8 +3,12 @@
 //! jcontainerized fills its job specs, and what each mode's driver may ask
 //! of the API server.
 
+pub mod capacity;
 pub mod driver;
 pub mod kubectl;
+pub mod mode;
+pub mod overrides;
+pub mod room;
 pub mod scenario;
 pub mod template;
 
@@ -92,7 +96,7 @@ pub fn api_usage(mode: Mode) -> Vec<ApiUse> {
     ];
     match mode {
         Mode::Baseline => BASELINE.to_vec(),
-        Mode::Jobset => JOBSET.to_vec(),
+        Mode::Jobset | Mode::JobsetKueue => JOBSET.to_vec(),
         Mode::JobsetGang => [JOBSET, GANG_EXTRA].concat(),
     }
 }

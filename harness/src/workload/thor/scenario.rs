@@ -18,6 +18,9 @@ use crate::error::bad_input;
 use crate::k8s::names;
 use crate::schema::finding::Finding;
 use crate::schema::typed::{Ctx, decode};
+use crate::workload::thor::capacity::{self, Capacity, Resources};
+use crate::workload::thor::overrides::apply_overrides;
+pub use crate::workload::thor::overrides::parse_overrides;
 use crate::workload::thor::template::Mode;
 use crate::yaml::Seg;
 
@@ -52,6 +55,9 @@ pub struct ThorScenario {
     #[serde(default = "default_postrun")]
     pub postrun_exit: String,
     pub modes: Vec<String>,
+    /// Room for this many whole instances' CPU (replaces cluster.nodeCpu):
+    /// below maxGraphs, instances compete for the nodes.
+    pub capacity: Option<Capacity>,
     pub cluster: ScenarioCluster,
 }
 
@@ -75,6 +81,34 @@ pub struct ThorShape {
     pub linger_period: String,
     #[serde(default)]
     pub keep_jobs: KeepJobs,
+    /// Each manager container's resources (chart: none).
+    pub manager_resources: Option<Resources>,
+    /// Each worker container's resources (chart: none).
+    pub worker_resources: Option<Resources>,
+    /// How long waitJob lets a Job's only pod stay unscheduled before it
+    /// fails the Job (jcontainerized.cpp `runJob`, default 600).
+    #[serde(default = "default_scheduling_timeout")]
+    pub scheduling_timeout_secs: u32,
+    #[serde(default)]
+    pub expert: ThorExpert,
+}
+
+/// The Thor component's `expert:` options the model uses.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ThorExpert {
+    /// How long a manager waits for all its workers to register before it
+    /// fails (thmastermain.cpp `CRegistryServer::connect`: 60 min
+    /// containerized).
+    pub max_worker_registration_mins: u32,
+}
+
+impl Default for ThorExpert {
+    fn default() -> Self {
+        ThorExpert {
+            max_worker_registration_mins: 60,
+        }
+    }
 }
 
 /// Which Jobs HPCC leaves behind (jcontainerized.cpp translateKeepJobs).
@@ -154,7 +188,8 @@ pub struct JobsetSpec {
 pub struct ScenarioCluster {
     pub k8s_minor: String,
     pub nodes: u32,
-    pub node_cpu: String,
+    /// Each node's CPU; or derived from the scenario's `capacity`.
+    pub node_cpu: Option<String>,
     pub node_memory: String,
     #[serde(default = "default_pods")]
     pub node_pods: u32,
@@ -181,6 +216,9 @@ fn default_postrun() -> String {
 }
 fn default_pods() -> u32 {
     110
+}
+fn default_scheduling_timeout() -> u32 {
+    600
 }
 
 /// The longest duration a scenario may ask for.
@@ -341,12 +379,23 @@ impl ThorScenario {
             );
         }
         for (at, q) in [
-            ("nodeCpu", &self.cluster.node_cpu),
-            ("nodeMemory", &self.cluster.node_memory),
+            ("nodeCpu", self.cluster.node_cpu.as_ref()),
+            ("nodeMemory", Some(&self.cluster.node_memory)),
         ] {
-            if let Err(e) = names::quantity(q) {
+            if let Some(Err(e)) = q.map(|q| names::quantity(q)) {
                 p(&["cluster", at], e);
             }
+        }
+        for (at, msg) in capacity::problems(
+            t.manager_resources.as_ref(),
+            t.worker_resources.as_ref(),
+            self.capacity.as_ref(),
+            self.cluster.node_cpu.is_some(),
+        ) {
+            p(&at, msg);
+        }
+        if let Some(e) = range(t.expert.max_worker_registration_mins, 1, 24 * 60) {
+            p(&["thor", "expert", "maxWorkerRegistrationMins"], e);
         }
         if self.modes.is_empty() {
             p(&["modes"], "name at least one mode".into());
@@ -356,7 +405,10 @@ impl ThorScenario {
             match Mode::parse(m) {
                 None => out.push((
                     at,
-                    format!("unknown mode {m:?}; one of baseline, jobset, jobset-gang"),
+                    format!(
+                        "unknown mode {m:?}; one of {}",
+                        Mode::ALL.map(Mode::name).join(", ")
+                    ),
                 )),
                 Some(Mode::JobsetGang) if minor_number(&self.cluster.k8s_minor) < 36 => out.push((
                     at,
@@ -394,46 +446,6 @@ pub fn check(ctx: &Ctx<'_>, v: &Value) -> (Option<ThorScenario>, Vec<Finding>) {
 /// problem bad input at file:line:column.
 pub fn load(path: &Path) -> Result<ThorScenario> {
     load_with(path, &[])
-}
-
-/// Parse `--set` overrides: `a.b.c=value`, the value read as YAML.
-pub fn parse_overrides(items: &[String]) -> Result<Vec<(Vec<String>, Value)>> {
-    let mut out = Vec::new();
-    for item in items {
-        let (key, value) = item
-            .split_once('=')
-            .ok_or_else(|| bad_input(format!("--set {item:?}: expected KEY=VALUE")))?;
-        let keys: Vec<String> = key.split('.').map(str::to_string).collect();
-        if keys.iter().any(|k| k.is_empty()) {
-            return Err(bad_input(format!("--set {item:?}: empty key segment")));
-        }
-        let docs = crate::yaml::parse(value)
-            .map_err(|e| bad_input(format!("--set {item:?}: {}", e.message)))?;
-        let v = docs
-            .first()
-            .map(|d| d.root.to_json())
-            .unwrap_or(Value::Null);
-        if v.is_object() || v.is_array() {
-            return Err(bad_input(format!("--set {item:?}: give one scalar value")));
-        }
-        out.push((keys, v));
-    }
-    Ok(out)
-}
-
-fn apply_overrides(v: &Value, overrides: &[(Vec<String>, Value)]) -> Value {
-    let mut v = v.clone();
-    for (keys, value) in overrides {
-        let mut at = &mut v;
-        for k in &keys[..keys.len() - 1] {
-            if !at.get(k).is_some_and(Value::is_object) {
-                at[k.as_str()] = Value::Object(Default::default());
-            }
-            at = &mut at[k.as_str()];
-        }
-        at[keys[keys.len() - 1].as_str()] = value.clone();
-    }
-    v
 }
 
 /// Decode and check a whole scenario file: exactly one document (an empty

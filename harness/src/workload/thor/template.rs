@@ -11,31 +11,7 @@ use serde_json::Value;
 
 use crate::yaml;
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    Baseline,
-    Jobset,
-    JobsetGang,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Baseline => "baseline",
-            Mode::Jobset => "jobset",
-            Mode::JobsetGang => "jobset-gang",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == s)
-    }
-}
+pub use crate::workload::thor::mode::Mode;
 
 /// Who creates a template's objects in HPCC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +64,7 @@ pub fn templates_for(mode: Mode, minor: u32) -> Vec<Template> {
                 tpl!(ThorManager, "baseline/thorworker-job.yaml"),
             ];
         }
-        (Mode::Jobset, _) => tpl!(ThorAgent, "jobset/thor-jobset.yaml"),
+        (Mode::Jobset | Mode::JobsetKueue, _) => tpl!(ThorAgent, "jobset/thor-jobset.yaml"),
         (_, 36) => tpl!(ThorAgent, "jobset-gang/thor-jobset-gang-1.36.yaml"),
         (_, 37) => tpl!(ThorAgent, "jobset-gang/thor-jobset-gang-1.37.yaml"),
         _ => return vec![],
@@ -132,7 +108,7 @@ pub fn compile_job() -> Template {
 pub fn rbac(mode: Mode) -> Template {
     match mode {
         Mode::Baseline => tpl!(ThorAgent, "rbac/baseline.yaml"),
-        Mode::Jobset => tpl!(ThorAgent, "rbac/jobset.yaml"),
+        Mode::Jobset | Mode::JobsetKueue => tpl!(ThorAgent, "rbac/jobset.yaml"),
         Mode::JobsetGang => tpl!(ThorAgent, "rbac/jobset-gang.yaml"),
     }
 }

@@ -4,6 +4,12 @@
 //! gang objects and the JobSet), run waitJob for the instance's whole life
 //! while the manager process runs in its pod, then delete the Job (keepJobs
 //! none) and the NetworkPolicy.
+//!
+//! An instance fails as HPCC's would: its manager throws (workers not
+//! registered in time), or waitJob sees the Job failed or its lone pod
+//! unscheduled past `schedulingTimeoutSecs`. runJob then deletes the Job
+//! unless keepJobs keeps it (podfailures keeps a failed one, but not one
+//! that never got scheduled) and the workunit's graph fails.
 
 use std::time::Instant;
 
@@ -15,7 +21,7 @@ use crate::workload::thor::driver::dispatch::Graph;
 use crate::workload::thor::driver::env::{
     COMPONENT_LABEL, InstanceResult, JOB_LABEL, Plan, ThorEnv,
 };
-use crate::workload::thor::driver::manager::{self, WorkerDocs};
+use crate::workload::thor::driver::manager::{self, ManagerEnd, WorkerDocs};
 use crate::workload::thor::driver::waitjob::{self, Ended, Watched};
 use crate::workload::thor::scenario::KeepJobs;
 use crate::workload::thor::template::{Mode, render, templates_for};
@@ -54,13 +60,15 @@ pub async fn run_instance(
     let started = Instant::now();
     let p = plan.params(n);
     let job = p.job_name.clone();
-    let docs: Vec<Value> = templates_for(plan.mode, env.k8s_minor)
+    let mut docs: Vec<Value> = templates_for(plan.mode, env.k8s_minor)
         .iter()
         .map(|t| render(t, &p))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .flatten()
         .collect();
+    plan.resources.apply(&mut docs);
+    plan.mode.queue(&mut docs);
     let (k, log) = (&env.thor, &env.calls);
     // What thoragent applies, what the manager applies (baseline), and
     // what waitJob watches.
@@ -83,7 +91,7 @@ pub async fn run_instance(
                 },
             )
         }
-        Mode::Jobset | Mode::JobsetGang => {
+        Mode::Jobset | Mode::JobsetGang | Mode::JobsetKueue => {
             let js = docs
                 .iter()
                 .find(|d| kind_of(d) == "JobSet")
@@ -109,12 +117,26 @@ pub async fn run_instance(
             .await?;
         manager::run(env, plan, &job, workers, first).await
     };
-    let wait = waitjob::wait(k, log, &watched, env.step_timeout);
+    let wait = waitjob::wait(
+        k,
+        log,
+        &watched,
+        Some(plan.scheduling_timeout),
+        env.step_timeout,
+    );
     tokio::pin!(mgr, wait);
-    // Both finish; a manager that fails ends the wait at once.
+    // Both finish; a Job that fails (or never gets its pod scheduled)
+    // ends the wait, and the manager process with it.
+    let mut threw = None;
     let (graphs, ended) = tokio::select! {
         m = &mut mgr => {
-            let graphs = m.with_context(|| format!("the manager of {job}"))?;
+            let graphs = match m.with_context(|| format!("the manager of {job}"))? {
+                ManagerEnd::Ran(n) => n,
+                ManagerEnd::Failed(why) => {
+                    threw = Some(why);
+                    0
+                }
+            };
             (graphs, wait.await?)
         }
         w = &mut wait => {
@@ -126,10 +148,17 @@ pub async fn run_instance(
         }
     };
     // thoragent: the Job's outcome, then its deletion and the NetworkPolicy's.
-    if let Ended::Failed(why) = &ended {
-        bail!("instance {job} failed: {why}");
-    }
-    let delete_jobs = plan.keep_jobs == KeepJobs::None;
+    let (failed, delete_jobs) = match ended {
+        Ended::Complete => (None, plan.keep_jobs == KeepJobs::None),
+        Ended::Failed(why) => (Some(why), plan.keep_jobs == KeepJobs::None),
+        Ended::NotScheduled(why) => (Some(why), plan.keep_jobs != KeepJobs::All),
+    };
+    // The operator sees both: why the manager threw, what waitJob saw.
+    let failed = match (threw, failed) {
+        (Some(m), Some(w)) => Some(format!("the manager threw \"{m}\"; waitJob: {w}")),
+        (Some(m), None) => Some(format!("the manager threw \"{m}\"")),
+        (None, w) => w,
+    };
     for d in own.iter().rev() {
         let kind = kind_of(d);
         let is_job = matches!(kind, "Job" | "JobSet" | "Workload" | "PodGroup");
@@ -150,5 +179,6 @@ pub async fn run_instance(
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         start_ms: group_start_ms(&pods),
         worker_rates: rates(&workers),
+        failed,
     })
 }

@@ -89,10 +89,18 @@ async fn run_job(env: &ThorEnv, plan: &Plan, server: &Eclccserver, first: Graph)
         anyhow::Ok(n)
     };
     let watched = Watched::Job { name: job.clone() };
-    let (compiled, ended) =
-        tokio::join!(compiler, waitjob::wait(kc, log, &watched, env.step_timeout));
+    let (compiled, ended) = tokio::join!(
+        compiler,
+        waitjob::wait(
+            kc,
+            log,
+            &watched,
+            Some(waitjob::DEFAULT_SCHEDULING_TIMEOUT),
+            env.step_timeout
+        )
+    );
     let n = compiled.with_context(|| format!("compile Job {job}"))?;
-    if let Ended::Failed(why) = ended? {
+    if let Ended::Failed(why) | Ended::NotScheduled(why) = ended? {
         bail!("compile Job {job} failed: {why}");
     }
     if plan.keep_jobs == crate::workload::thor::scenario::KeepJobs::None {

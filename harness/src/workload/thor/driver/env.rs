@@ -9,6 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::metrics::pods::PodTracker;
+use crate::workload::thor::capacity::ThorResources;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl};
 use crate::workload::thor::driver::dispatch::Dispatcher;
 use crate::workload::thor::scenario::KeepJobs;
@@ -82,6 +83,14 @@ pub struct Plan {
     /// JobSet modes: the JobSet's network.enableDNSHostnames.
     pub dns_hostnames: bool,
     pub namespace: String,
+    /// What the manager and worker containers request.
+    pub resources: ThorResources,
+    /// waitJob's limit on a Job's only pod staying unscheduled
+    /// (`schedulingTimeoutSecs`).
+    pub scheduling_timeout: Duration,
+    /// How long a manager waits for its workers to register before it
+    /// fails (`expert.maxWorkerRegistrationMins`).
+    pub max_registration: Duration,
 }
 
 impl Plan {
@@ -116,4 +125,6 @@ pub struct InstanceResult {
     pub start_ms: Option<f64>,
     /// Its worker pods per second created, bound and Running.
     pub worker_rates: crate::metrics::pods::PodRates,
+    /// Why it failed, as HPCC reports it; None when its graphs ran.
+    pub failed: Option<String>,
 }

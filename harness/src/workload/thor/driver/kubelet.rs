@@ -27,6 +27,12 @@ const PAGE: u32 = 200;
 /// client with the fake kubelets' identity). Pods already gone or
 /// terminating are left alone. How many were ended.
 pub async fn end_pods(kubelet: kube::Client, ns: &str, sel: &str) -> Result<u32> {
+    end_pods_in(kubelet, ns, sel, "Succeeded").await
+}
+
+/// Report every running pod matching `sel` ended in `phase` (Succeeded or
+/// Failed).
+async fn end_pods_in(kubelet: kube::Client, ns: &str, sel: &str, phase: &str) -> Result<u32> {
     let pods: Api<Pod> = Api::namespaced(kubelet, ns);
     let mut n = 0;
     let mut next: Option<String> = None;
@@ -48,7 +54,7 @@ pub async fn end_pods(kubelet: kube::Client, ns: &str, sel: &str) -> Result<u32>
                 continue;
             }
             let name = p.metadata.name.unwrap_or_default();
-            let patch = json!({"status": {"phase": "Succeeded"}});
+            let patch = json!({"status": {"phase": phase}});
             match pods
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
@@ -68,6 +74,12 @@ pub async fn end_pods(kubelet: kube::Client, ns: &str, sel: &str) -> Result<u32>
 /// End the pods matching `sel` now.
 pub async fn succeed(env: &ThorEnv, sel: &str) -> Result<u32> {
     end_pods(env.kubelet.clone(), &env.namespace, sel).await
+}
+
+/// Report the pods matching `sel` Failed now: their process exited with
+/// an error.
+pub async fn fail(env: &ThorEnv, sel: &str) -> Result<u32> {
+    end_pods_in(env.kubelet.clone(), &env.namespace, sel, "Failed").await
 }
 
 /// End them after `delay`, in the background (worker pods end when their

@@ -9,6 +9,12 @@
 //! `k8s_postjob_clearup.sh` deletes the worker Job (`--grace-period=120`,
 //! keepJobs none only) and the worker NetworkPolicy, in that order. The
 //! pod succeeds when the postrun sidecar notices, up to 10 s later.
+//!
+//! A manager whose workers have not all registered within
+//! `maxWorkerRegistrationMins` (checked after each idle minute, before the
+//! look at the workers) throws, and so does one whose look finds the
+//! worker Job failed: the process exits with an error, the post-job script
+//! cleans up as above, and the pod fails.
 
 use std::time::Duration;
 
@@ -31,10 +37,19 @@ pub fn worker_watch(mode: Mode, job: &str) -> Watched {
         Mode::Baseline => Watched::Job {
             name: format!("thorworker-job-{job}"),
         },
-        Mode::Jobset | Mode::JobsetGang => Watched::Job {
+        Mode::Jobset | Mode::JobsetGang | Mode::JobsetKueue => Watched::Job {
             name: format!("{job}-workers-0"),
         },
     }
+}
+
+/// How the manager process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManagerEnd {
+    /// It ran this many graphs.
+    Ran(u32),
+    /// It threw, with HPCC's message.
+    Failed(String),
 }
 
 /// What the manager of one instance creates (baseline), by role.
@@ -51,7 +66,7 @@ pub async fn run(
     job: &str,
     workers: Option<WorkerDocs<'_>>,
     first: Graph,
-) -> Result<u32> {
+) -> Result<ManagerEnd> {
     let (k, log) = (&env.thor, &env.calls);
     if let Some(w) = &workers {
         k.replace(log, w.network_policy).await?;
@@ -61,6 +76,7 @@ pub async fn run(
     // Registration: workers report over HPCC's own messaging once their
     // pods run; each idle minute the manager looks at the worker Job.
     let worker_pods = plan.worker_pods() as usize;
+    let registering = std::time::Instant::now();
     loop {
         let registered = env
             .tracker
@@ -73,12 +89,24 @@ pub async fn run(
         if registered.is_ok() {
             break;
         }
-        let mut scheduled = false;
-        if let Some(waitjob::Ended::Failed(why)) =
-            waitjob::pass(k, log, &worker_job, &mut scheduled).await?
-        {
-            anyhow::bail!("worker Job of {job} failed while workers registered: {why}");
+        if registering.elapsed() >= plan.max_registration {
+            let why = format!(
+                "Timeout waiting for all workers to register within timeout period ({} mins)",
+                plan.max_registration.as_secs() / 60
+            );
+            exit(env, plan, job, false).await?;
+            return Ok(ManagerEnd::Failed(why));
         }
+        // A fresh waitJob each time: its scheduling clock never runs out.
+        let mut state = waitjob::PassState::new(None);
+        if let Some(waitjob::Ended::Failed(why) | waitjob::Ended::NotScheduled(why)) =
+            waitjob::pass(k, log, &worker_job, &mut state).await?
+        {
+            exit(env, plan, job, false).await?;
+            return Ok(ManagerEnd::Failed(why));
+        }
+        // The harness's safety net: HPCC would wait out the registration
+        // period.
         if env.started.elapsed() > env.step_timeout {
             anyhow::bail!("workers of {job} did not all register");
         }
@@ -110,6 +138,14 @@ pub async fn run(
         kubelet::role_selector(job, "thorworker"),
         plan.postrun_exit,
     );
+    exit(env, plan, job, true).await?;
+    Ok(ManagerEnd::Ran(graphs))
+}
+
+/// The manager process has exited (`ok`: cleanly): the post-job script's
+/// deletions (baseline), then the postrun sidecar ends the pod.
+async fn exit(env: &ThorEnv, plan: &Plan, job: &str, ok: bool) -> Result<()> {
+    let (k, log) = (&env.thor, &env.calls);
     if plan.mode == Mode::Baseline {
         // k8s_postjob_clearup.sh, after thormaster_lcr exits.
         if plan.keep_jobs == crate::workload::thor::scenario::KeepJobs::None {
@@ -125,10 +161,13 @@ pub async fn run(
         .await?;
     }
     tokio::time::sleep(plan.postrun_exit).await;
-    kubelet::succeed(env, &kubelet::role_selector(job, "thormanager"))
-        .await
-        .with_context(|| format!("ending the manager pod of {job}"))?;
-    Ok(graphs)
+    let sel = kubelet::role_selector(job, "thormanager");
+    match ok {
+        true => kubelet::succeed(env, &sel).await,
+        false => kubelet::fail(env, &sel).await,
+    }
+    .with_context(|| format!("ending the manager pod of {job}"))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -141,7 +180,7 @@ mod tests {
     /// (registration took over a minute; the smoke runs never get there).
     #[test]
     fn the_registration_look_at_the_workers_is_granted_in_every_mode() {
-        for mode in [Mode::Baseline, Mode::Jobset, Mode::JobsetGang] {
+        for mode in Mode::ALL {
             let (group, resource) = match worker_watch(mode, "thor-1") {
                 Watched::Job { .. } => ("batch", "jobs"),
                 Watched::JobSet { .. } => ("jobset.x-k8s.io", "jobsets"),

@@ -44,6 +44,9 @@ pub struct DriverReport {
     pub instances: Vec<InstanceResult>,
     /// Compile Jobs launched.
     pub compile_jobs: u32,
+    /// Workunits that failed: a graph's instance failed, so the workunit's
+    /// later graphs never ran.
+    pub failed_workunits: u32,
 }
 
 /// thoragent's launcher: an instance for every graph no lingering manager
@@ -75,8 +78,10 @@ async fn thoragent(env: &ThorEnv, plan: &Plan) -> Result<Vec<InstanceResult>> {
     Ok(results)
 }
 
-/// Every workunit: its compile, then its graphs in turn.
-async fn workunits(env: &ThorEnv, plan: &Plan, eclcc: &Eclccserver) -> Result<()> {
+/// Every workunit: its compile, then its graphs in turn; a graph whose
+/// instance failed fails its workunit (HPCC runs none of its later
+/// graphs). How many workunits failed.
+async fn workunits(env: &ThorEnv, plan: &Plan, eclcc: &Eclccserver) -> Result<u32> {
     let one = |w: u32| async move {
         if plan.compile.is_some() {
             eclcc
@@ -86,21 +91,21 @@ async fn workunits(env: &ThorEnv, plan: &Plan, eclcc: &Eclccserver) -> Result<()
                 .map_err(|_| anyhow!("the compile of workunit {w} was dropped"))?;
         }
         for g in 0..plan.graphs_per_workunit {
-            env.dispatcher
-                .submit(w, g)
-                .await
-                .map_err(|_| anyhow!("graph {g} of workunit {w} was dropped"))?;
+            // Dropped unrun: its instance failed (and said why).
+            if env.dispatcher.submit(w, g).await.is_err() {
+                return anyhow::Ok(1);
+            }
         }
-        anyhow::Ok(())
+        anyhow::Ok(0)
     };
-    let results: Vec<Result<()>> = futures::stream::iter(1..=plan.workunits)
+    let results: Vec<Result<u32>> = futures::stream::iter(1..=plan.workunits)
         .map(one)
         .buffer_unordered(plan.max_jobs.max(1) as usize)
         .collect()
         .await;
     env.dispatcher.close();
     eclcc.queue.close();
-    results.into_iter().collect()
+    results.into_iter().sum()
 }
 
 /// Run the plan: every workunit compiled and its graphs run, every
@@ -117,11 +122,12 @@ pub async fn run(env: &ThorEnv, plan: &Plan) -> Result<DriverReport> {
         tokio::join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc));
     // An instance's or a compile's own error first: the workunits only see
     // that their graph or compile was dropped when those ended early.
-    let report = DriverReport {
+    let mut report = DriverReport {
         instances: instances?,
         compile_jobs: compile_jobs?,
+        failed_workunits: 0,
     };
-    done?;
+    report.failed_workunits = done?;
     let background: Vec<_> = env
         .background
         .lock()

@@ -9,6 +9,13 @@
 //! - E: until the pod is seen scheduled, `get pods --selector=job-name=J`
 //!   for its PodScheduled status.
 //!
+//! - E also fails the wait when the output is exactly `False` (one pod,
+//!   unscheduled) for longer than `schedulingTimeoutSecs` since the loop
+//!   began: it reads the reason (D) and throws "pod not scheduled". A
+//!   worker Job of several pods prints several words and never matches;
+//!   the manager's one-pass looks start their clock anew each time, so
+//!   only thoragent's and eclccserver's whole loops can time out.
+//!
 //! Between passes the delay starts at 100 ms and doubles while below 10 s
 //! (so it settles at 12.8 s) and is never reset. In JobSet mode the same
 //! pattern reads the JobSet: its manager replicated Job's `active`, the
@@ -45,6 +52,31 @@ impl Watched {
 pub enum Ended {
     Complete,
     Failed(String),
+    /// Its pod stayed unscheduled past the scheduling timeout; HPCC then
+    /// deletes the Job even under keepJobs podfailures.
+    NotScheduled(String),
+}
+
+/// HPCC's default `schedulingTimeoutSecs` (jcontainerized.cpp
+/// `defaultPendingTimeSecs`), for the components a scenario does not set.
+pub const DEFAULT_SCHEDULING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What E carries across passes.
+#[derive(Debug, Clone)]
+pub struct PassState {
+    pub scheduled: bool,
+    /// When the loop began and how long a lone pod may stay unscheduled;
+    /// None for the manager's one-pass looks.
+    pub pending_limit: Option<(std::time::Instant, Duration)>,
+}
+
+impl PassState {
+    pub fn new(pending_limit: Option<Duration>) -> PassState {
+        PassState {
+            scheduled: false,
+            pending_limit: pending_limit.map(|d| (std::time::Instant::now(), d)),
+        }
+    }
 }
 
 /// The delays between passes: 100 ms doubling while below 10 s.
@@ -57,7 +89,7 @@ pub async fn pass(
     k: &Kubectl,
     log: &CallLog,
     w: &Watched,
-    scheduled: &mut bool,
+    state: &mut PassState,
 ) -> Result<Option<Ended>> {
     let (jobset, name, active_path, done): (bool, &str, &str, &[&str]) = match w {
         Watched::Job { name } => (
@@ -105,7 +137,12 @@ pub async fn pass(
         if done.iter().any(|c| conds.contains(c)) {
             return Ok(Some(Ended::Complete));
         }
-        if !conds.trim().is_empty() && !conds.contains(": False") {
+        // A JobSet Kueue holds is suspended ("Suspended: True"): waiting,
+        // not ended. HPCC's Job loop would throw "completed with unknown
+        // status condition" on a suspended Job (k8sFailOnUnknownErr is
+        // true by default), so a queued Thor needs this much changed.
+        let suspended = jobset && conds.contains("Suspended: True");
+        if !conds.trim().is_empty() && !conds.contains(": False") && !suspended {
             bail!(
                 "{name} ended with unknown status condition: {}",
                 conds.trim()
@@ -113,7 +150,7 @@ pub async fn pass(
         }
     }
     // E
-    if !*scheduled {
+    if !state.scheduled {
         let s = k
             .list_pods(
                 log,
@@ -121,17 +158,43 @@ pub async fn pass(
                 "{.items[*].status.conditions[?(@.type=='PodScheduled')].status}",
             )
             .await?;
+        let timed_out = state
+            .pending_limit
+            .is_some_and(|(start, limit)| start.elapsed() > limit);
+        if s.trim() == "False" && timed_out {
+            // D: why, for the message.
+            let why = k
+                .list_pods(
+                    log,
+                    &selector,
+                    "{range .items[*].status.conditions[?(@.type=='PodScheduled')]}{.reason}{': '}{.message}{end}",
+                )
+                .await?;
+            let secs = state.pending_limit.map_or(0, |(_, l)| l.as_secs());
+            return Ok(Some(Ended::NotScheduled(format!(
+                "Failed to run {} - pod not scheduled after {secs} seconds: {}",
+                w.pod_job(),
+                why.trim()
+            ))));
+        }
         if s.trim() == "True" {
-            *scheduled = true;
+            state.scheduled = true;
         }
     }
     Ok(None)
 }
 
-/// The whole loop: passes with HPCC's backoff until the Job ends (or
-/// `timeout`, the harness's safety net: HPCC waits forever).
-pub async fn wait(k: &Kubectl, log: &CallLog, w: &Watched, timeout: Duration) -> Result<Ended> {
-    let scheduled = tokio::sync::Mutex::new(false);
+/// The whole loop: passes with HPCC's backoff until the Job ends, its
+/// lone pod stays unscheduled past `pending_limit`, or `timeout` (the
+/// harness's safety net: HPCC waits forever).
+pub async fn wait(
+    k: &Kubectl,
+    log: &CallLog,
+    w: &Watched,
+    pending_limit: Option<Duration>,
+    timeout: Duration,
+) -> Result<Ended> {
+    let scheduled = tokio::sync::Mutex::new(PassState::new(pending_limit));
     Poll::new(format!("waitJob {w:?}"), timeout)
         .backoff(FIRST_DELAY, SETTLED_DELAY)
         .until(|| async {
