@@ -8,10 +8,12 @@ use anyhow::{Context, Result};
 
 use crate::cluster::client::kubeconfig_text;
 use crate::cluster::local::certs::{self, Ca, CertPair};
-use crate::cluster::local::components::{APISERVER, CONTROLLER_MANAGER, JOBSET, KUEUE, SCHEDULER};
+use crate::cluster::local::components::{
+    APISERVER, CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER,
+};
 use crate::cluster::local::identity::{AUDIT_POLICY, IDENTITIES};
 use crate::cluster::local::layout::{Layout, Ports};
-use crate::cluster::local::{flags, kueue, kwok};
+use crate::cluster::local::{flags, kueue, kwok, kwok_logs};
 use crate::cluster::spec::ClusterSpec;
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
@@ -108,6 +110,23 @@ pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> 
     }
     write_private(&l.audit_policy(), AUDIT_POLICY)?;
     write_private(&l.jobset_config(), &flags::jobset_config(l, ports))?;
-    write_private(&l.kwok_config(), &kwok::config(spec.kubelet)?)?;
+    write_pair(l, "kwok-serving", &ca.serving(KWOK, &[])?)?;
+    // The API server's client certificate towards kubelets (kwok's server).
+    write_pair(
+        l,
+        "apiserver-kubelet-client",
+        &ca.client("kube-apiserver-kubelet-client", &[])?,
+    )?;
+    let log = l.kwok_log();
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(
+        &log,
+        kwok_logs::initial_log(&log, time::OffsetDateTime::now_utc()),
+    )
+    .with_context(|| format!("writing {}", log.display()))?;
+    let config = kwok::config(spec.kubelet)? + &kwok_logs::cluster_logs(&log);
+    write_private(&l.kwok_config(), &config)?;
     Ok(())
 }

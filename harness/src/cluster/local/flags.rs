@@ -80,6 +80,18 @@ pub fn apiserver(_k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates) -> Vec<
         // Go's pprof endpoints (the upstream default): `bench thor
         // --profile` reads them; nothing else does.
         "--profiling=true".into(),
+        // Kubelets are kwok's server (`kubectl logs`): the node's
+        // InternalIP, its serving certificate from our CA.
+        format!("--kubelet-certificate-authority={}", p(l.ca_cert())),
+        format!(
+            "--kubelet-client-certificate={}",
+            p(l.pki("apiserver-kubelet-client.crt"))
+        ),
+        format!(
+            "--kubelet-client-key={}",
+            p(l.pki("apiserver-kubelet-client.key"))
+        ),
+        "--kubelet-preferred-address-types=InternalIP".into(),
         "--v=1".into(),
     ];
     push_gates(&mut args, g);
@@ -192,6 +204,10 @@ pub fn kwok(l: &Layout, ports: &Ports) -> Vec<String> {
         format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
         "--node-ip=127.0.0.1".into(),
         format!("--server-address=127.0.0.1:{}", ports.kwok),
+        // The port the node stages write as the kubelet's endpoint.
+        format!("--node-port={}", ports.kwok),
+        format!("--tls-cert-file={}", p(l.pki("kwok-serving.crt"))),
+        format!("--tls-private-key-file={}", p(l.pki("kwok-serving.key"))),
         "--node-lease-duration-seconds=40".into(),
         "--cidr=10.0.0.1/16".into(),
     ]

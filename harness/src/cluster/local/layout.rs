@@ -66,6 +66,10 @@ impl Layout {
     pub fn kwok_config(&self) -> PathBuf {
         self.root.join("kwok.yaml")
     }
+    /// The file kwok serves as every container's log.
+    pub fn kwok_log(&self) -> PathBuf {
+        self.root.join("kwok-logs").join("container.log")
+    }
     pub fn display(&self) -> std::path::Display<'_> {
         self.root.display()
     }

@@ -13,6 +13,7 @@ pub mod flags;
 pub mod identity;
 pub mod kueue;
 pub mod kwok;
+pub mod kwok_logs;
 pub mod layout;
 pub mod nodes;
 pub mod ports;
