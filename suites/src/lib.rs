@@ -145,6 +145,11 @@ pub fn trial_result(r: Result<()>) -> std::result::Result<(), libtest_mimic::Fai
     r.map_err(|e| format!("{e:#}").into())
 }
 
+/// A trial named `name` that runs `f`.
+pub fn trial(name: &str, f: fn() -> Result<()>) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::test(name, move || trial_result(f()))
+}
+
 /// A namespace of its own for a trial (they run in parallel).
 pub async fn namespace(cluster: &impl Cluster, name: &str) -> Result<kube::Client> {
     use k8s_openapi::api::core::v1::Namespace;

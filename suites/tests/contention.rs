@@ -9,7 +9,7 @@ use harness::bench::thor::contention::Contention;
 use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::workload::thor::Mode;
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use std::sync::OnceLock;
 
 type Outcome = std::result::Result<ThorResult, String>;
@@ -150,8 +150,7 @@ fn gang_queueing_trips_hpccs_scheduling_timeout() -> Result<()> {
 
 fn main() {
     let args = Arguments::from_args();
-    let t =
-        |name: &str, f: fn() -> Result<()>| Trial::test(name, move || suites::trial_result(f()));
+    let t = suites::trial;
     let trials = vec![
         t(
             "contention_baseline_deadlocks_until_the_registration_timeout",

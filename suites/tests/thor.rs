@@ -7,7 +7,7 @@ use anyhow::{Context, Result, ensure};
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, compare, report};
 use harness::workload::thor::{self, Mode, ThorParams};
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use std::sync::OnceLock;
 
 fn smoke() -> &'static std::result::Result<ThorResult, String> {
@@ -424,8 +424,7 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
 
 fn main() {
     let args = Arguments::from_args();
-    let t =
-        |name: &str, f: fn() -> Result<()>| Trial::test(name, move || suites::trial_result(f()));
+    let t = suites::trial;
     let trials = vec![
         t(
             "smoke_pods_and_containers_match_the_templates",

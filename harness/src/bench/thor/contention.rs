@@ -172,15 +172,20 @@ pub fn wasted_pod_seconds(pods: &[PodTimes], expected: u32, end: Instant) -> f64
         .sum()
 }
 
-/// The contention table of the modes that have figures, as (mode, its
-/// figures, its wall time in seconds); empty when none has: what a Thor
-/// operator compares before turning gang scheduling or a queue on.
-pub fn markdown(modes: &[(&str, &Contention, f64)]) -> String {
+/// One mode's row source: its first run's figures, its wall time in
+/// seconds, and every run's figures (`--repeat`).
+pub type ModeFigures<'a> = (&'a str, &'a Contention, f64, Vec<&'a Contention>);
+
+/// The contention table of the modes that have figures (empty when none
+/// has): what a Thor operator compares before turning gang scheduling or
+/// a queue on. With repeats, how many runs deadlocked and failed
+/// instances, since placement order can differ from run to run.
+pub fn markdown(modes: &[ModeFigures<'_>]) -> String {
     if modes.is_empty() {
         return String::new();
     }
     let mut s = String::from("\n### Contention\n\n");
-    let names: Vec<&str> = modes.iter().map(|(m, _, _)| *m).collect();
+    let names: Vec<&str> = modes.iter().map(|(m, _, _, _)| *m).collect();
     markdown_table_head(&mut s, "", &names);
     type Cell = fn(&Contention, f64) -> String;
     let rows: [(&str, Cell); 8] = [
@@ -220,12 +225,21 @@ pub fn markdown(modes: &[(&str, &Contention, f64)]) -> String {
     ];
     for (label, f) in rows {
         let _ = write!(s, "| {label} |");
-        for (_, c, wall) in modes {
+        for (_, c, wall, _) in modes {
             let _ = write!(s, " {} |", f(c, *wall));
         }
         s.push('\n');
     }
-    for (m, c, _) in modes {
+    if modes.iter().any(|(_, _, _, runs)| runs.len() > 1) {
+        let _ = write!(s, "| runs that deadlocked / failed an instance |");
+        for (_, _, _, runs) in modes {
+            let dead = runs.iter().filter(|c| c.deadlock.is_some()).count();
+            let failed = runs.iter().filter(|c| c.instances_failed > 0).count();
+            let _ = write!(s, " {dead} / {failed} of {} |", runs.len());
+        }
+        s.push('\n');
+    }
+    for (m, c, _, _) in modes {
         for f in &c.failures {
             let _ = writeln!(s, "- {m}: {f}");
         }
@@ -298,6 +312,35 @@ mod tests {
         assert_eq!((d.at_s, d.broken), (2.0, false));
         let bound: Vec<u32> = d.placement.iter().map(|p| p.bound).collect();
         assert_eq!(bound, vec![2, 1]);
+    }
+
+    #[test]
+    fn the_table_counts_the_runs_that_deadlocked() {
+        let calm = Contention {
+            instances_completed: 2,
+            ..Default::default()
+        };
+        let stuck = Contention {
+            instances_failed: 2,
+            failures: vec!["i-1: the manager threw".into()],
+            deadlock: Some(Deadlock {
+                at_s: 1.0,
+                lasted_s: 60.0,
+                broken: true,
+                placement: vec![],
+            }),
+            ..Default::default()
+        };
+        let md = markdown(&[("jobset", &calm, 30.0, vec![&calm, &stuck, &calm])]);
+        assert!(
+            md.contains("| runs that deadlocked / failed an instance | 1 / 1 of 3 |"),
+            "{md}"
+        );
+        assert!(md.contains("| deadlock | none |"), "{md}");
+        let one = markdown(&[("baseline", &stuck, 66.0, vec![&stuck])]);
+        assert!(!one.contains("runs that deadlocked"), "{one}");
+        assert!(one.contains("- baseline: i-1: the manager threw"), "{one}");
+        assert_eq!(markdown(&[]), "");
     }
 
     /// One instance runs whole while the other waits unbound: queueing,

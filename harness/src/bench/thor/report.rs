@@ -230,7 +230,12 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         .iter()
         .filter_map(|(m, sum)| {
             let c = sum.result.contention.as_ref()?;
-            Some((m.as_str(), c, sum.result.wall_s))
+            let runs = sum
+                .repeats
+                .iter()
+                .filter_map(|r| r.contention.as_ref())
+                .collect();
+            Some((m.as_str(), c, sum.result.wall_s, runs))
         })
         .collect();
     s.push_str(&crate::bench::thor::contention::markdown(&contended));
