@@ -23,7 +23,6 @@ use crate::workload::thor::driver::env::{
 };
 use crate::workload::thor::driver::manager::{self, ManagerEnd, WorkerDocs};
 use crate::workload::thor::driver::waitjob::{self, Ended, Watched};
-use crate::workload::thor::scenario::KeepJobs;
 use crate::workload::thor::template::{Mode, render, templates_for};
 
 fn name_of(doc: &Value) -> String {
@@ -148,11 +147,8 @@ pub async fn run_instance(
         }
     };
     // thoragent: the Job's outcome, then its deletion and the NetworkPolicy's.
-    let (failed, delete_jobs) = match ended {
-        Ended::Complete => (None, plan.keep_jobs == KeepJobs::None),
-        Ended::Failed(why) => (Some(why), plan.keep_jobs == KeepJobs::None),
-        Ended::NotScheduled(why) => (Some(why), plan.keep_jobs != KeepJobs::All),
-    };
+    let delete_jobs = ended.deletes_job(plan.keep_jobs);
+    let failed = ended.failure().map(str::to_string);
     // The operator sees both: why the manager threw, what waitJob saw.
     let failed = match (threw, failed) {
         (Some(m), Some(w)) => Some(format!("the manager threw \"{m}\"; waitJob: {w}")),

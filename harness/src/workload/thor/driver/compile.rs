@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use crate::workload::thor::driver::dispatch::{Dispatcher, Graph};
 use crate::workload::thor::driver::env::{Plan, ThorEnv};
 use crate::workload::thor::driver::kubelet;
-use crate::workload::thor::driver::waitjob::{self, Ended, Watched};
+use crate::workload::thor::driver::waitjob::{self, Watched};
 use crate::workload::thor::template::{compile_job, render};
 
 /// The eclccserver of the chart's default values.
@@ -100,10 +100,11 @@ async fn run_job(env: &ThorEnv, plan: &Plan, server: &Eclccserver, first: Graph)
         )
     );
     let n = compiled.with_context(|| format!("compile Job {job}"))?;
-    if let Ended::Failed(why) | Ended::NotScheduled(why) = ended? {
+    let ended = ended?;
+    if let Some(why) = ended.failure() {
         bail!("compile Job {job} failed: {why}");
     }
-    if plan.keep_jobs == crate::workload::thor::scenario::KeepJobs::None {
+    if ended.deletes_job(plan.keep_jobs) {
         kc.delete(log, "job", &job, None).await?;
     }
     server.give_slot(k);

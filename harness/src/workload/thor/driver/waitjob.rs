@@ -27,6 +27,7 @@ use anyhow::{Result, bail};
 
 use crate::poll::Poll;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl};
+use crate::workload::thor::scenario::KeepJobs;
 
 /// What a waitJob loop reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +56,27 @@ pub enum Ended {
     /// Its pod stayed unscheduled past the scheduling timeout; HPCC then
     /// deletes the Job even under keepJobs podfailures.
     NotScheduled(String),
+}
+
+impl Ended {
+    /// Whether waitJob deletes the Job as it returns (jcontainerized.cpp
+    /// `waitJob`'s end): never under keepJobs all; otherwise after success,
+    /// after a scheduling timeout, and after a failure unless keepJobs
+    /// podfailures keeps it for inspection.
+    pub fn deletes_job(&self, keep: KeepJobs) -> bool {
+        !matches!(
+            (keep, self),
+            (KeepJobs::All, _) | (KeepJobs::Podfailures, Ended::Failed(_))
+        )
+    }
+
+    /// HPCC's message when the Job did not complete.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Ended::Complete => None,
+            Ended::Failed(why) | Ended::NotScheduled(why) => Some(why),
+        }
+    }
 }
 
 /// HPCC's default `schedulingTimeoutSecs` (jcontainerized.cpp
@@ -202,4 +224,28 @@ pub async fn wait(
             pass(k, log, w, &mut s).await
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// jcontainerized.cpp waitJob: `keepJob != all` and (no exception,
+    /// or keepJobs not podfailures, or a scheduling timeout).
+    #[test]
+    fn waitjob_deletes_the_job_as_keepjobs_says() {
+        let failed = Ended::Failed("Job failed".into());
+        let unscheduled = Ended::NotScheduled("pod not scheduled".into());
+        for (keep, [complete, fail, timeout]) in [
+            (KeepJobs::None, [true, true, true]),
+            (KeepJobs::Podfailures, [true, false, true]),
+            (KeepJobs::All, [false, false, false]),
+        ] {
+            assert_eq!(Ended::Complete.deletes_job(keep), complete, "{keep:?}");
+            assert_eq!(failed.deletes_job(keep), fail, "{keep:?}");
+            assert_eq!(unscheduled.deletes_job(keep), timeout, "{keep:?}");
+        }
+        assert_eq!(Ended::Complete.failure(), None);
+        assert_eq!(unscheduled.failure(), Some("pod not scheduled"));
+    }
 }
