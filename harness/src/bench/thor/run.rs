@@ -30,7 +30,7 @@ use crate::workload::thor::driver::dispatch::Dispatcher;
 use crate::workload::thor::driver::env::{CompilePlan, Plan, ThorEnv};
 use crate::workload::thor::driver::{self, DriverReport};
 use crate::workload::thor::kubectl::{Discovery, DiscoveryCache, KubectlModel};
-use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario, parse_duration};
+use crate::workload::thor::scenario::{DiscoveryCacheSpec, KeepJobs, ThorScenario, parse_duration};
 use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
 
 use crate::bench::thor::contention::{self, Contention};
@@ -311,7 +311,16 @@ pub async fn run_mode(
     let mut window = Window::open_with(cluster, opts).await?;
     let work = async {
         let report: DriverReport = driver::run(&env, &plan).await?;
-        driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
+        // keepJobs all (or podfailures after a failure) leaves Jobs and
+        // their pods behind on purpose: nothing to wait for then.
+        let kept = match plan.keep_jobs {
+            KeepJobs::None => false,
+            KeepJobs::Podfailures => report.instances.iter().any(|i| i.failed.is_some()),
+            KeepJobs::All => true,
+        };
+        if !kept {
+            driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
+        }
         Ok::<_, anyhow::Error>(report)
     };
     let measured = async {
