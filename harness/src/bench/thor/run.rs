@@ -260,9 +260,8 @@ pub async fn run_mode(
     let admin = cluster.client().await?;
     let keep = setup(&admin, &plan, site).await?;
     if mode.needs_kueue() {
-        let node = crate::workload::thor::capacity::cpu_milli(&s.node_cpu()).map_err(bad_input)?;
-        let queues =
-            crate::workload::thor::mode::kueue_objects(&ns, node * u64::from(s.cluster.nodes));
+        let cpu = s.total_cpu_milli().map_err(bad_input)?;
+        let queues = crate::workload::thor::mode::kueue_objects(&ns, cpu);
         crate::install::apply::apply_all(&admin, &queues)
             .await
             .context("creating Thor's Kueue queues")?;
@@ -359,6 +358,27 @@ pub async fn run_mode(
         client_side(&mut w, &env.calls, &site.thor.1, &site.eclcc.1);
     }
     let of = |user: &str| w.api_requests_by_client.get(user).copied().unwrap_or(0);
+    let failures: Vec<String> = report
+        .instances
+        .iter()
+        .filter_map(|i| i.failed.clone().map(|f| format!("{}: {f}", i.job_name)))
+        .collect();
+    let contention = (s.capacity.is_some() || !failures.is_empty()).then(|| {
+        let pods = tracker.snapshot();
+        let expected = 1 + plan.worker_pods();
+        let end = Instant::now();
+        Contention {
+            room_for_instances: s.room_for_instances(),
+            instances_completed: (report.instances.len() - failures.len()) as u32,
+            instances_failed: failures.len() as u32,
+            failures,
+            workunits_failed: report.failed_workunits,
+            deadlock: contention::deadlock(&pods, expected, end),
+            wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
+            scheduler_requests: of(crate::cluster::local::identity::SCHEDULER_USER),
+            kueue_requests: of(crate::cluster::local::identity::KUEUE_USER),
+        }
+    });
     let thor_agent_writes = w
         .api_requests_by_client_request
         .get(&site.thor.1)
@@ -401,33 +421,7 @@ pub async fn run_mode(
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
             .collect(),
-        contention: None,
-    };
-    let failures: Vec<String> = report
-        .instances
-        .iter()
-        .filter_map(|i| i.failed.clone().map(|f| format!("{}: {f}", i.job_name)))
-        .collect();
-    let result = ModeResult {
-        contention: (s.capacity.is_some() || !failures.is_empty()).then(|| {
-            let pods = tracker.snapshot();
-            let expected = 1 + plan.worker_pods();
-            let end = Instant::now();
-            let by = |user: &str| result.window.api_requests_by_client.get(user).copied();
-            Contention {
-                room_for_instances: s.room_for_instances(),
-                instances_completed: report.instances.len() as u32 - failures.len() as u32,
-                instances_failed: failures.len() as u32,
-                failures,
-                workunits_failed: report.failed_workunits,
-                deadlock: contention::deadlock(&pods, expected, end),
-                wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
-                scheduler_requests: by(crate::cluster::local::identity::SCHEDULER_USER)
-                    .unwrap_or(0),
-                kueue_requests: by(crate::cluster::local::identity::KUEUE_USER).unwrap_or(0),
-            }
-        }),
-        ..result
+        contention,
     };
     Ok((result, closed.timeline))
 }

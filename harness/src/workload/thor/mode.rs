@@ -40,11 +40,6 @@ impl Mode {
         Mode::ALL.into_iter().find(|m| m.name() == s)
     }
 
-    /// One JobSet per instance (every mode but baseline).
-    pub fn is_jobset(self) -> bool {
-        self != Mode::Baseline
-    }
-
     /// Needs Kueue on the cluster.
     pub fn needs_kueue(self) -> bool {
         self == Mode::JobsetKueue

@@ -51,12 +51,17 @@ impl ThorScenario {
         }
     }
 
+    /// Every node's CPU together, in millicores.
+    pub fn total_cpu_milli(&self) -> Result<u64, String> {
+        Ok(capacity::cpu_milli(&self.node_cpu())? * u64::from(self.cluster.nodes))
+    }
+
     /// Room for how many whole instances the nodes' CPU has (None when
     /// the Thor pods request no CPU).
     pub fn room_for_instances(&self) -> Option<f64> {
         let per = self.instance_cpu_milli()?;
-        let node = capacity::cpu_milli(&self.node_cpu()).ok()?;
-        (per > 0).then(|| (node * u64::from(self.cluster.nodes)) as f64 / per as f64)
+        let total = self.total_cpu_milli().ok()?;
+        (per > 0).then(|| total as f64 / per as f64)
     }
 }
 

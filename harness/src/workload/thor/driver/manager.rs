@@ -99,9 +99,9 @@ pub async fn run(
         }
         // A fresh waitJob each time: its scheduling clock never runs out.
         let mut state = waitjob::PassState::new(None);
-        if let Some(waitjob::Ended::Failed(why) | waitjob::Ended::NotScheduled(why)) =
-            waitjob::pass(k, log, &worker_job, &mut state).await?
-        {
+        let ended = waitjob::pass(k, log, &worker_job, &mut state).await?;
+        if let Some(why) = ended.as_ref().and_then(|e| e.failure()) {
+            let why = why.to_string();
             exit(env, plan, job, false).await?;
             return Ok(ManagerEnd::Failed(why));
         }

@@ -122,12 +122,11 @@ pub async fn run(env: &ThorEnv, plan: &Plan) -> Result<DriverReport> {
         tokio::join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc));
     // An instance's or a compile's own error first: the workunits only see
     // that their graph or compile was dropped when those ended early.
-    let mut report = DriverReport {
+    let report = DriverReport {
         instances: instances?,
         compile_jobs: compile_jobs?,
-        failed_workunits: 0,
+        failed_workunits: done?,
     };
-    report.failed_workunits = done?;
     let background: Vec<_> = env
         .background
         .lock()
