@@ -232,8 +232,13 @@ impl AuditSpans {
         let mut add = |name: String, i: usize, v: f64| {
             tl.series.entry(name).or_insert_with(|| vec![0.0; n])[i] += v;
         };
+        let mut in_flight: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
         for (verb, received, completed) in self.spans.values() {
             let watch = verb == "watch";
+            if !watch {
+                let mutating = MUTATING.contains(&verb.as_str());
+                in_flight[usize::from(mutating)].push((*received, *completed));
+            }
             for (i, &t) in tl.t_s.iter().enumerate() {
                 let prev = if i == 0 { t - 1.0 } else { tl.t_s[i - 1] };
                 // A request counts when it completes; a watch when it
@@ -243,14 +248,17 @@ impl AuditSpans {
                     let dt = (t - prev).max(1e-9);
                     add(format!("audit.requests_per_s.{verb}"), i, 1.0 / dt);
                 }
-                if *received <= t && *completed > t {
-                    let kind = match (watch, MUTATING.contains(&verb.as_str())) {
-                        (true, _) => "audit.watches",
-                        (false, true) => "audit.inflight.mutating",
-                        (false, false) => "audit.inflight.readOnly",
-                    };
-                    add(kind.to_string(), i, 1.0);
+                if watch && *received <= t && *completed > t {
+                    add("audit.watches".to_string(), i, 1.0);
                 }
+            }
+        }
+        for (kind, spans) in ["audit.inflight.readOnly", "audit.inflight.mutating"]
+            .into_iter()
+            .zip(in_flight)
+        {
+            for (i, peak) in peak_in_flight(&spans, &tl.t_s).into_iter().enumerate() {
+                add(kind.to_string(), i, peak);
             }
         }
         for name in [
@@ -263,6 +271,41 @@ impl AuditSpans {
                 .or_insert_with(|| vec![0.0; n]);
         }
     }
+}
+
+/// The most requests in flight at once during each point's second,
+/// (previous point, point]: a request of a few milliseconds counts in the
+/// second it ran in, not only when it spans a point's instant.
+fn peak_in_flight(spans: &[(f64, f64)], points: &[f64]) -> Vec<f64> {
+    // Starts before ends at one instant: a request that took no time was
+    // in flight for that instant.
+    let mut events: Vec<(f64, i8)> = spans
+        .iter()
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut events = events.into_iter().peekable();
+    let mut now = 0i64;
+    let mut out = Vec::with_capacity(points.len());
+    for (i, &t) in points.iter().enumerate() {
+        let prev = if i == 0 { t - 1.0 } else { points[i - 1] };
+        while let Some(&(at, d)) = events.peek()
+            && at <= prev
+        {
+            now += i64::from(d);
+            events.next();
+        }
+        let mut peak = now;
+        while let Some(&(at, d)) = events.peek()
+            && at <= t
+        {
+            now += i64::from(d);
+            peak = peak.max(now);
+            events.next();
+        }
+        out.push(peak.max(0) as f64);
+    }
+    out
 }
 
 /// Timelines of several runs as long CSV: `mode,repeat,t_s,series,value`.
@@ -283,7 +326,8 @@ mod tests {
     use crate::cluster::audit::AuditEvent;
     use crate::metrics::prom::parse;
     use crate::metrics::timeline::{
-        APISERVER_FAMILIES, ETCD_FAMILIES, Timeline, add_audit_series, csv, parse_families, reduce,
+        APISERVER_FAMILIES, ETCD_FAMILIES, Timeline, add_audit_series, csv, parse_families,
+        peak_in_flight, reduce,
     };
 
     fn ev(id: &str, stage: &str, verb: &str, user: &str, received: &str, at: &str) -> AuditEvent {
@@ -292,6 +336,18 @@ mod tests {
             stage_timestamp: format!("2026-11-23T10:00:{at}Z"),
             ..AuditEvent::of(id, stage, verb, user)
         }
+    }
+
+    #[test]
+    fn peak_in_flight_counts_overlaps_inside_each_second() {
+        // two overlapping in (0, 1], one after the other in (1, 2], none in
+        // (2, 3], one spanning (3, 4] and (4, 5]
+        let spans = [(0.1, 0.5), (0.4, 0.6), (1.1, 1.2), (1.3, 1.4), (3.5, 4.5)];
+        assert_eq!(
+            peak_in_flight(&spans, &[1.0, 2.0, 3.0, 4.0, 5.0]),
+            vec![2.0, 1.0, 0.0, 1.0, 1.0]
+        );
+        assert_eq!(peak_in_flight(&[], &[1.0]), vec![0.0]);
     }
 
     #[test]
@@ -357,11 +413,13 @@ mod tests {
             tl.series["audit.requests_per_s.create"],
             vec![0.0, 0.0, 1.0]
         );
-        assert_eq!(tl.series["audit.inflight.mutating"], vec![0.0, 1.0, 0.0]);
+        // the create ran from 1.5 s to 2.5 s: in flight in both seconds
+        assert_eq!(tl.series["audit.inflight.mutating"], vec![0.0, 1.0, 1.0]);
         assert_eq!(tl.series["audit.watches"], vec![1.0, 1.0, 1.0]);
         assert_eq!(tl.series["audit.requests_per_s.watch"], vec![1.0, 0.0, 0.0]);
-        // the LIST without an end is in flight from 2.1 s on
-        assert_eq!(tl.series["audit.inflight.readOnly"], vec![0.0, 0.0, 1.0]);
+        // each GET in its second (none spans a point's instant); the LIST
+        // without an end is in flight from 2.1 s on
+        assert_eq!(tl.series["audit.inflight.readOnly"], vec![1.0, 1.0, 1.0]);
     }
 
     const API_1: &str = "# TYPE apiserver_request_total counter\n\
