@@ -51,7 +51,7 @@ impl Step {
 
     pub fn done(self, outcome: &str) -> Duration {
         let took = self.started.elapsed();
-        let line = format!("{} {outcome} ({:.1} s)", self.label, took.as_secs_f64());
+        let line = format!("{}: {outcome} ({:.1} s)", self.label, took.as_secs_f64());
         match &self.bar {
             Some(bar) => bar.finish_with_message(line),
             None => eprintln!("harness: {line}"),

@@ -161,7 +161,7 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
     run_logged(&go, &tree, &args, &mut log, &step).map_err(|e| fail("running go build", e))?;
     fs::rename(&tmp, &target)
         .with_context(|| format!("moving the build to {}", target.display()))?;
-    step.done("built");
+    step.done("done");
     Ok(target)
 }
 
