@@ -19,7 +19,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use harness::cluster::existing::probe::{gang_versions, group_versions};
 use harness::cluster::existing::site::remove_run;
@@ -30,9 +30,10 @@ use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
 use crate::Fixture;
+use crate::runner::{Suite, Test, will_run};
 
 /// One suite: its name, its cases' directory and the profiles its
 /// clusters are started with.
@@ -115,7 +116,12 @@ impl Group {
     }
 }
 
-static RESULTS: Mutex<Vec<TrialReport>> = Mutex::new(Vec::new());
+/// One suite's run: its trials' reports and the existing cluster it
+/// runs on, if any (suites run side by side in one process).
+struct State {
+    results: Mutex<Vec<TrialReport>>,
+    existing: Option<Existing>,
+}
 
 /// `HARNESS_CLUSTER=existing:<kubeconfig>`: the cluster, its minor and the
 /// profile it serves.
@@ -126,8 +132,6 @@ struct Existing {
     profile: Profile,
     version: String,
 }
-
-static EXISTING: OnceLock<Existing> = OnceLock::new();
 
 /// Attach to `HARNESS_CLUSTER`'s cluster, if set; a value of another form
 /// is a usage error (exit 2).
@@ -167,8 +171,8 @@ fn existing_from_env() -> Option<Existing> {
     }
 }
 
-fn run_existing(name: &str, case: &Case, release: K8sRelease) -> Result<(), Failed> {
-    let ex = EXISTING.get().ok_or("no existing cluster")?;
+fn run_existing(state: &State, name: &str, case: &Case, release: K8sRelease) -> Result<(), Failed> {
+    let ex = state.existing.as_ref().ok_or("no existing cluster")?;
     // Run with --include-ignored: say why instead of running it on a
     // cluster of another minor or profile.
     if ex.minor != release.minor || ex.profile != case.profile {
@@ -180,11 +184,6 @@ fn run_existing(name: &str, case: &Case, release: K8sRelease) -> Result<(), Fail
             ex.profile.name()
         )));
     }
-    let _guard = if case.benchmark.is_some() {
-        Guard::Write(EXCLUSIVE.write().map_err(|e| e.to_string())?)
-    } else {
-        Guard::Read(EXCLUSIVE.read().map_err(|e| e.to_string())?)
-    };
     let ns = format!("{}-{}", namespace(name, release), ex.cluster.run_id);
     let mut ns: String = ns.chars().take(63).collect();
     ns = ns.trim_end_matches('-').to_string();
@@ -196,13 +195,13 @@ fn run_existing(name: &str, case: &Case, release: K8sRelease) -> Result<(), Fail
         (true, _) => Ok(()),
         (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
     };
-    RESULTS.lock().map_err(|e| e.to_string())?.push(report);
+    state
+        .results
+        .lock()
+        .map_err(|e| e.to_string())?
+        .push(report);
     outcome.map_err(Failed::from)
 }
-
-/// Benchmarks run alone: no other trial on any cluster of this run (two
-/// cores shared by every control plane would skew their figures).
-static EXCLUSIVE: RwLock<()> = RwLock::new(());
 
 /// A namespace name for a trial: DNS-1123, ≤ 63 characters.
 fn namespace(case: &str, release: K8sRelease) -> String {
@@ -220,14 +219,9 @@ fn namespace(case: &str, release: K8sRelease) -> String {
     ns.trim_end_matches('-').to_string()
 }
 
-fn run_trial(group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
+fn run_trial(state: &State, group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
     let result = (|| {
         let fx = group.fixture()?;
-        let _guard = if case.benchmark.is_some() {
-            Guard::Write(EXCLUSIVE.write().map_err(|e| e.to_string())?)
-        } else {
-            Guard::Read(EXCLUSIVE.read().map_err(|e| e.to_string())?)
-        };
         let ns = namespace(name, group.release);
         let report = fx
             .rt
@@ -236,36 +230,22 @@ fn run_trial(group: &Group, name: &str, case: &Case) -> Result<(), Failed> {
             (true, _) => Ok(()),
             (false, f) => Err(f.clone().unwrap_or_else(|| "failed".into())),
         };
-        RESULTS.lock().map_err(|e| e.to_string())?.push(report);
+        state
+            .results
+            .lock()
+            .map_err(|e| e.to_string())?
+            .push(report);
         outcome
     })();
     group.finished();
     result.map_err(Failed::from)
 }
 
-enum Guard<'a> {
-    Read(#[allow(dead_code)] std::sync::RwLockReadGuard<'a, ()>),
-    Write(#[allow(dead_code)] std::sync::RwLockWriteGuard<'a, ()>),
-}
-
-/// Would libtest-mimic run a trial of this name with these arguments?
-fn selected(args: &Arguments, name: &str) -> bool {
-    let hit = |f: &str| {
-        if args.exact {
-            name == f
-        } else {
-            name.contains(f)
-        }
-    };
-    if args.skip.iter().any(|s| hit(s)) {
-        return false;
-    }
-    args.filter.as_deref().is_none_or(hit)
-}
-
-/// Run the suite: list or run its trials, write its reports, exit.
-pub fn main(def: &SuiteDef) -> ! {
-    let args = Arguments::from_args();
+/// The suite's tests (see `crate::runner`); its `after` removes what the
+/// run left on an existing cluster, stops clusters whose trials were
+/// filtered out, and writes the reports. Case files that cannot be read
+/// are a usage error (exit 2).
+pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
     let dir = crate::repo_root().join(def.dir);
     let files = match case::discover(&dir) {
         Ok(f) => f,
@@ -321,9 +301,12 @@ pub fn main(def: &SuiteDef) -> ! {
             }));
         }
     }
-    let existing = existing_from_env();
-    let mut trials = Vec::new();
-    if let Some(ex) = &existing {
+    let state = Arc::new(State {
+        results: Mutex::new(Vec::new()),
+        existing: existing_from_env(),
+    });
+    let mut tests = Vec::new();
+    if let Some(ex) = &state.existing {
         if !releases.iter().any(|r| r.minor == ex.minor) {
             eprintln!(
                 "error: HARNESS_CLUSTER: the cluster runs {}; the {} suite has cases for {} only",
@@ -361,86 +344,83 @@ pub fn main(def: &SuiteDef) -> ! {
             match c {
                 Err(e) => {
                     let e = e.clone();
-                    trials.push(Trial::test(tname, move || Err(Failed::from(e))));
-                }
-                Ok(c) if existing.is_some() => {
-                    let here = existing
-                        .as_ref()
-                        .is_some_and(|e| e.minor == g.release.minor && e.profile == g.profile);
-                    let (c, n, r) = (c.clone(), name.clone(), g.release);
-                    trials.push(
-                        Trial::test(tname, move || run_existing(&n, &c, r))
-                            .with_ignored_flag(!here),
-                    );
+                    tests.push(Test::new(tname, move || Err(Failed::from(e))));
                 }
                 Ok(c) => {
-                    if selected(&args, &tname) && !args.ignored {
-                        g.remaining.fetch_add(1, Ordering::SeqCst);
-                    }
-                    let (g, c, n) = (g.clone(), c.clone(), name.clone());
-                    trials.push(Trial::test(tname, move || run_trial(&g, &n, &c)));
+                    // Benchmarks run alone: other trials' clusters would
+                    // skew their figures.
+                    let bench = c.benchmark.is_some();
+                    let (state, c, n) = (state.clone(), c.clone(), name.clone());
+                    let test = if let Some(ex) = &state.existing {
+                        let here = ex.minor == g.release.minor && ex.profile == g.profile;
+                        let r = g.release;
+                        Test::new(tname, move || run_existing(&state, &n, &c, r)).ignored(!here)
+                    } else {
+                        if will_run(args, def.name, &tname, false) {
+                            g.remaining.fetch_add(1, Ordering::SeqCst);
+                        }
+                        let g = g.clone();
+                        Test::new(tname, move || run_trial(&state, &g, &n, &c))
+                    };
+                    tests.push(if bench { test.quiet() } else { test });
                 }
             }
         }
     }
-    // Ctrl-C: Fixture::start stops every cluster this run started.
     let listing = args.list;
-    if let Some(ex) = existing {
-        let _ = EXISTING.set(ex);
+    Suite::new(def.name, tests).after(move || finish(def, &state, &groups, listing))
+}
+
+/// After the suite's trials: on an existing cluster nothing of the run
+/// stays; clusters whose trials were filtered out after all stop; the
+/// reports are written.
+fn finish(
+    def: &SuiteDef,
+    state: &State,
+    groups: &[Arc<Group>],
+    listing: bool,
+) -> Result<(), String> {
+    if let Some(ex) = &state.existing {
+        ex.rt
+            .block_on(async {
+                let client = ex.cluster.client().await?;
+                remove_run(
+                    &client,
+                    &ex.cluster.run_id,
+                    std::time::Duration::from_secs(300),
+                )
+                .await
+            })
+            .map_err(|e| format!("removing run {}: {e:#}", ex.cluster.run_id))?;
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // On an existing cluster: nothing of the run stays.
-    if let Some(ex) = EXISTING.get() {
-        let removed = ex.rt.block_on(async {
-            let client = ex.cluster.client().await?;
-            remove_run(
-                &client,
-                &ex.cluster.run_id,
-                std::time::Duration::from_secs(300),
-            )
-            .await
-        });
-        if let Err(e) = removed {
-            eprintln!("error: removing run {}: {e:#}", ex.cluster.run_id);
-            std::process::exit(1);
-        }
-    }
-    // Clusters whose trials were filtered out after all.
-    for g in &groups {
+    for g in groups {
         g.stop();
     }
-    if !listing {
-        let results = RESULTS.lock().map(|r| r.clone()).unwrap_or_default();
-        if !results.is_empty() {
-            let out_var = format!("HARNESS_{}_OUT", def.name.to_ascii_uppercase());
-            let out = std::env::var_os(&out_var)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| crate::repo_root().join(format!("target/{}-report", def.name)));
-            let mut suite = SuiteReport::new(def.name, results);
-            if def.profiles.iter().any(|p| p.kueue()) {
-                suite.components.insert(
-                    "kueue".into(),
-                    harness::tools::versions::KUEUE_VERSION.into(),
-                );
-            }
-            if let Some(ex) = EXISTING.get() {
-                suite.cluster = format!(
-                    "the existing cluster of {}",
-                    ex.cluster.kubeconfig().display()
-                );
-            }
-            match report::write(&suite, &out) {
-                Ok(files) => {
-                    for f in files {
-                        eprintln!("{} report: {}", def.name, f.display());
-                    }
-                }
-                Err(e) => {
-                    eprintln!("error: writing the {} report: {e:#}", def.name);
-                    std::process::exit(1);
-                }
-            }
-        }
+    let results = state.results.lock().map(|r| r.clone()).unwrap_or_default();
+    if listing || results.is_empty() {
+        return Ok(());
     }
-    conclusion.exit();
+    let out_var = format!("HARNESS_{}_OUT", def.name.to_ascii_uppercase());
+    let out = std::env::var_os(&out_var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::repo_root().join(format!("target/{}-report", def.name)));
+    let mut suite = SuiteReport::new(def.name, results);
+    if def.profiles.iter().any(|p| p.kueue()) {
+        suite.components.insert(
+            "kueue".into(),
+            harness::tools::versions::KUEUE_VERSION.into(),
+        );
+    }
+    if let Some(ex) = &state.existing {
+        suite.cluster = format!(
+            "the existing cluster of {}",
+            ex.cluster.kubeconfig().display()
+        );
+    }
+    let files = report::write(&suite, &out)
+        .map_err(|e| format!("writing the {} report: {e:#}", def.name))?;
+    for f in files {
+        eprintln!("{} report: {}", def.name, f.display());
+    }
+    Ok(())
 }

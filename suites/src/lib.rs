@@ -1,12 +1,13 @@
-//! Shared pieces of the test suites: the repository root, clusters for a
-//! test binary (`Fixture`: started on first use and torn down when the
-//! binary's trials are done or on Ctrl-C, or attached by name), and small
-//! helpers. Waiting goes through `harness::poll`, interrupts through
+//! The test suites (`suite::*`, run by `runner`) and their shared pieces:
+//! the repository root, clusters (`Fixture`: started on first use and torn
+//! down when the suite's trials are done or on Ctrl-C, or attached by
+//! name), and small helpers. Waiting goes through `harness::poll`, interrupts through
 //! `harness::signal`.
 //!
 //! A suite never skips because a binary is missing: the harness builds it,
 //! or the trial fails with the exit-3 message saying what to install.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -18,6 +19,9 @@ use harness::lifecycle::{self, UpOptions};
 use harness::poll::Poll;
 
 pub mod case_suite;
+pub mod runner;
+pub mod slots;
+pub mod suite;
 
 /// The repository this suite crate sits in.
 pub fn repo_root() -> PathBuf {
@@ -62,16 +66,21 @@ impl Fixture<LocalCluster> {
         LocalCluster::load(self.cluster.name())?.down(false)
     }
 
-    /// The binary's one shared cluster (small nodes, default version),
-    /// started on the first call. An error fails every trial that needs
-    /// it, with the same message.
+    /// The shared cluster of `prefix` (small nodes, default version),
+    /// started on the first call; one per prefix, so suites running in one
+    /// process keep their own. An error fails every trial that needs it,
+    /// with the same message.
     pub fn shared(prefix: &str) -> std::result::Result<&'static Fixture, String> {
-        SHARED
-            .get_or_init(|| {
-                Fixture::start(test_spec(&unique_name(prefix))).map_err(|e| format!("{e:#}"))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        let cell: &'static SharedCell = {
+            let mut map = SHARED.lock().map_err(|e| e.to_string())?;
+            map.entry(prefix.to_string())
+                .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
+        };
+        cell.get_or_init(|| {
+            Fixture::start(test_spec(&unique_name(prefix))).map_err(|e| format!("{e:#}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
     }
 }
 
@@ -85,11 +94,20 @@ impl Fixture<AnyCluster> {
     }
 }
 
-static SHARED: OnceLock<std::result::Result<Fixture, String>> = OnceLock::new();
+type SharedCell = OnceLock<std::result::Result<Fixture, String>>;
 
-/// Stop the shared cluster if one was started. Call after the trials ran.
-pub fn teardown() -> Result<()> {
-    if let Some(Ok(fx)) = SHARED.get() {
+/// The shared clusters, by prefix.
+static SHARED: Mutex<BTreeMap<String, &'static SharedCell>> = Mutex::new(BTreeMap::new());
+
+/// Stop the shared cluster of `prefix` if one was started. Call after the
+/// trials that use it ran.
+pub fn teardown(prefix: &str) -> Result<()> {
+    let cell = SHARED
+        .lock()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .get(prefix)
+        .copied();
+    if let Some(Ok(fx)) = cell.and_then(|c| c.get()) {
         fx.stop()?;
     }
     Ok(())
@@ -143,11 +161,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Convert a trial body's result for libtest-mimic.
 pub fn trial_result(r: Result<()>) -> std::result::Result<(), libtest_mimic::Failed> {
     r.map_err(|e| format!("{e:#}").into())
-}
-
-/// A trial named `name` that runs `f`.
-pub fn trial(name: &str, f: fn() -> Result<()>) -> libtest_mimic::Trial {
-    libtest_mimic::Trial::test(name, move || trial_result(f()))
 }
 
 /// A namespace of its own for a trial (they run in parallel).

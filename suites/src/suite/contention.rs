@@ -4,24 +4,26 @@
 //! timeline as the cluster reported it (bound, ended) and from HPCC's
 //! failure messages, not from wall times.
 
+use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::contention::Contention;
 use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::workload::thor::Mode;
 use libtest_mimic::Arguments;
+
 use std::sync::OnceLock;
 
 type Outcome = std::result::Result<ThorResult, String>;
 
 fn bench(modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
-    let rt = suites::runtime().map_err(|e| format!("{e:#}"))?;
+    let rt = crate::runtime().map_err(|e| format!("{e:#}"))?;
     let opts = ThorBenchOptions {
-        scenario: suites::repo_root().join("suites/thor/contention.yaml"),
+        scenario: crate::repo_root().join("suites/thor/contention.yaml"),
         modes: Some(modes),
         repeat: 1,
         bins: Default::default(),
-        cluster_prefix: suites::unique_name("t-cont"),
+        cluster_prefix: crate::unique_name("t-cont"),
         overrides,
         out: None,
         scrape: false,
@@ -148,25 +150,27 @@ fn gang_queueing_trips_hpccs_scheduling_timeout() -> Result<()> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let t = suites::trial;
-    let trials = vec![
-        t(
-            "contention_baseline_deadlocks_until_the_registration_timeout",
-            baseline_deadlocks,
-        ),
-        t("contention_jobset_gang_completes_both", || {
-            completes(Mode::JobsetGang)
-        }),
-        t(
-            "contention_jobset_kueue_admits_one_at_a_time",
-            kueue_admits_one_at_a_time,
-        ),
-        t(
-            "contention_gang_queueing_trips_hpccs_scheduling_timeout",
-            gang_queueing_trips_hpccs_scheduling_timeout,
-        ),
-    ];
-    libtest_mimic::run(&args, trials).exit();
+/// The contention suite.
+pub fn suite(_: &Arguments) -> Suite {
+    let t = Test::of;
+    Suite::new(
+        "contention",
+        vec![
+            t(
+                "contention_baseline_deadlocks_until_the_registration_timeout",
+                baseline_deadlocks,
+            ),
+            t("contention_jobset_gang_completes_both", || {
+                completes(Mode::JobsetGang)
+            }),
+            t(
+                "contention_jobset_kueue_admits_one_at_a_time",
+                kueue_admits_one_at_a_time,
+            ),
+            t(
+                "contention_gang_queueing_trips_hpccs_scheduling_timeout",
+                gang_queueing_trips_hpccs_scheduling_timeout,
+            ),
+        ],
+    )
 }

@@ -15,6 +15,8 @@
 //!   (the cluster's eclccserver identity) fails with exit 3 before
 //!   anything is created, naming what it may not do.
 
+use crate::runner::{Suite, Test};
+use crate::{Fixture, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::existing::ExistingTarget;
 use harness::bench::thor::result::ThorResult;
@@ -31,20 +33,13 @@ use harness::workload::thor::Mode;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::flowcontrol::v1::FlowSchema;
 use kube::api::{Api, ListParams};
-use libtest_mimic::{Arguments, Trial};
-use suites::{Fixture, trial_result, unique_name};
+use libtest_mimic::Arguments;
+
+/// The shared cluster's prefix.
+const PREFIX: &str = "t-exist";
 
 fn fixture() -> std::result::Result<&'static Fixture, String> {
-    Fixture::shared("t-exist")
-}
-
-/// The trials that load the shared cluster run one at a time: each
-/// measures the whole API server, and two runs counting by FlowSchema at
-/// once are refused.
-static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    LOAD.lock().unwrap_or_else(|e| e.into_inner())
+    Fixture::shared(PREFIX)
 }
 
 fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
@@ -63,7 +58,7 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
 
 fn options(t: ExistingTarget) -> ThorBenchOptions {
     ThorBenchOptions {
-        scenario: suites::repo_root().join("suites/thor/smoke.yaml"),
+        scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
         modes: Some(vec![Mode::Baseline, Mode::Jobset]),
         repeat: 1,
         bins: Default::default(),
@@ -77,7 +72,6 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
 }
 
 fn smoke_as_existing() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let t = target(c, c.kubeconfig().to_path_buf());
@@ -92,7 +86,7 @@ fn smoke_as_existing() -> Result<()> {
         caps.audit_log == Some(true) && caps.etcd_metrics == Some(true) && caps.kwok_nodes == 3,
         "{caps:?}"
     );
-    let root = suites::repo_root();
+    let root = crate::repo_root();
     let path = baseline::path_of(&root, "local", "1.37", "smoke", "default");
     let local = baseline::load(&path)?;
     for (mode, sum) in &r.modes {
@@ -166,7 +160,6 @@ fn writes_of(events: &[harness::cluster::audit::AuditEvent], user: &str) -> Vec<
 
 fn a_user_without_rights_creates_nothing() -> Result<()> {
     // Its probe's requests must not land in another trial's window.
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let from = c.audit_end()?;
@@ -238,7 +231,6 @@ fn left_flowschemas(fx: &Fixture, run_id: &str) -> Result<Vec<String>> {
 /// for identities that made few: a watch that began before the window
 /// and ends in it is in the audit log's window and not in APF's).
 fn apf_agrees_with_the_audit_log() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let t = apf_target(c);
@@ -288,7 +280,6 @@ fn apf_agrees_with_the_audit_log() -> Result<()> {
 /// reads, the harness not) has for it; what needs the log is marked not
 /// measured.
 fn apf_without_the_audit_log() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let mut t = apf_target(c);
@@ -330,7 +321,6 @@ fn apf_without_the_audit_log() -> Result<()> {
 /// identities are counted from their kubectl's -v=6 log, and each count
 /// is what the cluster's audit log (read by this test) has for it.
 fn client_counts_match_the_audit_log() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let mut t = target(c, c.kubeconfig().to_path_buf());
@@ -368,7 +358,6 @@ fn client_counts_match_the_audit_log() -> Result<()> {
 /// prices, and creates nothing: the admin's only writes in the audit log
 /// are the probe's reviews.
 fn dry_run_creates_nothing() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let t = apf_target(c);
@@ -397,11 +386,10 @@ fn dry_run_creates_nothing() -> Result<()> {
 /// nodes (kwok's, created by the harness) carry the run id, the case
 /// passes as on the local provider, and nothing of the run is left.
 fn gang_case_on_existing() -> Result<()> {
-    let _load = one_at_a_time();
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
     let case = harness::workload::gang::rules::load(
-        &suites::repo_root().join("suites/gang/gates-off.yaml"),
+        &crate::repo_root().join("suites/gang/gates-off.yaml"),
     )?;
     let ex = fx.rt.block_on(ExistingCluster::attach(ExistingOptions {
         kubeconfig: c.kubeconfig().to_path_buf(),
@@ -458,32 +446,45 @@ fn gang_case_on_existing() -> Result<()> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = vec![
-        Trial::test("smoke_as_existing_matches_the_local_provider", || {
-            trial_result(smoke_as_existing())
-        }),
-        Trial::test("a_user_without_rights_exits_3_and_creates_nothing", || {
-            trial_result(a_user_without_rights_creates_nothing())
-        }),
-        Trial::test("apf_counts_agree_with_the_audit_log", || {
-            trial_result(apf_agrees_with_the_audit_log())
-        }),
-        Trial::test("dry_run_prints_the_plan_and_creates_nothing", || {
-            trial_result(dry_run_creates_nothing())
-        }),
-        Trial::test("a_gang_case_runs_on_its_own_pool", || {
-            trial_result(gang_case_on_existing())
-        }),
-        Trial::test("client_side_counts_match_the_audit_log", || {
-            trial_result(client_counts_match_the_audit_log())
-        }),
-        Trial::test("apf_counts_without_the_audit_log", || {
-            trial_result(apf_without_the_audit_log())
-        }),
-    ];
-    let conclusion = libtest_mimic::run(&args, trials);
-    let _ = suites::teardown();
-    conclusion.exit();
+/// The existing-cluster suite, on one shared local cluster.
+pub fn suite(_: &Arguments) -> Suite {
+    // One at a time: each measures the whole API server, and two runs
+    // counting by FlowSchema at once are refused.
+    let t = |name: &str, f: fn() -> Result<()>| Test::of(name, f).serial("existing");
+    Suite::new(
+        "existing",
+        vec![
+            // Compares request counts of two runs: HPCC's polls follow
+            // the cluster's pace, which other tests' load would change.
+            t(
+                "smoke_as_existing_matches_the_local_provider",
+                smoke_as_existing,
+            )
+            .quiet(),
+            t(
+                "a_user_without_rights_exits_3_and_creates_nothing",
+                a_user_without_rights_creates_nothing,
+            ),
+            t(
+                "apf_counts_agree_with_the_audit_log",
+                apf_agrees_with_the_audit_log,
+            ),
+            t(
+                "dry_run_prints_the_plan_and_creates_nothing",
+                dry_run_creates_nothing,
+            ),
+            t("a_gang_case_runs_on_its_own_pool", gang_case_on_existing),
+            t(
+                "client_side_counts_match_the_audit_log",
+                client_counts_match_the_audit_log,
+            ),
+            t(
+                "apf_counts_without_the_audit_log",
+                apf_without_the_audit_log,
+            ),
+        ],
+    )
+    .after(|| {
+        crate::teardown(PREFIX).map_err(|e| format!("tearing down the shared cluster: {e:#}"))
+    })
 }

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::runner::{Suite, Test};
+use crate::{Fixture, trial_result};
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
 use harness::k8s::K8sRelease;
@@ -20,9 +22,8 @@ use harness::workload::thor::driver::calls::{CallLog, Kubectl, Who};
 use harness::workload::thor::kubectl::{Call, Discovery, DiscoveryCache, KubectlModel, Part};
 use harness::workload::thor::{self, Mode, THOR_AGENT_USER, ThorParams};
 use kube::api::{Api, DynamicObject, PostParams};
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use serde_json::{Value, json};
-use suites::{Fixture, trial_result};
 
 const NS: &str = "kubectl-calls";
 
@@ -35,9 +36,6 @@ struct Setup {
 }
 
 static SETUP: OnceLock<std::result::Result<Setup, String>> = OnceLock::new();
-/// Calls of one identity must not overlap: their audit events are told
-/// apart by user and user agent only.
-static SERIAL: Mutex<()> = Mutex::new(());
 static ROWS: Mutex<Vec<Row>> = Mutex::new(Vec::new());
 
 struct Row {
@@ -64,9 +62,9 @@ fn start() -> Result<Setup> {
         let r = resolver.resolve(c)?;
         bins.insert(r.version.clone(), r.path);
     }
-    let fx = Fixture::start(suites::test_spec(&suites::unique_name("t-kubectl")))?;
+    let fx = Fixture::start(crate::test_spec(&crate::unique_name("t-kubectl")))?;
     let discovery = fx.rt.block_on(async {
-        let admin = suites::namespace(&fx.cluster, NS).await?;
+        let admin = crate::namespace(&fx.cluster, NS).await?;
         let params = ThorParams {
             thor_name: "thor".into(),
             job_name: "thor-kubectl-1".into(),
@@ -271,7 +269,6 @@ fn count(events: &BTreeMap<String, String>) -> (u32, u32, u32) {
 }
 
 fn measure(s: &Setup, version: &str, cache: DiscoveryCache, kind: &'static str) -> Result<()> {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let model = KubectlModel::new(version, cache)?;
     let tag = format!("{}-{}", version.replace('.', ""), cache.name());
     let root = s.cache_root.path().join(version);
@@ -347,8 +344,8 @@ fn print_table(d: &Discovery) {
     }
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// The kubectl per-call suite, on a cluster of its own.
+pub fn suite(_: &Arguments) -> Suite {
     let hpcc = harness::tools::versions::HPCC_KUBECTL_VERSION;
     let own = K8sRelease::default_release().version;
     // HPCC's case, the cluster's own kubectl cold and warm, and what a
@@ -359,7 +356,7 @@ fn main() {
         (own, DiscoveryCache::Warm),
         (hpcc, DiscoveryCache::Warm),
     ];
-    let mut trials = Vec::new();
+    let mut tests = Vec::new();
     let kinds = [
         "replace",
         "replace-jobset",
@@ -372,19 +369,23 @@ fn main() {
     for kind in kinds {
         for (version, cache) in configs {
             let name = format!("{kind}::kubectl-{version}::{}", cache.name());
-            trials.push(Trial::test(name, move || {
-                let s = setup()?;
-                trial_result(measure(s, version, cache, kind))
-            }));
+            // One call at a time: their audit events are told apart by
+            // user and user agent only.
+            tests.push(
+                Test::new(name, move || {
+                    let s = setup()?;
+                    trial_result(measure(s, version, cache, kind))
+                })
+                .serial("kubectl"),
+            );
         }
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    if let Some(Ok(s)) = SETUP.get() {
-        print_table(&s.discovery);
-        if let Err(e) = s.fx.stop() {
-            eprintln!("tearing down the kubectl suite's cluster: {e:#}");
-            std::process::exit(101);
+    Suite::new("kubectl", tests).after(|| {
+        if let Some(Ok(s)) = SETUP.get() {
+            print_table(&s.discovery);
+            s.fx.stop()
+                .map_err(|e| format!("tearing down the kubectl suite's cluster: {e:#}"))?;
         }
-    }
-    conclusion.exit();
+        Ok(())
+    })
 }

@@ -13,6 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::runner::{Suite, Test};
+use crate::{Fixture, namespace, test_spec, trial_result, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::kwok::{
@@ -24,9 +26,8 @@ use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use serde_json::json;
-use suites::{Fixture, namespace, test_spec, trial_result, unique_name};
 
 /// The user kwok's client certificate names.
 const KWOK_USER: &str = "kwok-controller";
@@ -499,11 +500,11 @@ fn run_model(model: KubeletModel) -> Result<()> {
     stopped
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = KubeletModel::ALL
+/// The kubelet-model suite: each model on a cluster of its own.
+pub fn suite(_: &Arguments) -> Suite {
+    let tests = KubeletModel::ALL
         .into_iter()
-        .map(|m| Trial::test(m.name(), move || trial_result(run_model(m))))
+        .map(|m| Test::new(m.name(), move || trial_result(run_model(m))))
         .collect();
-    libtest_mimic::run(&args, trials).exit();
+    Suite::new("kubelet", tests)
 }

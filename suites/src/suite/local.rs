@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::runner::{Suite, Test};
+use crate::{Fixture, namespace, teardown, trial_result};
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::{Cluster, NodeSpec};
 use harness::k8s::jobset;
@@ -11,17 +13,16 @@ use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use serde_json::json;
-use suites::{Fixture, namespace, teardown, trial_result};
 
 const PREFIX: &str = "t-local";
 
-fn trial<F>(name: &str, body: F) -> Trial
+fn trial<F>(name: &str, body: F) -> Test
 where
-    F: FnOnce(&'static suites::Fixture) -> Result<()> + Send + 'static,
+    F: FnOnce(&'static crate::Fixture) -> Result<()> + Send + 'static,
 {
-    Trial::test(name, move || {
+    Test::new(name, move || {
         let fx = Fixture::shared(PREFIX)?;
         trial_result(body(fx))
     })
@@ -50,7 +51,7 @@ fn job_condition(j: &Job, kind: &str) -> bool {
 }
 
 /// A Job with parallelism 3 runs on kwok nodes and reaches Complete.
-fn job_with_parallelism_3_completes(fx: &'static suites::Fixture) -> Result<()> {
+fn job_with_parallelism_3_completes(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-job").await?;
         let jobs: Api<Job> = Api::namespaced(client.clone(), "t-job");
@@ -123,7 +124,7 @@ fn jobset_manifest(ns: &str, name: &str) -> serde_json::Value {
 
 /// A JobSet with two replicated Jobs reaches Completed, and the fields its
 /// mutating webhook defaults are present.
-fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Result<()> {
+fn jobset_completes_with_webhook_defaults(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-jobset").await?;
         let api: Api<DynamicObject> =
@@ -201,7 +202,7 @@ fn jobset_completes_with_webhook_defaults(fx: &'static suites::Fixture) -> Resul
 }
 
 /// An invalid JobSet is rejected by the validating webhook, with its message.
-fn invalid_jobset_is_rejected(fx: &'static suites::Fixture) -> Result<()> {
+fn invalid_jobset_is_rejected(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = namespace(&fx.cluster, "t-invalid").await?;
         let api: Api<DynamicObject> =
@@ -240,7 +241,7 @@ fn invalid_jobset_is_rejected(fx: &'static suites::Fixture) -> Result<()> {
 
 /// A Job owned by nobody is created by `admin`, its pods by the
 /// job-controller identity — read from the audit log.
-fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> Result<()> {
+fn job_pods_are_created_by_the_job_controller(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let ns = "t-audit";
         let client = namespace(&fx.cluster, ns).await?;
@@ -315,7 +316,7 @@ fn job_pods_are_created_by_the_job_controller(fx: &'static suites::Fixture) -> R
 
 /// The API server's and etcd's metrics endpoints answer with the series
 /// the benchmarks read.
-fn metrics_endpoints_answer(fx: &'static suites::Fixture) -> Result<()> {
+fn metrics_endpoints_answer(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let api = fx.cluster.apiserver_metrics().await?;
         ensure!(
@@ -341,7 +342,7 @@ fn metrics_endpoints_answer(fx: &'static suites::Fixture) -> Result<()> {
 }
 
 /// set_capacity adds nodes of the new size and removes surplus ones.
-fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
+fn capacity_can_grow_and_shrink(fx: &'static crate::Fixture) -> Result<()> {
     // Runs alone in spirit: it only adds nodes past the three the other
     // trials use, and removes exactly those again.
     fx.rt.block_on(async {
@@ -366,7 +367,7 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
             "kwok-node-4 cpu capacity"
         );
         fx.cluster
-            .set_capacity(&suites::test_spec("x").nodes)
+            .set_capacity(&crate::test_spec("x").nodes)
             .await?;
         let left = nodes
             .list(&ListParams::default().labels("type=kwok"))
@@ -381,7 +382,7 @@ fn capacity_can_grow_and_shrink(fx: &'static suites::Fixture) -> Result<()> {
 /// Every group/version the live API server serves is in the validator's
 /// table for its minor (the table is generated from source; this checks it
 /// against the real thing). CRD groups (jobset) are not Kubernetes'.
-fn served_api_versions_are_in_the_validation_table(fx: &'static suites::Fixture) -> Result<()> {
+fn served_api_versions_are_in_the_validation_table(fx: &'static crate::Fixture) -> Result<()> {
     fx.rt.block_on(async {
         let client = fx.cluster.client().await?;
         let facts =
@@ -416,7 +417,7 @@ fn served_api_versions_are_in_the_validation_table(fx: &'static suites::Fixture)
 /// across the cluster — shows up in the window's per (verb, resource,
 /// scope) latency table, slower than the single-object reads, judged
 /// against the cluster-scope LIST SLO (30 s).
-fn slow_lists_show_in_the_slo_table(fx: &'static suites::Fixture) -> Result<()> {
+fn slow_lists_show_in_the_slo_table(fx: &'static crate::Fixture) -> Result<()> {
     use futures::{StreamExt, TryStreamExt};
     use harness::metrics::Window;
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -483,7 +484,7 @@ fn slow_lists_show_in_the_slo_table(fx: &'static suites::Fixture) -> Result<()> 
 /// server's total concurrency (API Priority and Fairness' nominal seats)
 /// is its --max-requests-inflight + --max-mutating-requests-inflight,
 /// 3000 + 1000 tuned against 400 + 200 stock.
-fn tuned_profile_raises_the_api_servers_concurrency(fx: &'static suites::Fixture) -> Result<()> {
+fn tuned_profile_raises_the_api_servers_concurrency(fx: &'static crate::Fixture) -> Result<()> {
     let seats = |text: &str| -> f64 {
         harness::metrics::prom::parse(text)
             .iter()
@@ -492,7 +493,7 @@ fn tuned_profile_raises_the_api_servers_concurrency(fx: &'static suites::Fixture
             .sum()
     };
     let stock = fx.rt.block_on(fx.cluster.apiserver_metrics())?;
-    let mut spec = suites::test_spec(&suites::unique_name("t-tuned"));
+    let mut spec = crate::test_spec(&crate::unique_name("t-tuned"));
     spec.nodes.count = 1;
     spec.control_plane = harness::cluster::profile::ControlPlane::tuned();
     let tuned = Fixture::start(spec)?;
@@ -514,9 +515,9 @@ fn tuned_profile_raises_the_api_servers_concurrency(fx: &'static suites::Fixture
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = vec![
+/// The local-provider suite, on one shared cluster.
+pub fn suite(_: &Arguments) -> Suite {
+    let tests = vec![
         trial(
             "job_with_parallelism_3_completes",
             job_with_parallelism_3_completes,
@@ -548,10 +549,6 @@ fn main() {
             tuned_profile_raises_the_api_servers_concurrency,
         ),
     ];
-    let conclusion = libtest_mimic::run(&args, trials);
-    if let Err(e) = teardown() {
-        eprintln!("tearing down the shared cluster: {e:#}");
-        std::process::exit(101);
-    }
-    conclusion.exit();
+    Suite::new("local", tests)
+        .after(|| teardown(PREFIX).map_err(|e| format!("tearing down the shared cluster: {e:#}")))
 }

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use crate::runner::{Suite, Test};
+use crate::{Fixture, namespace, teardown, trial_result};
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::kwok_logs;
@@ -15,11 +17,12 @@ use harness::tools::{Component, Resolver};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 use serde_json::json;
-use suites::{Fixture, namespace, teardown, trial_result};
 
 const NS: &str = "t-logs";
+/// The shared cluster's prefix.
+const PREFIX: &str = "t-logs";
 
 fn kubectl_logs_of_a_job_come_from_kwok(fx: &'static Fixture) -> Result<()> {
     let kubectl = Resolver::from_env(K8sRelease::default_release(), Default::default())
@@ -128,16 +131,12 @@ fn kubectl_logs_of_a_job_come_from_kwok(fx: &'static Fixture) -> Result<()> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = vec![Trial::test("kubectl_logs_of_a_job_come_from_kwok", || {
-        let fx = Fixture::shared("t-logs")?;
+/// The pod-logs suite, on a shared cluster of its own.
+pub fn suite(_: &Arguments) -> Suite {
+    let tests = vec![Test::new("kubectl_logs_of_a_job_come_from_kwok", || {
+        let fx = Fixture::shared(PREFIX)?;
         trial_result(kubectl_logs_of_a_job_come_from_kwok(fx))
     })];
-    let conclusion = libtest_mimic::run(&args, trials);
-    if let Err(e) = teardown() {
-        eprintln!("tearing down the shared cluster: {e:#}");
-        std::process::exit(101);
-    }
-    conclusion.exit();
+    Suite::new("logs", tests)
+        .after(|| teardown(PREFIX).map_err(|e| format!("tearing down the shared cluster: {e:#}")))
 }

@@ -3,23 +3,25 @@
 //! the templates (what an instance should create) and from identities
 //! (who should create it), not from numbers typed in here.
 
+use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, compare, report};
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::Arguments;
+
 use std::sync::OnceLock;
 
 fn smoke() -> &'static std::result::Result<ThorResult, String> {
     static R: OnceLock<std::result::Result<ThorResult, String>> = OnceLock::new();
     R.get_or_init(|| {
-        let rt = suites::runtime().map_err(|e| format!("{e:#}"))?;
+        let rt = crate::runtime().map_err(|e| format!("{e:#}"))?;
         let opts = ThorBenchOptions {
-            scenario: suites::repo_root().join("suites/thor/smoke.yaml"),
+            scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
             modes: Some(vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang]),
             repeat: 1,
             bins: Default::default(),
-            cluster_prefix: suites::unique_name("t-thor"),
+            cluster_prefix: crate::unique_name("t-thor"),
             overrides: Vec::new(),
             out: None,
             scrape: false,
@@ -279,7 +281,7 @@ fn audit_reconciles_with_metrics() -> Result<()> {
 /// and only printed here, so a loaded CI runner cannot fail the suite.
 fn compares_with_the_stored_baseline() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let path = baseline::path_for(&suites::repo_root(), r);
+    let path = baseline::path_for(&crate::repo_root(), r);
     let base = baseline::load(&path)?;
     let mut verdicts = compare::compare(&base, r);
     ensure!(
@@ -422,35 +424,38 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let t = suites::trial;
-    let trials = vec![
-        t(
-            "smoke_pods_and_containers_match_the_templates",
-            pods_and_containers,
-        ),
-        t(
-            "smoke_thor_identity_and_controllers_create_what_they_should",
-            who_creates_what,
-        ),
-        t(
-            "smoke_audit_attribution_reconciles_with_metric_deltas",
-            audit_reconciles_with_metrics,
-        ),
-        t(
-            "smoke_thor_identity_costs_what_its_kubectl_calls_predict",
-            thor_identity_costs_what_its_calls_predict,
-        ),
-        t(
-            "smoke_compares_clean_with_the_stored_baseline",
-            compares_with_the_stored_baseline,
-        ),
-        t("smoke_reports_are_written", reports_are_written),
-        t(
-            "smoke_costs_cpu_and_memory_per_component_and_a_timeline",
-            costs_cpu_memory_and_a_timeline,
-        ),
-    ];
-    libtest_mimic::run(&args, trials).exit();
+/// The Thor smoke suite. Every test reads one benchmark run, which
+/// compares latencies with the stored baseline: quiet.
+pub fn suite(_: &Arguments) -> Suite {
+    let t = |name: &str, f: fn() -> Result<()>| Test::of(name, f).quiet();
+    Suite::new(
+        "thor",
+        vec![
+            t(
+                "smoke_pods_and_containers_match_the_templates",
+                pods_and_containers,
+            ),
+            t(
+                "smoke_thor_identity_and_controllers_create_what_they_should",
+                who_creates_what,
+            ),
+            t(
+                "smoke_audit_attribution_reconciles_with_metric_deltas",
+                audit_reconciles_with_metrics,
+            ),
+            t(
+                "smoke_thor_identity_costs_what_its_kubectl_calls_predict",
+                thor_identity_costs_what_its_calls_predict,
+            ),
+            t(
+                "smoke_compares_clean_with_the_stored_baseline",
+                compares_with_the_stored_baseline,
+            ),
+            t("smoke_reports_are_written", reports_are_written),
+            t(
+                "smoke_costs_cpu_and_memory_per_component_and_a_timeline",
+                costs_cpu_memory_and_a_timeline,
+            ),
+        ],
+    )
 }

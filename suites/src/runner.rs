@@ -1,0 +1,324 @@
+//! One way to run suites: each suite is a list of tests and what runs
+//! after its last one (stop its clusters, write its reports); one binary
+//! runs one suite (`cargo test -p suites --test gang`) or all of them at
+//! once (`tests/all.rs`, the one `cargo test --workspace` runs).
+//!
+//! Tests wait on clusters far more than they use this machine's cores
+//! (measured: 5–10 % of 2 cores while a suite runs), so the tests of every
+//! suite share [`TEST_THREADS`] slots (`--test-threads`,
+//! `$HARNESS_TEST_THREADS`), handed out in list order (`crate::slots`).
+//! A test that measures something the machine's load would change
+//! (latencies against a stored baseline, HPCC's polls that follow the
+//! cluster's pace) is `quiet`: it runs with no other test at once, and
+//! the quiet tests of every suite run first. Tests
+//! of one `serial` lane (one cluster measured at a time) run one after the
+//! other, without holding a slot while they wait.
+//!
+//! Trials are shown and filtered as `[suite] name`; a suite's `after`
+//! runs as soon as its last selected test is done, so its clusters stop
+//! while the other suites go on, and at the latest when the run ends. An
+//! `after` that fails fails the run (exit 101).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+use crate::slots::Slots;
+
+/// How many tests run at once unless told otherwise.
+pub const TEST_THREADS: usize = 8;
+
+type Body = Box<dyn FnOnce() -> Result<(), Failed> + Send>;
+type After = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// One test of a suite.
+pub struct Test {
+    name: String,
+    quiet: bool,
+    serial: Option<&'static str>,
+    ignored: bool,
+    body: Body,
+}
+
+impl Test {
+    pub fn new(
+        name: impl Into<String>,
+        body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+    ) -> Test {
+        Test {
+            name: name.into(),
+            quiet: false,
+            serial: None,
+            ignored: false,
+            body: Box::new(body),
+        }
+    }
+
+    /// A test whose body returns anyhow's Result.
+    pub fn of(name: &str, f: fn() -> anyhow::Result<()>) -> Test {
+        Test::new(name, move || crate::trial_result(f()))
+    }
+
+    /// Runs with no other test at once.
+    pub fn quiet(mut self) -> Test {
+        self.quiet = true;
+        self
+    }
+
+    /// Runs after the other tests of `lane` that come before it.
+    pub fn serial(mut self, lane: &'static str) -> Test {
+        self.serial = Some(lane);
+        self
+    }
+
+    pub fn ignored(mut self, ignored: bool) -> Test {
+        self.ignored = ignored;
+        self
+    }
+}
+
+/// A suite: its name (the trials' kind), its tests, and what runs after
+/// the last of them.
+pub struct Suite {
+    pub name: &'static str,
+    pub tests: Vec<Test>,
+    pub after: After,
+}
+
+impl Suite {
+    /// A suite with nothing to do after its tests.
+    pub fn new(name: &'static str, tests: Vec<Test>) -> Suite {
+        Suite {
+            name,
+            tests,
+            after: Box::new(|| Ok(())),
+        }
+    }
+
+    pub fn after(mut self, f: impl FnOnce() -> Result<(), String> + Send + 'static) -> Suite {
+        self.after = Box::new(f);
+        self
+    }
+}
+
+/// How a suite is made, from the run's arguments.
+pub type Build = fn(&Arguments) -> Suite;
+
+/// The run's arguments, and how many tests run at once: `--test-threads`,
+/// else `$HARNESS_TEST_THREADS`, else [`TEST_THREADS`]. A value that is
+/// not a positive number is a usage error (exit 2).
+fn arguments() -> (Arguments, usize) {
+    let args = Arguments::from_args();
+    let n = match args.test_threads {
+        Some(n) => Ok(n),
+        None => test_threads(std::env::var("HARNESS_TEST_THREADS").ok().as_deref()),
+    };
+    match n {
+        Ok(n) => (args, n),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// `HARNESS_TEST_THREADS`' value, or the default when unset.
+fn test_threads(var: Option<&str>) -> std::result::Result<usize, String> {
+    match var {
+        None => Ok(TEST_THREADS),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "HARNESS_TEST_THREADS={v:?}: expected how many trials run at once (1, 2, …)"
+            )),
+        },
+    }
+}
+
+/// The name libtest-mimic shows and filters: `[kind] name`.
+pub fn shown(kind: &str, name: &str) -> String {
+    format!("[{kind}] {name}")
+}
+
+/// Will libtest-mimic run this test with these arguments?
+pub fn will_run(args: &Arguments, kind: &str, name: &str, ignored: bool) -> bool {
+    if args.list {
+        return false;
+    }
+    let full = shown(kind, name);
+    let hit = |f: &str| {
+        if args.exact {
+            name == f || full == f
+        } else {
+            full.contains(f)
+        }
+    };
+    if args.skip.iter().any(|s| hit(s)) || !args.filter.as_deref().is_none_or(hit) {
+        return false;
+    }
+    if args.ignored {
+        ignored
+    } else {
+        args.include_ignored || !ignored
+    }
+}
+
+/// A suite's `after`, run once: by its last test or by the end of the run.
+struct Ending {
+    suite: &'static str,
+    left: AtomicUsize,
+    after: Mutex<Option<After>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Ending {
+    fn run(&self) {
+        let after = self.after.lock().ok().and_then(|mut a| a.take());
+        if let Some(after) = after
+            && let Err(e) = after()
+        {
+            eprintln!("error: after the {} suite: {e}", self.suite);
+            if let Ok(mut errors) = self.errors.lock() {
+                errors.push(format!("{}: {e}", self.suite));
+            }
+        }
+    }
+
+    fn one_done(&self) {
+        if self.left.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.run();
+        }
+    }
+}
+
+/// Run these suites' tests, their `after`s, and exit.
+pub fn main(builds: &[Build]) -> ! {
+    let (mut args, n) = arguments();
+    let slots = Arc::new(Slots::new(n));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
+    let mut trials = Vec::new();
+    let mut endings = Vec::new();
+    for build in builds {
+        let suite = build(&args);
+        let selected = suite
+            .tests
+            .iter()
+            .filter(|t| will_run(&args, suite.name, &t.name, t.ignored))
+            .count();
+        let ending = Arc::new(Ending {
+            suite: suite.name,
+            left: AtomicUsize::new(selected),
+            after: Mutex::new(Some(suite.after)),
+            errors: errors.clone(),
+        });
+        for t in suite.tests {
+            let counts = will_run(&args, suite.name, &t.name, t.ignored);
+            let lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
+            // Quiet tests go first, one after the other, before the others
+            // start: placed among them, each would wait for every running
+            // test to end.
+            let index = trials.len() + if t.quiet { 0 } else { 1 << 32 };
+            let (quiet, body) = (t.quiet, t.body);
+            let (ending, slots) = (ending.clone(), slots.clone());
+            trials.push(
+                Trial::test(t.name, move || {
+                    let outcome = {
+                        let _lane = lane
+                            .as_ref()
+                            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
+                        let _turn = slots.take(index, quiet);
+                        body()
+                    };
+                    if counts {
+                        ending.one_done();
+                    }
+                    outcome
+                })
+                .with_kind(suite.name)
+                .with_ignored_flag(t.ignored),
+            );
+        }
+        endings.push(ending);
+    }
+    // Every test waits in its own thread; the slots say how many run.
+    args.test_threads = Some(trials.len().max(1));
+    let conclusion = libtest_mimic::run(&args, trials);
+    for e in &endings {
+        e.run();
+    }
+    let failed = errors.lock().map(|e| !e.is_empty()).unwrap_or(true);
+    if failed {
+        std::process::exit(101);
+    }
+    conclusion.exit()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::{TEST_THREADS, shown, test_threads, will_run};
+    use libtest_mimic::Arguments;
+
+    fn args(argv: &[&str]) -> Arguments {
+        Arguments::from_iter(std::iter::once("all").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn filters_see_the_suite_as_kind() {
+        assert_eq!(shown("thor", "smoke"), "[thor] smoke");
+        assert!(will_run(&args(&[]), "thor", "smoke", false));
+        assert!(will_run(&args(&["[thor]"]), "thor", "smoke", false));
+        assert!(!will_run(&args(&["[gang]"]), "thor", "smoke", false));
+        assert!(will_run(&args(&["smo"]), "thor", "smoke", false));
+        assert!(!will_run(
+            &args(&["--skip", "thor"]),
+            "thor",
+            "smoke",
+            false
+        ));
+        assert!(will_run(
+            &args(&["--exact", "smoke"]),
+            "thor",
+            "smoke",
+            false
+        ));
+        assert!(will_run(
+            &args(&["--exact", "[thor] smoke"]),
+            "thor",
+            "smoke",
+            false
+        ));
+        assert!(!will_run(
+            &args(&["--exact", "smo"]),
+            "thor",
+            "smoke",
+            false
+        ));
+        assert!(!will_run(&args(&["--list"]), "thor", "smoke", false));
+    }
+
+    #[test]
+    fn ignored_tests_run_only_when_asked() {
+        assert!(!will_run(&args(&[]), "gang", "x", true));
+        assert!(will_run(&args(&["--ignored"]), "gang", "x", true));
+        assert!(!will_run(&args(&["--ignored"]), "gang", "y", false));
+        assert!(will_run(&args(&["--include-ignored"]), "gang", "x", true));
+    }
+
+    #[test]
+    fn test_threads_default_and_override() {
+        assert_eq!(test_threads(None), Ok(TEST_THREADS));
+        assert_eq!(test_threads(Some("6")), Ok(6));
+        assert_eq!(test_threads(Some(" 1 ")), Ok(1));
+    }
+
+    #[test]
+    fn test_threads_refuses_what_is_not_a_count() {
+        for bad in ["0", "-1", "four", ""] {
+            let e = test_threads(Some(bad)).unwrap_err();
+            assert!(e.contains("HARNESS_TEST_THREADS"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! How many tests run at once, and which goes next. Tests start in the
+//! run's list order (suites put their longest chains first): the first
+//! waiting test starts when a slot is free — or, when it is quiet, when
+//! no test runs at all; nothing starts while a quiet test runs or waits.
+
+use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+
+/// `n` tests at a time, first in the list first.
+pub struct Slots {
+    n: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+struct State {
+    running: usize,
+    quiet_running: bool,
+    /// Waiting tests by index: quiet or not.
+    waiting: BTreeMap<usize, bool>,
+    /// The order tests started in.
+    #[cfg(test)]
+    started: Vec<usize>,
+}
+
+/// A test's turn, given back when it drops.
+pub struct Turn<'a> {
+    slots: &'a Slots,
+    quiet: bool,
+}
+
+impl Slots {
+    pub fn new(n: usize) -> Slots {
+        Slots {
+            n: n.max(1),
+            state: Mutex::new(State {
+                running: 0,
+                quiet_running: false,
+                waiting: BTreeMap::new(),
+                #[cfg(test)]
+                started: Vec::new(),
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Wait for the turn of the `index`-th test of the run: alone when
+    /// `quiet`.
+    pub fn take(&self, index: usize, quiet: bool) -> Turn<'_> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.waiting.insert(index, quiet);
+        loop {
+            let first = s.waiting.keys().next() == Some(&index);
+            let room = if quiet {
+                s.running == 0
+            } else {
+                !s.quiet_running && s.running < self.n
+            };
+            if first && room {
+                break;
+            }
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.waiting.remove(&index);
+        #[cfg(test)]
+        s.started.push(index);
+        s.running += 1;
+        s.quiet_running = quiet;
+        drop(s);
+        // The next in line may go too.
+        self.changed.notify_all();
+        Turn { slots: self, quiet }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut s = self.slots.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.running -= 1;
+        if self.quiet {
+            s.quiet_running = false;
+        }
+        drop(s);
+        self.slots.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::slots::Slots;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Runs `quiet` flags as tests of 30 ms on their own threads, started
+    /// in reverse order, through `n` slots; returns the most at once, the
+    /// most at once during a quiet test, and the order they started in.
+    fn run(n: usize, quiet: &[bool]) -> (usize, usize, Vec<usize>) {
+        let slots = Arc::new(Slots::new(n));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let most_quiet = Arc::new(AtomicUsize::new(0));
+        // Hold every slot until all threads wait, so order is by index.
+        let gates: Vec<_> = (0..n)
+            .map(|k| slots.take(usize::MAX - n + k, false))
+            .collect();
+        let handles: Vec<_> = (n..n + quiet.len())
+            .rev()
+            .map(|i| {
+                let (slots, running, most, most_quiet) = (
+                    slots.clone(),
+                    running.clone(),
+                    most.clone(),
+                    most_quiet.clone(),
+                );
+                let q = quiet[i - n];
+                std::thread::spawn(move || {
+                    let _turn = slots.take(i, q);
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(30));
+                    if q {
+                        most_quiet.fetch_max(running.load(Ordering::SeqCst), Ordering::SeqCst);
+                    }
+                    running.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        while slots.state.lock().unwrap().waiting.len() < quiet.len() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(gates);
+        for h in handles {
+            h.join().unwrap();
+        }
+        let order: Vec<usize> = slots.state.lock().unwrap().started[n..]
+            .iter()
+            .map(|i| i - n)
+            .collect();
+        (
+            most.load(Ordering::SeqCst),
+            most_quiet.load(Ordering::SeqCst),
+            order,
+        )
+    }
+
+    #[test]
+    fn at_most_n_at_once_first_in_the_list_first() {
+        let (most, _, order) = run(3, &[false; 9]);
+        assert_eq!(most, 3);
+        assert_eq!(order, (0..9).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_quiet_test_runs_alone() {
+        let (most, most_quiet, order) = run(4, &[false, false, true, false, false, true, false]);
+        assert!(most >= 2, "others ran side by side: {most}");
+        assert_eq!(most_quiet, 1);
+        assert_eq!(order, (0..7).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn one_slot_runs_everything_in_list_order() {
+        let (most, _, order) = run(1, &[false, true, false, false]);
+        assert_eq!(most, 1);
+        assert_eq!(order, vec![0, 1, 2, 3]);
+    }
+}

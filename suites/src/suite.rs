@@ -1,0 +1,15 @@
+//! The suites that run on local clusters, each `pub fn suite(&Arguments)
+//! -> Suite` (see `crate::runner`); `tests/<name>.rs` runs one of them,
+//! `tests/all.rs` all of them at once. The declarative-case suites (gang,
+//! Kueue, batch) are `crate::case_suite` with their directory.
+
+pub mod batch;
+pub mod contention;
+pub mod existing;
+pub mod gang;
+pub mod kubectl;
+pub mod kubelet;
+pub mod kueue;
+pub mod local;
+pub mod logs;
+pub mod thor;

@@ -1,0 +1,25 @@
+//! Every suite that runs on local clusters, at once (`crate::runner`):
+//! what `cargo test --workspace` runs. The quiet tests (the Thor smoke,
+//! the existing-cluster smoke, the gang latency cases) run first, alone;
+//! then the rest, longest chains first: the existing-cluster and kubectl
+//! lanes, contention, the Kueue, batch and gang suites, the short ones.
+//! `cargo test -p suites --test all -- '[gang]'` runs one suite's trials;
+//! `tests/<suite>.rs` runs one suite alone. The ECL suite needs a kind
+//! cluster with HPCC and stays `tests/ecl.rs`.
+
+use suites::suite;
+
+fn main() {
+    suites::runner::main(&[
+        suite::thor::suite,
+        suite::existing::suite,
+        suite::kubectl::suite,
+        suite::contention::suite,
+        suite::kueue::suite,
+        suite::batch::suite,
+        suite::gang::suite,
+        suite::kubelet::suite,
+        suite::local::suite,
+        suite::logs::suite,
+    ])
+}
