@@ -149,16 +149,25 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
         .chain(src.ldflags.iter().map(|x| format!("-X {x}")))
         .collect::<Vec<_>>()
         .join(" ");
-    let args: [&OsStr; 7] = [
+    let tags = src.tags.join(",");
+    let mut args: Vec<&OsStr> = vec![
         "build".as_ref(),
         "-trimpath".as_ref(),
         "-ldflags".as_ref(),
         ldflags.as_ref(),
-        "-o".as_ref(),
-        tmp.as_os_str(),
-        src.package.as_ref(),
     ];
-    run_logged(&go, &tree, &args, &mut log, &step).map_err(|e| fail("running go build", e))?;
+    if !tags.is_empty() {
+        args.push("-tags".as_ref());
+        args.push(tags.as_ref());
+    }
+    args.push("-o".as_ref());
+    args.push(tmp.as_os_str());
+    args.push(src.package.as_ref());
+    if src.cgo {
+        crate::tools::cdeps::ensure_libseccomp(c.name())?;
+    }
+    let cgo = if src.cgo { "1" } else { "0" };
+    run_logged(&go, &tree, &args, cgo, &mut log, &step).map_err(|e| fail("running go build", e))?;
     fs::rename(&tmp, &target)
         .with_context(|| format!("moving the build to {}", target.display()))?;
     step.done("done");
@@ -232,7 +241,7 @@ fn prepare_tree(
     if let Err(e) = seed_go_sum(go, src, tree) {
         writeln!(log, "starting go.sum from {}'s own: {e:#}", src.module)?;
     }
-    run_logged(go, tree, &["mod".as_ref(), "tidy".as_ref()], log, step)?;
+    run_logged(go, tree, &["mod".as_ref(), "tidy".as_ref()], "0", log, step)?;
     fs::write(&marker, &tidied).with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
 }
@@ -290,7 +299,14 @@ pub fn staging_modules(gomod: &str) -> Vec<String> {
 
 /// Run a go command with its output appended to the build log, showing
 /// the latest line in the progress display. A non-zero exit is an error.
-fn run_logged(go: &Path, dir: &Path, args: &[&OsStr], log: &mut File, step: &Step) -> Result<()> {
+fn run_logged(
+    go: &Path,
+    dir: &Path,
+    args: &[&OsStr],
+    cgo: &str,
+    log: &mut File,
+    step: &Step,
+) -> Result<()> {
     let shown: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -299,7 +315,7 @@ fn run_logged(go: &Path, dir: &Path, args: &[&OsStr], log: &mut File, step: &Ste
     let reader = duct::cmd(go, args)
         .dir(dir)
         .env("GOTOOLCHAIN", "local")
-        .env("CGO_ENABLED", "0")
+        .env("CGO_ENABLED", cgo)
         .env("GOWORK", "off")
         .stdin_null()
         .stderr_to_stdout()

@@ -2,8 +2,10 @@
 //! land, and how to read each one's version back.
 
 use crate::k8s::K8sRelease;
+pub use crate::tools::go_source::GoSource;
 use crate::tools::versions::{
-    ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION, KUEUE_VERSION, KWOK_VERSION,
+    CNI_PLUGINS_VERSION, CONTAINERD_VERSION, ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION,
+    KUEUE_VERSION, KWOK_VERSION, RUNC_VERSION,
 };
 
 /// Where a local Kueue's visibility server finds its certificate, relative
@@ -27,29 +29,21 @@ pub enum Component {
     /// The kubectl HPCC's platform image ships (1.29.7), which the Thor
     /// driver forks like thoragent does; not part of any cluster.
     HpccKubectl,
-}
-
-/// How to build a component from Go modules: a wrapper module that requires
-/// `module@version` and builds `package` — an upstream command, or the
-/// wrapper's own `main_go` when the upstream module has no main package.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GoSource {
-    /// Build tree name, shared by components built from one module version
-    /// (the four Kubernetes commands share "k8s-1.37.1").
-    pub tree: String,
-    pub module: &'static str,
-    /// With the leading "v".
-    pub module_version: String,
-    pub package: String,
-    /// Whether the module's own go.mod replaces staging modules with local
-    /// paths (k8s.io/kubernetes): the wrapper must replace them with the
-    /// published staging versions.
-    pub staging_replaces: Option<String>,
-    pub ldflags: Vec<String>,
-    /// A main.go the harness writes into the wrapper module (then `package`
-    /// is "."): for commands whose main lives outside their module, such as
-    /// kubectl, whose `main` is in k8s.io/kubernetes/cmd/kubectl.
-    pub main_go: Option<String>,
+    // A real node (`up --real-node`, cluster/local/realnode.rs): the
+    // kubelet of the cluster's release, containerd with its runc shim and
+    // ctr (which imports the node's image), runc, the three CNI plugins
+    // containerd's CRI calls, and agnhost (Kubernetes' e2e test image
+    // program, k8s.io/kubernetes/test/images/agnhost), the one program in
+    // the node's image: the sandbox's pause and the containers' commands.
+    Kubelet,
+    Agnhost,
+    Containerd,
+    ContainerdShim,
+    Ctr,
+    Runc,
+    CniBridge,
+    CniHostLocal,
+    CniLoopback,
 }
 
 /// The wrapper main of `Component::HpccKubectl`: kubectl's root command
@@ -89,7 +83,7 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
 }
 
 impl Component {
-    pub const ALL: [Component; 9] = [
+    pub const ALL: [Component; 18] = [
         Component::Etcd,
         Component::KubeApiserver,
         Component::KubeControllerManager,
@@ -99,6 +93,27 @@ impl Component {
         Component::Jobset,
         Component::Kueue,
         Component::HpccKubectl,
+        Component::Kubelet,
+        Component::Agnhost,
+        Component::Containerd,
+        Component::ContainerdShim,
+        Component::Ctr,
+        Component::Runc,
+        Component::CniBridge,
+        Component::CniHostLocal,
+        Component::CniLoopback,
+    ];
+    /// What a real node needs (`up --real-node`).
+    pub const NODE: [Component; 9] = [
+        Component::Kubelet,
+        Component::Agnhost,
+        Component::Containerd,
+        Component::ContainerdShim,
+        Component::Ctr,
+        Component::Runc,
+        Component::CniBridge,
+        Component::CniHostLocal,
+        Component::CniLoopback,
     ];
     /// What every local cluster runs (and the kubectl users get with it);
     /// `up` resolves these, and Kueue when the cluster has it. HPCC's
@@ -125,6 +140,15 @@ impl Component {
             Component::Jobset => "jobset-controller",
             Component::Kueue => "kueue-controller",
             Component::HpccKubectl => "hpcc-kubectl",
+            Component::Kubelet => "kubelet",
+            Component::Agnhost => "agnhost",
+            Component::Containerd => "containerd",
+            Component::ContainerdShim => "containerd-shim-runc-v2",
+            Component::Ctr => "ctr",
+            Component::Runc => "runc",
+            Component::CniBridge => "bridge",
+            Component::CniHostLocal => "host-local",
+            Component::CniLoopback => "loopback",
         }
     }
 
@@ -157,6 +181,7 @@ impl Component {
                 | Component::KubeControllerManager
                 | Component::KubeScheduler
                 | Component::Kubectl
+                | Component::Kubelet
         )
     }
 
@@ -175,6 +200,13 @@ impl Component {
             Component::Jobset => JOBSET_VERSION.to_string(),
             Component::Kueue => KUEUE_VERSION.to_string(),
             Component::HpccKubectl => HPCC_KUBECTL_VERSION.to_string(),
+            Component::Containerd | Component::ContainerdShim | Component::Ctr => {
+                CONTAINERD_VERSION.to_string()
+            }
+            Component::Runc => RUNC_VERSION.to_string(),
+            Component::CniBridge | Component::CniHostLocal | Component::CniLoopback => {
+                CNI_PLUGINS_VERSION.to_string()
+            }
             _ => k8s.version.to_string(),
         }
     }
@@ -191,6 +223,8 @@ impl Component {
                 // etcd's version is a constant in go.etcd.io/etcd/api/v3.
                 ldflags: vec![],
                 main_go: None,
+                cgo: false,
+                tags: &[],
             },
             Component::Kwok => GoSource {
                 tree: format!("kwok-{v}"),
@@ -200,6 +234,8 @@ impl Component {
                 staging_replaces: None,
                 ldflags: vec![],
                 main_go: None,
+                cgo: false,
+                tags: &[],
             },
             Component::Jobset => GoSource {
                 tree: format!("jobset-{v}"),
@@ -209,6 +245,8 @@ impl Component {
                 staging_replaces: None,
                 ldflags: vec![format!("sigs.k8s.io/jobset/pkg/version.GitVersion=v{v}")],
                 main_go: None,
+                cgo: false,
+                tags: &[],
             },
             Component::Kueue => GoSource {
                 tree: format!("kueue-{v}"),
@@ -226,6 +264,8 @@ impl Component {
                     ),
                 ],
                 main_go: None,
+                cgo: false,
+                tags: &[],
             },
             // k8s.io/kubectl is published as v0.<minor>.<patch> for 1.<minor>.<patch>.
             Component::HpccKubectl => GoSource {
@@ -236,15 +276,29 @@ impl Component {
                 staging_replaces: None,
                 ldflags: k8s_version_ldflags(&v),
                 main_go: Some(KUBECTL_MAIN_GO.to_string()),
+                cgo: false,
+                tags: &[],
             },
+            Component::Containerd
+            | Component::ContainerdShim
+            | Component::Ctr
+            | Component::Runc
+            | Component::CniBridge
+            | Component::CniHostLocal
+            | Component::CniLoopback => crate::tools::node_sources::go_source(self.name(), &v),
             _ => GoSource {
                 tree: format!("k8s-{v}"),
                 module: "k8s.io/kubernetes",
                 module_version: format!("v{v}"),
-                package: format!("k8s.io/kubernetes/cmd/{}", self.name()),
+                package: match self {
+                    Component::Agnhost => "k8s.io/kubernetes/test/images/agnhost".into(),
+                    _ => format!("k8s.io/kubernetes/cmd/{}", self.name()),
+                },
                 staging_replaces: Some(k8s.staging_version()),
                 ldflags: k8s_version_ldflags(&v),
                 main_go: None,
+                cgo: false,
+                tags: &[],
             },
         }
     }
@@ -255,7 +309,18 @@ impl Component {
     pub fn version_args(self) -> Option<&'static [&'static str]> {
         match self {
             Component::Kubectl | Component::HpccKubectl => Some(&["version", "--client"]),
-            Component::Jobset | Component::Kueue => None,
+            // agnhost prints "app version development"; the others of a
+            // real node are read from their build information too.
+            Component::Jobset
+            | Component::Kueue
+            | Component::Agnhost
+            | Component::Containerd
+            | Component::ContainerdShim
+            | Component::Ctr
+            | Component::Runc
+            | Component::CniBridge
+            | Component::CniHostLocal
+            | Component::CniLoopback => None,
             _ => Some(&["--version"]),
         }
     }

@@ -151,6 +151,17 @@ pub fn cold_build_estimate(c: Component) -> Duration {
         Component::Jobset => 61,
         Component::Kueue => 151,
         Component::HpccKubectl => 53,
+        // A real node's (2026-11-24, this machine, after the Kubernetes
+        // builds, two builds at a time; not yet measured on a fresh one).
+        Component::Kubelet => 292,
+        Component::Agnhost => 30,
+        Component::Containerd => 134,
+        Component::ContainerdShim => 20,
+        Component::Ctr => 9,
+        Component::Runc => 16,
+        Component::CniBridge => 8,
+        Component::CniHostLocal => 2,
+        Component::CniLoopback => 1,
     };
     Duration::from_secs(s)
 }

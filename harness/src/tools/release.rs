@@ -95,6 +95,7 @@ pub fn artifact(
         | Component::KubeControllerManager
         | Component::KubeScheduler
         | Component::Kubectl
+        | Component::Kubelet
         | Component::HpccKubectl => {
             let dir = match base {
                 Some(b) => format!("{b}/kubernetes/v{v}"),
@@ -149,6 +150,21 @@ pub fn artifact(
         Component::Kueue => {
             Err("Kueue publishes its controller only as a container image, no binary".to_string())
         }
+        Component::Agnhost => {
+            Err("agnhost is published only as a container image, no binary".to_string())
+        }
+        // Their projects publish release tarballs with checksums; the
+        // harness does not fetch them yet and builds them instead.
+        Component::Containerd
+        | Component::ContainerdShim
+        | Component::Ctr
+        | Component::Runc
+        | Component::CniBridge
+        | Component::CniHostLocal
+        | Component::CniLoopback => Err(format!(
+            "no download source for {} yet (its release archive is not fetched by the harness)",
+            c.name()
+        )),
     }
 }
 

@@ -5,6 +5,12 @@
 pub const ETCD_VERSION: &str = "3.6.16";
 pub const KWOK_VERSION: &str = "0.8.0";
 pub const JOBSET_VERSION: &str = "0.12.0";
+/// A real node's container runtime (`up --real-node`): containerd with its
+/// runc shim and ctr, runc, and the CNI reference plugins, each built from
+/// its Go module (none has a download source here).
+pub const CONTAINERD_VERSION: &str = "2.4.2";
+pub const RUNC_VERSION: &str = "1.5.2";
+pub const CNI_PLUGINS_VERSION: &str = "1.9.1";
 
 /// The SHA-256 of kwok's release binaries (`kwok-linux-<arch>` on its
 /// GitHub release): kwok publishes no checksum file, so the download
