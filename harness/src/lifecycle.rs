@@ -37,7 +37,10 @@ pub async fn resolve_tools(
     bins: BTreeMap<Component, PathBuf>,
 ) -> Result<Tools> {
     let k8s = K8sRelease::parse(&spec.k8s_minor)?;
-    let extra: Vec<Component> = spec.kueue.iter().map(|_| Component::Kueue).collect();
+    let mut extra: Vec<Component> = spec.kueue.iter().map(|_| Component::Kueue).collect();
+    if spec.real_node {
+        extra.extend(Component::NODE);
+    }
     tokio::task::spawn_blocking(move || Resolver::from_env(k8s, bins).resolve_all(&extra))
         .await
         .context("tool resolution panicked")?
@@ -126,6 +129,16 @@ async fn finish_up(cluster: &mut LocalCluster, opts: &UpOptions, tools: &Tools) 
         cluster.check_processes()
     })
     .await?;
+    if opts.spec.real_node {
+        let real = format!(
+            "kubernetes.io/hostname={}",
+            crate::cluster::local::realnode::NODE_NAME
+        );
+        wait_nodes_ready_matching(&client, &real, 1, opts.timeout, || {
+            cluster.check_processes()
+        })
+        .await?;
+    }
     step.done("ready");
     Ok(())
 }

@@ -65,6 +65,12 @@ pub struct UpArgs {
     /// inflight; README "Control-plane profiles").
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
+    /// local: one real node (`real-node-0`) beside the fake ones — the
+    /// cluster's kubelet with containerd and runc, built from Go modules,
+    /// running real containers of a local image (agnhost; pods name it
+    /// with imagePullPolicy: Never). Needs root, and one per machine.
+    #[arg(long)]
+    pub real_node: bool,
     #[command(flatten)]
     pub kueue: KueueArgs,
     #[command(flatten)]
@@ -213,6 +219,11 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             "--kubelet: kind nodes run real kubelets; --kubelet is for --provider local",
         ));
     }
+    if args.real_node {
+        return Err(bad_input(
+            "--real-node: kind nodes are real nodes already; --real-node is for --provider local",
+        ));
+    }
     if args.control_plane != Profile::Default {
         return Err(bad_input(
             "--control-plane: the kind provider does not apply control-plane profiles (its components' flags come from the kind config's kubeadm patches); --control-plane is for --provider local",
@@ -314,6 +325,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
         kubelet: args.kubelet,
         control_plane: ControlPlane::of(args.control_plane),
         kueue: args.kueue.spec(),
+        real_node: args.real_node,
     };
     let opts = UpOptions {
         spec,

@@ -48,6 +48,11 @@ pub struct ClusterSpec {
     /// controller runs as one more process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kueue: Option<KueueSpec>,
+    /// One real node beside the kwok ones (`--real-node`): the cluster's
+    /// kubelet with containerd and runc, running real containers
+    /// (cluster/local/realnode).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub real_node: bool,
 }
 
 impl ClusterSpec {
@@ -63,6 +68,7 @@ impl ClusterSpec {
             kubelet: Default::default(),
             control_plane: Default::default(),
             kueue: None,
+            real_node: false,
         }
     }
 }

@@ -130,6 +130,7 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
         kueue: mode
             .needs_kueue()
             .then(crate::cluster::spec::KueueSpec::default),
+        real_node: false,
     }
 }
 

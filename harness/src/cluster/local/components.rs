@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::cluster::client::{client_from_kubeconfig, client_get, http_get};
 use crate::cluster::local::flags::{self, Gates};
 use crate::cluster::local::layout::{Layout, Ports};
+use crate::cluster::local::realnode::{self, Placement};
 #[cfg(test)]
 use crate::cluster::profile::STOCK;
 use crate::cluster::profile::Settings;
@@ -42,6 +43,8 @@ pub enum Health {
     },
     /// A plain HTTP GET on loopback answers 2xx.
     Http { url: String },
+    /// A unix socket accepts a connection (containerd's).
+    Socket { path: std::path::PathBuf },
 }
 
 /// When start-up waits for a component to be healthy.
@@ -73,6 +76,8 @@ pub struct ComponentDef {
     /// Run with this directory laid over /etc in a private mount
     /// namespace (Kueue reads a fixed path there; see kueue.rs).
     pub etc_overlay: Option<std::path::PathBuf>,
+    /// More environment (containerd finds its shim on PATH).
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// Every component of a local cluster, in start order (Kueue after JobSet
@@ -84,6 +89,7 @@ pub fn components(
     gates: &Gates,
     cp: &Settings,
     kueue: Option<&KueueSpec>,
+    real_node: Option<&Placement>,
 ) -> Vec<ComponentDef> {
     let with = |mut args: Vec<String>, more: Vec<String>| {
         args.extend(more);
@@ -104,6 +110,7 @@ pub fn components(
             timeout: Duration::from_secs(30),
             wait: Wait::Before,
             etc_overlay: None,
+            env: vec![],
         },
         ComponentDef {
             name: APISERVER,
@@ -116,6 +123,7 @@ pub fn components(
             timeout: Duration::from_secs(120),
             wait: Wait::Before,
             etc_overlay: None,
+            env: vec![],
         },
         ComponentDef {
             name: CONTROLLER_MANAGER,
@@ -128,6 +136,7 @@ pub fn components(
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
             etc_overlay: None,
+            env: vec![],
         },
         ComponentDef {
             name: SCHEDULER,
@@ -137,6 +146,7 @@ pub fn components(
             timeout: Duration::from_secs(60),
             wait: Wait::AfterAll,
             etc_overlay: None,
+            env: vec![],
         },
         ComponentDef {
             name: JOBSET,
@@ -148,6 +158,7 @@ pub fn components(
             timeout: Duration::from_secs(60),
             wait: Wait::Installed,
             etc_overlay: None,
+            env: vec![],
         },
     ];
     if kueue.is_some() {
@@ -161,6 +172,7 @@ pub fn components(
             timeout: Duration::from_secs(90),
             wait: Wait::StartAfterInstall,
             etc_overlay: Some(l.kueue_etc()),
+            env: vec![],
         });
     }
     list.push(ComponentDef {
@@ -173,7 +185,35 @@ pub fn components(
         timeout: Duration::from_secs(30),
         wait: Wait::AfterAll,
         etc_overlay: None,
+        env: vec![],
     });
+    if let Some(placement) = real_node {
+        let d = l.node();
+        let path = std::env::var("PATH").unwrap_or_default();
+        list.push(ComponentDef {
+            name: realnode::CONTAINERD,
+            binary: Component::Containerd,
+            args: vec![format!("--config={}", d.containerd_config().display())],
+            health: Health::Socket { path: d.socket() },
+            timeout: Duration::from_secs(30),
+            // The node's image is imported before the kubelet starts.
+            wait: Wait::Before,
+            etc_overlay: None,
+            env: vec![("PATH", format!("{}:{path}", d.bin().display()))],
+        });
+        list.push(ComponentDef {
+            name: realnode::KUBELET,
+            binary: Component::Kubelet,
+            args: realnode::kubelet_args(l, placement),
+            health: Health::Http {
+                url: format!("http://127.0.0.1:{}/healthz", ports.kubelet_healthz),
+            },
+            timeout: Duration::from_secs(60),
+            wait: Wait::AfterAll,
+            etc_overlay: None,
+            env: vec![],
+        });
+    }
     list
 }
 
@@ -199,6 +239,10 @@ impl Health {
                 }
             }
             Health::Http { url } => http_get(url).await,
+            Health::Socket { path } => tokio::net::UnixStream::connect(path)
+                .await
+                .map(|_| "accepts connections".to_string())
+                .with_context(|| format!("connecting to {}", path.display())),
         }
     }
 }
@@ -210,9 +254,9 @@ mod tests {
     #[test]
     fn start_order_waits_and_health_endpoints() {
         let l = Layout::new("/s");
-        let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+        let ports = Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
         let k8s = K8sRelease::default_release();
-        let c = components(k8s, &l, &ports, &Gates::default(), &STOCK, None);
+        let c = components(k8s, &l, &ports, &Gates::default(), &STOCK, None, None);
         let names: Vec<&str> = c.iter().map(|c| c.name).collect();
         assert_eq!(
             names,
@@ -241,6 +285,7 @@ mod tests {
             &Gates::default(),
             &STOCK,
             Some(&KueueSpec::default()),
+            None,
         );
         let names: Vec<&str> = k.iter().map(|c| c.name).collect();
         assert_eq!(

@@ -13,7 +13,7 @@ use crate::cluster::local::components::{
 };
 use crate::cluster::local::identity::{AUDIT_POLICY, IDENTITIES};
 use crate::cluster::local::layout::{Layout, Ports};
-use crate::cluster::local::{flags, kueue, kwok, kwok_logs};
+use crate::cluster::local::{flags, kueue, kwok, kwok_logs, realnode};
 use crate::cluster::spec::ClusterSpec;
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
@@ -27,11 +27,37 @@ fn write_pair(layout: &Layout, name: &str, pair: &CertPair) -> Result<()> {
     write_private(&layout.pki(&format!("{name}.key")), &pair.key_pem)
 }
 
+/// Make a new cluster's state directory and its subdirectories, mode 0700.
+pub fn make_dirs(l: &Layout) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true).mode(0o700);
+    for d in [
+        l.root.clone(),
+        l.root.join("pki"),
+        l.root.join("logs"),
+        l.root.join("kubeconfigs"),
+        l.jobset_cert_dir(),
+        l.kueue_cert_dir(),
+    ] {
+        builder
+            .create(&d)
+            .map_err(|e| crate::cluster::state::state_dir_error(&d, e))?;
+    }
+    std::fs::set_permissions(&l.root, std::fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
 /// Write a new cluster's state directory: the CA and every certificate,
 /// one kubeconfig per identity (and anonymous ones for the components'
 /// health ports), the audit policy, and the JobSet controller's and
 /// kwok's configuration.
-pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> {
+pub fn write_files(
+    l: &Layout,
+    spec: &ClusterSpec,
+    ports: &Ports,
+    real_node: Option<&realnode::Placement>,
+) -> Result<()> {
     let ca = Ca::generate(&spec.name)?;
     write_pair(l, "ca", &ca.pair)?;
     write_pair(
@@ -128,5 +154,43 @@ pub fn write_files(l: &Layout, spec: &ClusterSpec, ports: &Ports) -> Result<()> 
     .with_context(|| format!("writing {}", log.display()))?;
     let config = kwok::config(spec.kubelet)? + &kwok_logs::cluster_logs(&log);
     write_private(&l.kwok_config(), &config)?;
+    if let Some(placement) = real_node {
+        write_node_files(l, spec, ports, placement, &ca)?;
+    }
     Ok(())
+}
+
+/// A real node's configuration files, and the kubelet's serving
+/// certificate for the node's address (the API server reaches the kubelet
+/// there for logs and exec, verifying it against the cluster CA).
+fn write_node_files(
+    l: &Layout,
+    spec: &ClusterSpec,
+    ports: &Ports,
+    placement: &realnode::Placement,
+    ca: &Ca,
+) -> Result<()> {
+    use realnode::NODE_NAME;
+    let k8s = crate::k8s::K8sRelease::parse(&spec.k8s_minor)?;
+    let d = l.node();
+    std::fs::create_dir_all(d.cni_conf())
+        .with_context(|| format!("creating {}", d.cni_conf().display()))?;
+    write_pair(
+        l,
+        "kubelet-serving",
+        &ca.serving(NODE_NAME, &[&placement.node_ip, NODE_NAME])?,
+    )?;
+    let image = realnode::image::image_name(k8s.version);
+    write_private(
+        &d.containerd_config(),
+        &realnode::containerd_config(&d, &image),
+    )?;
+    write_private(
+        &d.cni_conf().join("10-harness.conflist"),
+        &realnode::cni_conflist(&d, &placement.pod_subnet),
+    )?;
+    write_private(
+        &d.kubelet_config(),
+        &realnode::kubelet_config(l, ports, &placement.pod_subnet),
+    )
 }

@@ -3,6 +3,7 @@
 //! policy that makes per-client attribution possible.
 
 use crate::cluster::local::components::{CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER};
+use crate::cluster::local::realnode::names::{KUBELET, NODE_USER};
 
 /// The audit policy applied to every cluster (our own file in manifests/).
 pub const AUDIT_POLICY: &str = include_str!("../../../../manifests/audit-policy.yaml");
@@ -22,6 +23,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     // HPCC's eclccserver launching compile Jobs; RBAC in
     // manifests/hpcc/rbac/eclccserver.yaml.
     ("eclccserver", "eclccserver", &[]),
+    // A real node's kubelet (`up --real-node`): the Node authorizer and
+    // NodeRestriction know it by this name and group.
+    (KUBELET, NODE_USER, &["system:nodes"]),
 ];
 
 /// The user the harness acts as (its kubeconfig is what `up` prints).

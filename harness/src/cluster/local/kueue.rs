@@ -180,7 +180,7 @@ mod tests {
     use super::*;
 
     fn ports() -> Ports {
-        Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+        Ports::from_list(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])
     }
 
     #[test]

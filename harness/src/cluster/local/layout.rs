@@ -100,10 +100,16 @@ pub struct Ports {
     pub kueue_metrics: u16,
     #[serde(default)]
     pub kueue_visibility: u16,
+    /// A real node's kubelet: its server and healthz (allocated on every
+    /// cluster; 0 in the state of clusters from before real nodes).
+    #[serde(default)]
+    pub kubelet: u16,
+    #[serde(default)]
+    pub kubelet_healthz: u16,
 }
 
 impl Ports {
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 15;
 
     pub fn from_list(p: &[u16]) -> Ports {
         assert_eq!(p.len(), Self::COUNT, "one port per endpoint");
@@ -121,6 +127,8 @@ impl Ports {
             kueue_health: p[10],
             kueue_metrics: p[11],
             kueue_visibility: p[12],
+            kubelet: p[13],
+            kubelet_healthz: p[14],
         }
     }
 

@@ -10,6 +10,7 @@ pub mod components;
 pub mod endpoints;
 pub mod files;
 pub mod flags;
+pub mod health;
 pub mod identity;
 pub mod kueue;
 pub mod kwok;
@@ -18,9 +19,9 @@ pub mod layout;
 pub mod nodes;
 pub mod ports;
 pub mod process;
+pub mod realnode;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::Mutex;
@@ -64,6 +65,9 @@ pub struct State {
     /// without it is incomplete, whatever runs.
     #[serde(default)]
     pub ready: bool,
+    /// Where the real node sits (`--real-node`), chosen at `up`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_node: Option<realnode::Placement>,
 }
 
 pub struct LocalCluster {
@@ -113,23 +117,13 @@ impl LocalCluster {
             }
         }
         let layout = Layout::new(&root);
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true).mode(0o700);
-        for d in [
-            root.clone(),
-            root.join("pki"),
-            root.join("logs"),
-            root.join("kubeconfigs"),
-            layout.jobset_cert_dir(),
-            layout.kueue_cert_dir(),
-        ] {
-            builder
-                .create(&d)
-                .map_err(|e| crate::cluster::state::state_dir_error(&d, e))?;
-        }
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))?;
+        files::make_dirs(&layout)?;
 
         let ports = Ports::from_list(&ports::free_ports(Ports::COUNT)?);
+        let real_node = match spec.real_node {
+            true => Some(realnode::place(&root)?),
+            false => None,
+        };
         let mut binaries = BTreeMap::new();
         for (c, r) in &tools.bins {
             binaries.insert(
@@ -150,6 +144,7 @@ impl LocalCluster {
                 .unwrap_or(0),
             binaries,
             ready: false,
+            real_node,
         };
         let cluster = LocalCluster {
             kubeconfig: layout.admin_kubeconfig(),
@@ -160,7 +155,12 @@ impl LocalCluster {
             lock: Some(lock),
         };
         cluster.save()?;
-        files::write_files(&cluster.layout, spec, &ports)?;
+        files::write_files(
+            &cluster.layout,
+            spec,
+            &ports,
+            cluster.state.real_node.as_ref(),
+        )?;
         Ok(cluster)
     }
 
@@ -171,6 +171,9 @@ impl LocalCluster {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.stop_processes();
+                if let Err(left) = self.clean_up_node() {
+                    tracing::warn!("{left:#}");
+                }
                 Err(e.context(format!(
                     "starting local cluster {:?} (logs kept in {}; `harness down --name {}` removes them)",
                     self.state.name,
@@ -188,9 +191,17 @@ impl LocalCluster {
             kueue::check_namespaces(dir)?;
         }
         for c in list.iter().filter(|c| c.wait != Wait::StartAfterInstall) {
+            if c.name == realnode::CONTAINERD {
+                realnode::lay_out(&self.layout, tools, &self.state.k8s_version)?;
+            }
             self.spawn_component(c, tools)?;
             if c.wait == Wait::Before {
                 self.wait_until(c).await?;
+            }
+            if c.name == realnode::CONTAINERD {
+                let step = crate::progress::Step::start("importing the real node's image");
+                realnode::import_image(&self.layout.node(), tools)?;
+                step.done("done");
             }
         }
         for c in list.iter().filter(|c| c.wait == Wait::AfterAll) {
@@ -213,10 +224,10 @@ impl LocalCluster {
     fn spawn_component(&mut self, c: &ComponentDef, tools: &Tools) -> Result<()> {
         let bin = tools.path(c.binary)?;
         match &c.etc_overlay {
-            None => self.spawn(c.name, bin, &c.args),
+            None => self.spawn(c.name, bin, &c.args, &c.env),
             Some(dir) => {
                 let (wrapper, argv) = kueue::in_etc_overlay(dir, bin, &c.args);
-                self.spawn(c.name, &wrapper, &argv)
+                self.spawn(c.name, &wrapper, &argv, &c.env)
             }
         }
     }
@@ -236,11 +247,18 @@ impl LocalCluster {
             &gates,
             &self.state.spec.control_plane.settings(),
             self.state.spec.kueue.as_ref(),
+            self.state.real_node.as_ref(),
         ))
     }
 
-    fn spawn(&mut self, name: &str, bin: &Path, args: &[String]) -> Result<()> {
-        let (p, child) = process::spawn(name, bin, args, &self.layout.log(name), &[])?;
+    fn spawn(
+        &mut self,
+        name: &str,
+        bin: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+    ) -> Result<()> {
+        let (p, child) = process::spawn(name, bin, args, &self.layout.log(name), env)?;
         self.state.procs.push(p);
         self.children
             .lock()
@@ -422,6 +440,14 @@ impl LocalCluster {
         }));
         killed
     }
+
+    /// What the real node left once its processes stopped (realnode::cleanup).
+    fn clean_up_node(&self) -> Result<()> {
+        match self.state.real_node {
+            Some(_) => realnode::cleanup::cleanup(&self.layout),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Cluster for LocalCluster {
@@ -511,47 +537,13 @@ impl Cluster for LocalCluster {
     async fn health(&self) -> Vec<ComponentHealth> {
         self.reap();
         let defs = self.components().unwrap_or_default();
-        let mut out = Vec::new();
-        // A start that died half-way: components never started, or `up`
-        // never got to its installs and readiness.
-        for name in self.missing_components() {
-            out.push(ComponentHealth {
-                component: name.to_string(),
-                pid: None,
-                running: false,
-                health: "never started (`up` did not finish)".into(),
-                healthy: false,
-            });
-        }
-        if !self.state.ready {
-            out.push(ComponentHealth {
-                component: "up".into(),
-                pid: None,
-                running: false,
-                health: "incomplete: `up` did not finish its installs and readiness checks".into(),
-                healthy: false,
-            });
-        }
-        for p in &self.state.procs {
-            let running = p.is_running();
-            let check: Result<String> = match defs.iter().find(|c| c.name == p.name) {
-                _ if !running => Err(anyhow::anyhow!("process has exited")),
-                Some(c) => c.health.check().await,
-                None => Ok("running".into()),
-            };
-            let (healthy, health) = match check {
-                Ok(body) => (true, body.trim().chars().take(60).collect()),
-                Err(e) => (false, format!("{e:#}").chars().take(200).collect()),
-            };
-            out.push(ComponentHealth {
-                component: p.name.clone(),
-                pid: Some(p.pid),
-                running,
-                health,
-                healthy,
-            });
-        }
-        out
+        health::report(
+            &defs,
+            &self.missing_components(),
+            self.state.ready,
+            &self.state.procs,
+        )
+        .await
     }
 
     fn down(self, keep: bool) -> Result<()> {
@@ -579,6 +571,8 @@ impl Cluster for LocalCluster {
                 self.state.name
             );
         }
+        // Mounts left under the state directory must go before it does.
+        self.clean_up_node()?;
         if !keep {
             std::fs::remove_dir_all(&self.layout.root)
                 .with_context(|| format!("removing {}", self.layout.display()))?;
