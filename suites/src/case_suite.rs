@@ -88,6 +88,7 @@ impl Group {
                 pods_ready_timeout_s: Some(KUEUE_PODS_READY_TIMEOUT_S),
                 block_admission: false,
             }),
+            real_node: false,
         }
     }
 

@@ -142,6 +142,7 @@ pub fn test_spec(name: &str) -> ClusterSpec {
         kubelet: Default::default(),
         control_plane: Default::default(),
         kueue: None,
+        real_node: false,
     }
 }
 

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::slots::Slots;
 
@@ -39,6 +39,9 @@ pub struct Test {
     quiet: bool,
     serial: Option<&'static str>,
     ignored: bool,
+    /// What this machine lacks for the test: shown as ignored with it,
+    /// never run.
+    lacks: Option<String>,
     body: Body,
 }
 
@@ -52,6 +55,7 @@ impl Test {
             quiet: false,
             serial: None,
             ignored: false,
+            lacks: None,
             body: Box::new(body),
         }
     }
@@ -75,6 +79,13 @@ impl Test {
 
     pub fn ignored(mut self, ignored: bool) -> Test {
         self.ignored = ignored;
+        self
+    }
+
+    /// With `Some(what)`, the test cannot run on this machine: it is
+    /// listed as ignored with `what` (libtest's ignore message), not run.
+    pub fn lacking(mut self, what: Option<String>) -> Test {
+        self.lacks = what;
         self
     }
 }
@@ -206,7 +217,7 @@ pub fn main(builds: &[Build]) -> ! {
         let selected = suite
             .tests
             .iter()
-            .filter(|t| will_run(&args, suite.name, &t.name, t.ignored))
+            .filter(|t| t.lacks.is_none() && will_run(&args, suite.name, &t.name, t.ignored))
             .count();
         let ending = Arc::new(Ending {
             suite: suite.name,
@@ -215,6 +226,13 @@ pub fn main(builds: &[Build]) -> ! {
             errors: errors.clone(),
         });
         for t in suite.tests {
+            if let Some(what) = t.lacks {
+                trials.push(
+                    Trial::ignorable_test(t.name, move || Ok(Completion::ignored_with(what)))
+                        .with_kind(suite.name),
+                );
+                continue;
+            }
             let counts = will_run(&args, suite.name, &t.name, t.ignored);
             let lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
             // Quiet tests go first, one after the other, before the others

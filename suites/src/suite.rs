@@ -12,4 +12,5 @@ pub mod kubelet;
 pub mod kueue;
 pub mod local;
 pub mod logs;
+pub mod realnode;
 pub mod thor;

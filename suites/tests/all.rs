@@ -2,7 +2,8 @@
 //! what `cargo test --workspace` runs. The quiet tests (the Thor smoke,
 //! the existing-cluster smoke, the gang latency cases) run first, alone;
 //! then the rest, longest chains first: the existing-cluster and kubectl
-//! lanes, contention, the Kueue, batch and gang suites, the short ones.
+//! lanes, contention, the Kueue, batch and gang suites, the short ones,
+//! the real node's lane.
 //! `cargo test -p suites --test all -- '[gang]'` runs one suite's trials;
 //! `tests/<suite>.rs` runs one suite alone. The ECL suite needs a kind
 //! cluster with HPCC and stays `tests/ecl.rs`.
@@ -21,5 +22,6 @@ fn main() {
         suite::kubelet::suite,
         suite::local::suite,
         suite::logs::suite,
+        suite::realnode::suite,
     ])
 }
