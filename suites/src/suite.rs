@@ -9,6 +9,7 @@ pub mod existing;
 pub mod gang;
 pub mod kubectl;
 pub mod kubelet;
+pub mod kubelet_real;
 pub mod kueue;
 pub mod local;
 pub mod logs;

@@ -29,12 +29,21 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use libtest_mimic::Arguments;
 use serde_json::json;
 
-/// The user kwok's client certificate names.
-const KWOK_USER: &str = "kwok-controller";
-/// kwok's event recorder's source component.
-const KWOK_SOURCE: &str = "kwok_controller";
-const PODS: usize = 3;
-const CONTAINERS: u32 = 2;
+/// Who reports pods' lives: the user the audit log names and the source
+/// component of the Events it records.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reporter {
+    pub user: &'static str,
+    pub source: &'static str,
+}
+
+/// kwok: its client certificate's user, its event recorder's component.
+const KWOK: Reporter = Reporter {
+    user: "kwok-controller",
+    source: "kwok_controller",
+};
+pub(crate) const PODS: usize = 3;
+pub(crate) const CONTAINERS: u32 = 2;
 
 /// A Job of PODS pods of a main container and a sidecar (`postrun`, as
 /// HPCC's), timed for `end`.
@@ -103,7 +112,12 @@ fn job_complete(j: &Job) -> bool {
 }
 
 /// Where the Job's pods must be before the Job is deleted.
-async fn wait_for(client: &kube::Client, ns: &str, name: &str, end: PodEnd) -> Result<()> {
+pub(crate) async fn wait_for(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    end: PodEnd,
+) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
     let sel = format!("job-name={name}");
@@ -140,10 +154,11 @@ async fn wait_for(client: &kube::Client, ns: &str, name: &str, end: PodEnd) -> R
     .await
 }
 
-/// kwok's requests per pod in `ns` since audit offset `from`, with any
-/// other request kwok made there.
+/// `who`'s requests per pod in `ns` since audit offset `from`, with any
+/// other request it made there.
 fn audited_calls(
     fx: &Fixture,
+    who: Reporter,
     ns: &str,
     from: u64,
 ) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
@@ -152,7 +167,7 @@ fn audited_calls(
     let mut per_pod: BTreeMap<String, PodCalls> = BTreeMap::new();
     let mut other = Vec::new();
     for e in events {
-        if e.user.username != KWOK_USER || e.stage != "ResponseComplete" {
+        if e.user.username != who.user || e.stage != "ResponseComplete" {
             continue;
         }
         let Some(o) = e.object_ref.as_ref().filter(|o| o.namespace == ns) else {
@@ -163,28 +178,35 @@ fn audited_calls(
         }
         // Recorder events are named <pod>.<timestamp>.
         let pod = o.name.split('.').next().unwrap_or_default().to_string();
-        let calls = per_pod.entry(pod).or_default();
         match (e.verb.as_str(), o.resource.as_str(), o.subresource.as_str()) {
-            ("patch", "pods", "status") => calls.status_patches += 1,
-            ("delete", "pods", "") => calls.deletes += 1,
+            ("patch", "pods", "status") => per_pod.entry(pod).or_default().status_patches += 1,
+            ("delete", "pods", "") => per_pod.entry(pod).or_default().deletes += 1,
             // By reason once the Event objects are read.
-            ("create", "events", "") => *calls.events.entry("POST".into()).or_default() += 1,
+            ("create", "events", "") => {
+                *per_pod
+                    .entry(pod)
+                    .or_default()
+                    .events
+                    .entry("POST".into())
+                    .or_default() += 1
+            }
             _ => other.push(format!("{} {}", e.key(), o.name)),
         }
     }
     Ok((per_pod, other))
 }
 
-/// Event reasons kwok recorded per pod, from the Event objects (an event
+/// Event reasons `who` recorded per pod, from the Event objects (an event
 /// the recorder's correlator repeated has count > 1).
 async fn event_reasons(
     client: &kube::Client,
+    who: Reporter,
     ns: &str,
 ) -> Result<BTreeMap<String, BTreeMap<String, u32>>> {
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let mut out: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
     for e in events.list(&ListParams::default()).await?.items {
-        if e.source.as_ref().and_then(|s| s.component.as_deref()) != Some(KWOK_SOURCE) {
+        if e.source.as_ref().and_then(|s| s.component.as_deref()) != Some(who.source) {
             continue;
         }
         let pod = e.involved_object.name.clone().unwrap_or_default();
@@ -197,14 +219,15 @@ async fn event_reasons(
 
 /// The per-pod calls: audit counts with the POSTs split by reason; checked
 /// against each other.
-async fn measure(
+pub(crate) async fn measure(
     fx: &Fixture,
     client: &kube::Client,
+    who: Reporter,
     ns: &str,
     from: u64,
 ) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
-    let (mut per_pod, other) = audited_calls(fx, ns, from)?;
-    let reasons = event_reasons(client, ns).await?;
+    let (mut per_pod, other) = audited_calls(fx, who, ns, from)?;
+    let reasons = event_reasons(client, who, ns).await?;
     for (pod, calls) in per_pod.iter_mut() {
         let posts = calls.events.remove("POST").unwrap_or(0);
         let by_reason = reasons.get(pod).cloned().unwrap_or_default();
@@ -220,7 +243,11 @@ async fn measure(
     Ok((per_pod, other))
 }
 
-fn table(model: KubeletModel, end: PodEnd, per_pod: &BTreeMap<String, PodCalls>) -> String {
+pub(crate) fn table(
+    model: impl std::fmt::Display,
+    end: PodEnd,
+    per_pod: &BTreeMap<String, PodCalls>,
+) -> String {
     let mut s = format!(
         "{model}, {}:\n  {:<24} {:>13} {:>6} {:>7} {:>7} {:>7} {:>6}\n",
         end.name(),
@@ -286,7 +313,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     )
     .every(Duration::from_millis(500))
     .until_state(|| async {
-        let (per_pod, other) = measure(fx, &client, &ns, from).await?;
+        let (per_pod, other) = measure(fx, &client, KWOK, &ns, from).await?;
         let t = table(model, end, &per_pod);
         Ok(if matches(&per_pod) && other.is_empty() {
             Ok(per_pod)
@@ -298,7 +325,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (per_pod, other) = measure(fx, &client, &ns, from).await?;
+    let (per_pod, other) = measure(fx, &client, KWOK, &ns, from).await?;
     println!("{}", table(model, end, &per_pod));
     settled?;
     ensure!(

@@ -277,6 +277,14 @@ fn down_leaves_no_container_mount_or_interface() -> Result<()> {
     Ok(())
 }
 
+/// kwok's kubelet-like model against the real kubelet (kubelet_real.rs).
+fn the_kubelet_like_model_against_the_real_kubelet() -> Result<()> {
+    let rc = RealCluster::start("t-real-model")?;
+    crate::suite::kubelet_real::model_against_the_real_kubelet(rc.fx())?;
+    rc.stop()?;
+    Ok(())
+}
+
 /// What this machine lacks to run a real node: root (containerd and runc
 /// mount, make namespaces and cgroups; `up --real-node` refuses without).
 fn lacks() -> Option<String> {
@@ -293,6 +301,12 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "jobs_run_real_containers_and_the_kubelet_reports_them",
                 jobs_run_real_containers_and_the_kubelet_reports_them,
+            )
+            .serial(LANE)
+            .lacking(lacks()),
+            Test::of(
+                "the_kubelet_like_model_against_the_real_kubelet",
+                the_kubelet_like_model_against_the_real_kubelet,
             )
             .serial(LANE)
             .lacking(lacks()),

@@ -1,0 +1,197 @@
+//! kwok's kubelet-like model against the real thing: the kubelet suite's
+//! three pod lives (2 containers, the second a sidecar: completes,
+//! deleted while running, deleted while only the sidecar runs) played by
+//! real containers on a real node (`up --real-node`), the kubelet's
+//! requests per pod counted from the audit log as the kubelet suite counts
+//! kwok's — PATCH pods/status, POST events by reason, DELETE pods — with
+//! everything else it sent for those pods. Printed beside the model's
+//! table (`kwok::expected_calls`); what must hold is checked in
+//! `compare`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use harness::cluster::Cluster;
+use harness::cluster::local::kwok::{PodCalls, PodEnd, expected_calls};
+use harness::cluster::local::realnode::{self, NODE_NAME, NODE_USER};
+use harness::cluster::spec::KubeletModel;
+use harness::poll::Poll;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+
+use crate::suite::kubelet::{CONTAINERS, PODS, Reporter, measure, table, wait_for};
+use crate::{Fixture, namespace};
+
+/// The real kubelet: its node identity, its event recorder's component.
+const KUBELET: Reporter = Reporter {
+    user: NODE_USER,
+    source: "kubelet",
+};
+
+/// agnhost's arguments for a container that runs `secs` then exits 0
+/// (logs-generator writes one line over that time), or until stopped.
+fn runs(secs: Option<u32>) -> serde_json::Value {
+    match secs {
+        Some(s) => json!([
+            "logs-generator",
+            "--log-lines-total=1",
+            format!("--run-duration={s}s")
+        ]),
+        None => json!(["pause"]),
+    }
+}
+
+/// The kubelet suite's Job for `end` (kubelet.rs `job`), of real
+/// containers on the real node.
+fn job(name: &str, end: PodEnd, image: &str) -> Result<Job> {
+    let (main, postrun) = match end {
+        PodEnd::Completes => (Some(2), Some(4)),
+        PodEnd::DeletedRunning => (None, None),
+        PodEnd::DeletedSidecarRunning => (Some(1), None),
+    };
+    let container = |name: &str, args| {
+        json!({"name": name, "image": image, "imagePullPolicy": "Never", "args": args,
+               "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}})
+    };
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": PODS,
+            "completions": PODS,
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
+                "terminationGracePeriodSeconds": 5,
+                "containers": [container("main", runs(main)), container("postrun", runs(postrun))],
+            }},
+        },
+    }))?)
+}
+
+/// The real kubelet's requests per pod for one life, and the others it
+/// made in the namespace (by verb and resource).
+async fn life(
+    fx: &Fixture,
+    end: PodEnd,
+    image: &str,
+) -> Result<(BTreeMap<String, PodCalls>, BTreeMap<String, u32>)> {
+    let ns = format!("r-{}", end.name());
+    let client = namespace(&fx.cluster, &ns).await?;
+    let from = fx.cluster.audit_end()?;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    jobs.create(&PostParams::default(), &job("pair", end, image)?)
+        .await?;
+    wait_for(&client, &ns, "pair", end).await?;
+    jobs.delete("pair", &DeleteParams::background()).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    Poll::new(format!("the pods of {ns} gone"), Duration::from_secs(90))
+        .until(|| async {
+            Ok(pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .is_empty()
+                .then_some(()))
+        })
+        .await?;
+    // The kubelet's last status writes and events follow the deletion.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (per_pod, other) = measure(fx, &client, KUBELET, &ns, from).await?;
+    let mut others: BTreeMap<String, u32> = BTreeMap::new();
+    for o in other {
+        let key = o
+            .rsplit_once(' ')
+            .map_or(o.as_str(), |(k, _)| k)
+            .to_string();
+        *others.entry(key).or_default() += 1;
+    }
+    Ok((per_pod, others))
+}
+
+/// What must hold between the model and the kubelet, per pod: the same
+/// events by reason (the model's events are the kubelet's), and no fewer
+/// status writes in the kubelet than the model makes (the model must not
+/// charge the control plane more than a real node). Of the kubelet's
+/// other requests: a GET of the pod before each status write (the status
+/// manager's syncPod reads the pod, then patches it;
+/// pkg/kubelet/status/status_manager.go) and one service-account token per
+/// pod (its projected token volume), neither of which kwok's Stages can
+/// make.
+fn compare(
+    end: PodEnd,
+    per_pod: &BTreeMap<String, PodCalls>,
+    others: &BTreeMap<String, u32>,
+) -> Result<()> {
+    let model = expected_calls(KubeletModel::KubeletLike, CONTAINERS, true, end).fewest;
+    ensure!(
+        per_pod.len() == PODS,
+        "{} pods measured, want {PODS}: {per_pod:?}",
+        per_pod.len()
+    );
+    let patches: u32 = per_pod.values().map(|c| c.status_patches).sum();
+    let gets = others.get("get pods").copied().unwrap_or(0);
+    ensure!(
+        gets >= patches,
+        "{}: {gets} GETs of the pods for {patches} status writes",
+        end.name()
+    );
+    let tokens = others
+        .get("create serviceaccounts/token")
+        .copied()
+        .unwrap_or(0);
+    ensure!(
+        tokens as usize == PODS,
+        "{}: {tokens} token requests for {PODS} pods",
+        end.name()
+    );
+    for (pod, c) in per_pod {
+        ensure!(
+            c.events == model.events,
+            "{}: pod {pod}: the kubelet's events {:?}, the model's {:?}",
+            end.name(),
+            c.events,
+            model.events
+        );
+        ensure!(
+            c.status_patches >= model.status_patches,
+            "{}: pod {pod}: the kubelet wrote its status {} times, the model {}",
+            end.name(),
+            c.status_patches,
+            model.status_patches
+        );
+    }
+    Ok(())
+}
+
+/// The three lives on one real-node cluster; every table printed before
+/// any check fails.
+pub fn model_against_the_real_kubelet(fx: &Fixture) -> Result<()> {
+    let image = realnode::image::image_name(&fx.cluster.state.k8s_version);
+    let mut measured = vec![];
+    for end in PodEnd::ALL {
+        let got = fx
+            .rt
+            .block_on(life(fx, end, &image))
+            .with_context(|| format!("real kubelet: {}", end.name()))?;
+        let model = expected_calls(KubeletModel::KubeletLike, CONTAINERS, true, end);
+        println!(
+            "{}  model (kubelet-like) per pod: {:?}\n  the kubelet's other requests for {PODS} pods: {:?}",
+            table(
+                format!("real kubelet {}", fx.cluster.state.k8s_version),
+                end,
+                &got.0
+            ),
+            model.cells(),
+            got.1
+        );
+        measured.push((end, got));
+    }
+    for (end, (per_pod, others)) in &measured {
+        compare(*end, per_pod, others)?;
+    }
+    Ok(())
+}
