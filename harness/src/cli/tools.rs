@@ -344,10 +344,12 @@ fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
             (Way::Build, None) => "≈ minutes".to_string(),
             (Way::Missing, _) => "-".to_string(),
         };
-        let role = if c.needed_for_local {
-            ""
-        } else {
-            " (Thor bench only)"
+        let role = match Component::from_name(&c.binary) {
+            _ if c.needed_for_local => "",
+            Some(Component::Kueue) => " (up --kueue, Thor's jobset-kueue mode)",
+            Some(Component::HpccKubectl) => " (Thor bench only)",
+            Some(n) if Component::NODE.contains(&n) => " (up --real-node)",
+            _ => "",
         };
         println!(
             "{:<24} {:<8} {:<9} {:>12}  {}{role}",
