@@ -344,7 +344,7 @@ fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
             (Way::Build, None) => "≈ minutes".to_string(),
             (Way::Missing, _) => "-".to_string(),
         };
-        let role = match Component::from_name(&c.binary) {
+        let role = match Component::from_name(c.binary) {
             _ if c.needed_for_local => "",
             Some(Component::Kueue) => " (up --kueue, Thor's jobset-kueue mode)",
             Some(Component::HpccKubectl) => " (Thor bench only)",

@@ -53,6 +53,7 @@ macro_rules! kubelet_like {
 /// embedded at build time.
 pub const KUBELET_LIKE_STAGES: &[(&str, &str)] = kubelet_like![
     "pod-accept.yaml",
+    "pod-sandbox.yaml",
     "pod-start.yaml",
     "pod-main-exit.yaml",
     "pod-sidecar-exit.yaml",
@@ -348,8 +349,9 @@ fn kubelet_like_calls(containers: u32, sidecar: bool, end: PodEnd) -> PodCalls {
     let mut calls = no_calls();
     let sidecar = sidecar && containers > 1;
     let with_events = containers.min(MAX_CONTAINERS_WITH_EVENTS);
-    // pod-accept; pod-start-N with Pulled, Created, Started each.
-    calls.status_patches = 2;
+    // pod-accept, pod-sandbox; pod-start-N with Pulled, Created, Started
+    // each.
+    calls.status_patches = 3;
     for r in ["Pulled", "Created", "Started"] {
         calls.events.insert(r.to_string(), with_events);
     }
@@ -474,6 +476,7 @@ mod tests {
         };
         let mut p = vec![
             "pod-accept".to_string(),
+            "pod-sandbox".to_string(),
             format!("pod-start-{}", count(containers)),
         ];
         let rest: Vec<String> = match (end, sidecar && containers > 1) {
@@ -562,9 +565,10 @@ mod tests {
                 "{end:?}: {min:?} vs {like:?}"
             );
         }
-        // The research note's count for a completed 2-container pod.
+        // A completed 2-container pod: the research note's count and the
+        // sandbox update a real kubelet 1.37.1 made (kubelet_real.rs).
         let like = expected_calls(KubeletModel::KubeletLike, 2, true, PodEnd::Completes);
-        assert_eq!(like.cells(), ["5", "2", "2", "2", "0", "0"]);
+        assert_eq!(like.cells(), ["6", "2", "2", "2", "0", "0"]);
         let mut more = like.fewest.clone();
         more.status_patches += 1;
         assert!(!like.contains(&more));
