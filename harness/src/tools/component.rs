@@ -174,6 +174,21 @@ impl Component {
         )
     }
 
+    /// A real node's runtime, built from containerd's, runc's and the
+    /// CNI plugins' modules (tools/node_sources.rs).
+    pub fn is_node_runtime(self) -> bool {
+        matches!(
+            self,
+            Component::Containerd
+                | Component::ContainerdShim
+                | Component::Ctr
+                | Component::Runc
+                | Component::CniBridge
+                | Component::CniHostLocal
+                | Component::CniLoopback
+        )
+    }
+
     pub fn is_kubernetes(self) -> bool {
         matches!(
             self,
@@ -279,13 +294,7 @@ impl Component {
                 cgo: false,
                 tags: &[],
             },
-            Component::Containerd
-            | Component::ContainerdShim
-            | Component::Ctr
-            | Component::Runc
-            | Component::CniBridge
-            | Component::CniHostLocal
-            | Component::CniLoopback => crate::tools::node_sources::go_source(self.name(), &v),
+            c if c.is_node_runtime() => crate::tools::node_sources::go_source(self.name(), &v),
             _ => GoSource {
                 tree: format!("k8s-{v}"),
                 module: "k8s.io/kubernetes",
@@ -311,16 +320,8 @@ impl Component {
             Component::Kubectl | Component::HpccKubectl => Some(&["version", "--client"]),
             // agnhost prints "app version development"; the others of a
             // real node are read from their build information too.
-            Component::Jobset
-            | Component::Kueue
-            | Component::Agnhost
-            | Component::Containerd
-            | Component::ContainerdShim
-            | Component::Ctr
-            | Component::Runc
-            | Component::CniBridge
-            | Component::CniHostLocal
-            | Component::CniLoopback => None,
+            Component::Jobset | Component::Kueue | Component::Agnhost => None,
+            c if c.is_node_runtime() => None,
             _ => Some(&["--version"]),
         }
     }

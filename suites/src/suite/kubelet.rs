@@ -154,6 +154,21 @@ pub(crate) async fn wait_for(
     .await
 }
 
+/// Wait until `ns` has no pod left.
+pub(crate) async fn pods_gone(client: &kube::Client, ns: &str) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    Poll::new(format!("the pods of {ns} gone"), Duration::from_secs(90))
+        .until(|| async {
+            Ok(pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .is_empty()
+                .then_some(()))
+        })
+        .await
+}
+
 /// `who`'s requests per pod in `ns` since audit offset `from`, with any
 /// other request it made there.
 fn audited_calls(
@@ -284,23 +299,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
         .await?;
     wait_for(&client, &ns, name, end).await?;
     jobs.delete(name, &DeleteParams::background()).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    Poll::new(
-        format!("the pods of {ns}/{name} gone"),
-        Duration::from_secs(90),
-    )
-    .until(|| {
-        let pods = pods.clone();
-        async move {
-            Ok(pods
-                .list(&ListParams::default())
-                .await?
-                .items
-                .is_empty()
-                .then_some(()))
-        }
-    })
-    .await?;
+    pods_gone(&client, &ns).await?;
     let want = expected_calls(model, CONTAINERS, true, end);
     // Events are sent by kwok's recorder after the fact: wait until the
     // counts are what the table says, then make sure nothing more arrives.

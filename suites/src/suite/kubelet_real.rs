@@ -16,13 +16,11 @@ use harness::cluster::Cluster;
 use harness::cluster::local::kwok::{PodCalls, PodEnd, expected_calls};
 use harness::cluster::local::realnode::{self, NODE_NAME, NODE_USER};
 use harness::cluster::spec::KubeletModel;
-use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
-use crate::suite::kubelet::{CONTAINERS, PODS, Reporter, measure, table, wait_for};
+use crate::suite::kubelet::{CONTAINERS, PODS, Reporter, measure, pods_gone, table, wait_for};
 use crate::{Fixture, namespace};
 
 /// The real kubelet: its node identity, its event recorder's component.
@@ -87,17 +85,7 @@ async fn life(
         .await?;
     wait_for(&client, &ns, "pair", end).await?;
     jobs.delete("pair", &DeleteParams::background()).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    Poll::new(format!("the pods of {ns} gone"), Duration::from_secs(90))
-        .until(|| async {
-            Ok(pods
-                .list(&ListParams::default())
-                .await?
-                .items
-                .is_empty()
-                .then_some(()))
-        })
-        .await?;
+    pods_gone(&client, &ns).await?;
     // The kubelet's last status writes and events follow the deletion.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (per_pod, other) = measure(fx, &client, KUBELET, &ns, from).await?;
