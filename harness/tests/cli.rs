@@ -327,7 +327,16 @@ fn tools_list_reports_every_binary() {
             "kwok",
             "jobset-controller",
             "kueue-controller",
-            "hpcc-kubectl"
+            "hpcc-kubectl",
+            "kubelet",
+            "agnhost",
+            "containerd",
+            "containerd-shim-runc-v2",
+            "ctr",
+            "runc",
+            "bridge",
+            "host-local",
+            "loopback"
         ]
     );
 }
