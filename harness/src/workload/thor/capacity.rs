@@ -138,18 +138,7 @@ pub fn pods_cpu_milli(docs: &[Value]) -> u64 {
 
 /// Every container of a Job's or a JobSet's pod templates.
 fn for_each_container(doc: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    let templates: Vec<&mut Value> = match doc["kind"].as_str() {
-        Some("Job") => vec![&mut doc["spec"]["template"]],
-        Some("JobSet") => match doc["spec"]["replicatedJobs"].as_array_mut() {
-            Some(rjs) => rjs
-                .iter_mut()
-                .map(|rj| &mut rj["template"]["spec"]["template"])
-                .collect(),
-            None => vec![],
-        },
-        _ => vec![],
-    };
-    for t in templates {
+    for t in crate::workload::thor::template::pod_templates_mut(doc) {
         if let Some(cs) = t["spec"]["containers"].as_array_mut() {
             cs.iter_mut().for_each(&mut *f);
         }

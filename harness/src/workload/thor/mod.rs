@@ -8,6 +8,7 @@ pub mod driver;
 pub mod kubectl;
 pub mod mode;
 pub mod overrides;
+pub mod realpods;
 pub mod room;
 pub mod scenario;
 pub mod template;

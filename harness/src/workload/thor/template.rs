@@ -384,6 +384,21 @@ pub struct Shape {
     pub containers: u32,
 }
 
+/// The pod templates of a rendered Job or JobSet, to edit in place.
+pub fn pod_templates_mut(doc: &mut Value) -> Vec<&mut Value> {
+    match doc["kind"].as_str() {
+        Some("Job") => vec![&mut doc["spec"]["template"]],
+        Some("JobSet") => match doc["spec"]["replicatedJobs"].as_array_mut() {
+            Some(rjs) => rjs
+                .iter_mut()
+                .map(|rj| &mut rj["template"]["spec"]["template"])
+                .collect(),
+            None => vec![],
+        },
+        _ => vec![],
+    }
+}
+
 fn count_job(spec: &Value) -> (u32, u32) {
     let parallelism = spec["parallelism"].as_u64().unwrap_or(1) as u32;
     let completions = spec["completions"].as_u64().map(|c| c as u32);
