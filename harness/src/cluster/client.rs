@@ -40,6 +40,25 @@ pub async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client> {
 
 /// A client for `context` of a kubeconfig (its current one when None).
 pub async fn client_for_context(path: &Path, context: Option<&str>) -> Result<kube::Client> {
+    build(config_for_context(path, context).await?, path)
+}
+
+/// As `client_for_context`, but a failed request is not sent again: for
+/// requests whose repeat is not the same request (an exit through the
+/// pod proxy answers 503 once the process is gone, and its repeat would
+/// meet a closed port).
+pub async fn client_without_retries(path: &Path, context: Option<&str>) -> Result<kube::Client> {
+    let mut config = config_for_context(path, context).await?;
+    config.default_retry = false;
+    build(config, path)
+}
+
+fn build(config: kube::Config, path: &Path) -> Result<kube::Client> {
+    kube::Client::try_from(config)
+        .with_context(|| format!("building a client from {}", path.display()))
+}
+
+async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::Config> {
     crate::init_crypto();
     let kc = kube::config::Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -52,8 +71,7 @@ pub async fn client_for_context(path: &Path, context: Option<&str>) -> Result<ku
         .with_context(|| format!("loading kubeconfig {}", path.display()))?;
     config.read_timeout = Some(Duration::from_secs(60));
     config.connect_timeout = Some(Duration::from_secs(5));
-    kube::Client::try_from(config)
-        .with_context(|| format!("building a client from {}", path.display()))
+    Ok(config)
 }
 
 pub fn http_client() -> Result<reqwest::Client> {

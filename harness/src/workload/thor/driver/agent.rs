@@ -66,7 +66,7 @@ pub async fn run_instance(
         .into_iter()
         .flatten()
         .collect();
-    plan.resources.apply(&mut docs);
+    plan.adapt_pods(&mut docs);
     plan.mode.queue(&mut docs);
     let (k, log) = (&env.thor, &env.calls);
     // What thoragent applies, what the manager applies (baseline), and

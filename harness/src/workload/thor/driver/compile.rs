@@ -66,7 +66,8 @@ async fn run_job(env: &ThorEnv, plan: &Plan, server: &Eclccserver, first: Graph)
     let mut p = plan.params(0);
     p.job_name = format!("eclcc-{SERVER}-{}-{k}", plan.agent_suffix);
     let job = format!("compile-job-{}", p.job_name);
-    let docs = render(&compile_job(), &p)?;
+    let mut docs = render(&compile_job(), &p)?;
+    plan.adapt_pods(&mut docs);
     let doc = docs
         .first()
         .context("the compile template renders nothing")?;
@@ -85,7 +86,7 @@ async fn run_job(env: &ThorEnv, plan: &Plan, server: &Eclccserver, first: Graph)
             next = server.queue.linger(c.linger).await;
         }
         tokio::time::sleep(plan.postrun_exit).await;
-        kubelet::succeed(env, &format!("{JOB_NAME_LABEL}={job}")).await?;
+        kubelet::exit_and_end(env, &format!("{JOB_NAME_LABEL}={job}"), true).await?;
         anyhow::Ok(n)
     };
     let watched = Watched::Job { name: job.clone() };

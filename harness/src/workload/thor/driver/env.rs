@@ -12,6 +12,7 @@ use crate::metrics::pods::PodTracker;
 use crate::workload::thor::capacity::ThorResources;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl};
 use crate::workload::thor::driver::dispatch::Dispatcher;
+use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::KeepJobs;
 use crate::workload::thor::template::{Mode, ThorParams};
 
@@ -27,8 +28,8 @@ pub const POD_RUNTIME: &str = "24h";
 pub struct ThorEnv {
     /// The harness's own client (admin): setup, watches, checks.
     pub admin: kube::Client,
-    /// A client with the fake kubelets' identity: process exits.
-    pub kubelet: kube::Client,
+    /// How processes end: fake kubelets' status PATCHes or real exits.
+    pub exits: crate::workload::thor::driver::exits::Exits,
     /// thoragent and the Thor manager (ServiceAccount hpcc-thoragent).
     pub thor: Kubectl,
     /// eclccserver (ServiceAccount hpcc-agent).
@@ -85,6 +86,8 @@ pub struct Plan {
     pub namespace: String,
     /// What the manager and worker containers request.
     pub resources: ThorResources,
+    /// The pods run on real nodes, made so; None: kwok's fake nodes.
+    pub real_pods: Option<RealPods>,
     /// waitJob's limit on a Job's only pod staying unscheduled
     /// (`schedulingTimeoutSecs`).
     pub scheduling_timeout: Duration,
@@ -94,6 +97,15 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What the scenario changes in rendered pod templates: the
+    /// containers' resources, and the real nodes' image and placement.
+    pub fn adapt_pods(&self, docs: &mut [serde_json::Value]) {
+        self.resources.apply(docs);
+        if let Some(r) = &self.real_pods {
+            r.apply(docs);
+        }
+    }
+
     pub fn worker_pods(&self) -> u32 {
         self.num_workers / self.num_workers_per_pod.max(1)
     }

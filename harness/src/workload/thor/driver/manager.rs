@@ -137,7 +137,9 @@ pub async fn run(
         env,
         kubelet::role_selector(job, "thorworker"),
         plan.postrun_exit,
-    );
+    )
+    .await
+    .with_context(|| format!("the workers of {job} exiting"))?;
     exit(env, plan, job, true).await?;
     Ok(ManagerEnd::Ran(graphs))
 }
@@ -160,13 +162,15 @@ async fn exit(env: &ThorEnv, plan: &Plan, job: &str, ok: bool) -> Result<()> {
         )
         .await?;
     }
-    tokio::time::sleep(plan.postrun_exit).await;
+    // The post-job script ran in the manager's container: it exits now.
     let sel = kubelet::role_selector(job, "thormanager");
-    match ok {
-        true => kubelet::succeed(env, &sel).await,
-        false => kubelet::fail(env, &sel).await,
-    }
-    .with_context(|| format!("ending the manager pod of {job}"))?;
+    kubelet::exit_processes(env, &sel, ok)
+        .await
+        .with_context(|| format!("the manager of {job} exiting"))?;
+    tokio::time::sleep(plan.postrun_exit).await;
+    kubelet::end_pods(env, &sel, ok)
+        .await
+        .with_context(|| format!("ending the manager pod of {job}"))?;
     Ok(())
 }
 

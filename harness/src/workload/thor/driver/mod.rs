@@ -8,7 +8,8 @@
 //!   (`agent`), runs waitJob for its whole life (`waitjob`) and deletes it;
 //! - the manager process creates its workers, waits for them, runs graphs
 //!   and lingers, then exits and its post-job script cleans up (`manager`);
-//! - processes end as a kubelet reports them (`kubelet`).
+//! - processes end when HPCC's would (`kubelet`), as the nodes show it
+//!   (`exits`: a fake kubelet's status PATCH or a real container's exit).
 //!
 //! Every Kubernetes call is a forked kubectl as HPCC's identity (`calls`),
 //! recorded by kind so the server's count can be checked against the
@@ -19,6 +20,7 @@ pub mod calls;
 pub mod compile;
 pub mod dispatch;
 pub mod env;
+pub mod exits;
 pub mod kubelet;
 pub mod manager;
 pub mod waitjob;
@@ -118,14 +120,15 @@ pub async fn run(env: &ThorEnv, plan: &Plan) -> Result<DriverReport> {
             None => Ok(0),
         }
     };
-    let (instances, compile_jobs, done) =
-        tokio::join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc));
-    // An instance's or a compile's own error first: the workunits only see
-    // that their graph or compile was dropped when those ended early.
+    // The first error ends the run: an instance's or a compile's own comes
+    // before the workunits see their graph or compile dropped, and the
+    // rest would otherwise wait for what will never come.
+    let (instances, compile_jobs, failed_workunits) =
+        tokio::try_join!(thoragent(env, plan), serving, workunits(env, plan, &eclcc))?;
     let report = DriverReport {
-        instances: instances?,
-        compile_jobs: compile_jobs?,
-        failed_workunits: done?,
+        instances,
+        compile_jobs,
+        failed_workunits,
     };
     let background: Vec<_> = env
         .background
