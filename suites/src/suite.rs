@@ -15,3 +15,4 @@ pub mod local;
 pub mod logs;
 pub mod realnode;
 pub mod thor;
+pub mod thor_real;

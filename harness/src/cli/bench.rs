@@ -118,6 +118,16 @@ pub struct BenchThorArgs {
     /// smoke size anyway.
     #[arg(long)]
     pub yes: bool,
+    /// Thor's pods run real containers on real nodes (the scenario's
+    /// cluster.realNode): locally on a real node beside the fake ones
+    /// (`up --real-node`: root, one per machine), on an existing cluster
+    /// on its own nodes. Its baseline is `<scenario>.real-node.json`.
+    #[arg(long)]
+    pub real_node: bool,
+    /// With --provider existing --real-node: the image Thor's containers
+    /// run, agnhost (its netexec serves the exits), pullable by the nodes.
+    #[arg(long, default_value = harness::tools::versions::AGNHOST_IMAGE)]
+    pub node_image: String,
 }
 
 /// Where `bench thor` runs.
@@ -224,6 +234,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
                 cluster: args.existing.options()?,
                 run_id: harness::cluster::existing::site::new_run_id(),
                 yes: args.yes,
+                node_image: args.node_image.clone(),
             })
         }
     };
@@ -245,6 +256,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             None => None,
         },
         existing,
+        real_node: args.real_node,
     };
     // Every check before any cluster starts.
     thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;

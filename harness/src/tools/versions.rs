@@ -50,6 +50,11 @@ pub fn kwok_release_sha256(version: &str, arch: &str) -> Option<&'static str> {
 /// on the candidate-9.14.x … candidate-10.6.x branches and on master.
 /// Built from k8s.io/kubectl v0.29.7 (`Component::HpccKubectl`).
 pub const HPCC_KUBECTL_VERSION: &str = "1.29.7";
+
+/// The agnhost image Kubernetes 1.37.1's e2e tests run
+/// (test/utils/image/manifest.go `initImageConfigs`, `Agnhost`): what
+/// Thor's containers run on an existing cluster's real nodes by default.
+pub const AGNHOST_IMAGE: &str = "registry.k8s.io/e2e-test-images/agnhost:2.66.1";
 /// The HPCC Platform Helm chart: repository, chart and the newest release
 /// in the repository's index (docs/index.yaml of hpcc-systems/helm-chart,
 /// created 2026-10-06; chart digest sha256:dd57a6e8…57a0). The chart

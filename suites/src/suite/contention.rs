@@ -29,6 +29,7 @@ fn bench(modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
         scrape: false,
         profiles: None,
         existing: None,
+        real_node: false,
     };
     rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
 }

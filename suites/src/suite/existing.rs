@@ -53,6 +53,7 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
         },
         run_id: new_run_id(),
         yes: false,
+        node_image: harness::tools::versions::AGNHOST_IMAGE.into(),
     }
 }
 
@@ -68,6 +69,7 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
         scrape: false,
         profiles: None,
         existing: Some(t),
+        real_node: false,
     }
 }
 

@@ -285,6 +285,18 @@ fn the_kubelet_like_model_against_the_real_kubelet() -> Result<()> {
     Ok(())
 }
 
+/// The Thor smoke on real nodes (thor_real.rs).
+fn thor_smoke_on_the_real_node() -> Result<()> {
+    crate::suite::thor_real::smoke_on_the_real_node()
+}
+
+fn thor_smoke_on_an_existing_clusters_real_node() -> Result<()> {
+    let rc = RealCluster::start("t-real-exist")?;
+    crate::suite::thor_real::smoke_on_an_existing_clusters_real_node(&rc.fx().cluster)?;
+    rc.stop()?;
+    Ok(())
+}
+
 /// What this machine lacks to run a real node: root (containerd and runc
 /// mount, make namespaces and cgroups; `up --real-node` refuses without).
 fn lacks() -> Option<String> {
@@ -307,6 +319,15 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "the_kubelet_like_model_against_the_real_kubelet",
                 the_kubelet_like_model_against_the_real_kubelet,
+            )
+            .serial(LANE)
+            .lacking(lacks()),
+            Test::of("thor_smoke_on_the_real_node", thor_smoke_on_the_real_node)
+                .serial(LANE)
+                .lacking(lacks()),
+            Test::of(
+                "thor_smoke_on_an_existing_clusters_real_node",
+                thor_smoke_on_an_existing_clusters_real_node,
             )
             .serial(LANE)
             .lacking(lacks()),

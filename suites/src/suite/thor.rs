@@ -27,6 +27,7 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
             scrape: false,
             profiles: None,
             existing: None,
+            real_node: false,
         };
         rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
     })

@@ -212,7 +212,28 @@ fn minor_of_version(v: &str) -> String {
 /// `baselines/<provider>/<k8s minor>/<scenario>.json`
 pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
     let profile = r.model.get(PROFILE_KEY).map_or("default", String::as_str);
-    path_of(root, &r.provider, &r.k8s_version, &r.scenario, profile)
+    let real = r.model.get(KUBELET_KEY).is_some_and(|k| k == REAL_KUBELET);
+    path_of(
+        root,
+        &r.provider,
+        &r.k8s_version,
+        &r.scenario,
+        &variant(profile, real),
+    )
+}
+
+/// Where a Result records its kubelets (a kwok model's, or real ones).
+pub const KUBELET_KEY: &str = "kubelet";
+pub const REAL_KUBELET: &str = "real";
+
+/// A profile's baseline variant: runs on real nodes are compared only with
+/// runs on real nodes (`<scenario>[.<profile>].real-node.json`).
+pub fn variant(profile: &str, real_node: bool) -> String {
+    match (profile, real_node) {
+        (p, false) => p.to_string(),
+        ("default", true) => "real-node".to_string(),
+        (p, true) => format!("{p}.real-node"),
+    }
 }
 
 /// Where a Result records its control-plane profile (cluster::profile's
@@ -493,6 +514,23 @@ pub fn record(path: &Path, r: &ThorResult, scenario_file: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_node_runs_have_baselines_of_their_own() {
+        let at = |p, real| path_of(Path::new("/r"), "local", "1.37.1", "s", &variant(p, real));
+        assert_eq!(
+            at("default", false),
+            Path::new("/r/baselines/local/1.37/s.json")
+        );
+        assert_eq!(
+            at("default", true),
+            Path::new("/r/baselines/local/1.37/s.real-node.json")
+        );
+        assert_eq!(
+            at("tuned", true),
+            Path::new("/r/baselines/local/1.37/s.tuned.real-node.json")
+        );
+    }
 
     #[test]
     fn runs_with_other_capabilities_are_not_compared() {

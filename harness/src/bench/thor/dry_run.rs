@@ -59,6 +59,13 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
         let mut plan = run::plan(s, mode)?;
         plan.namespace = ns.clone();
+        // On real nodes: no fake kubelet, and the pods run the node image
+        // (kept off kwok's nodes, if the cluster has any, when it runs).
+        let real = s.cluster.real_node;
+        plan.real_pods = real.then(|| crate::workload::thor::realpods::RealPods {
+            image: target.node_image.clone(),
+            nodes: Vec::new(),
+        });
         let mut created: Vec<Created> = Vec::new();
         let mut by = |who: &str, docs: Vec<Value>| {
             created.extend(docs.into_iter().map(|doc| Created {
@@ -69,7 +76,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         by(&cluster.user, vec![namespace_object(&ns, &target.run_id)]);
         by(
             &cluster.user,
-            [THOR_SA, ECLCC_SA, KUBELET_SA]
+            [THOR_SA, ECLCC_SA, KUBELET_SA][..if real { 2 } else { 3 }]
                 .iter()
                 .map(|n| {
                     serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
@@ -77,7 +84,9 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
                 })
                 .collect(),
         );
-        by(&cluster.user, kubelet_rbac(&ns));
+        if !real {
+            by(&cluster.user, kubelet_rbac(&ns));
+        }
         let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
         by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
         if let Some(apf) = existing::apf_plan(&cluster, target, &ns).await? {
@@ -94,6 +103,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         for t in template::templates_for(mode, minor) {
             per_instance.extend(render(&t, &params)?);
         }
+        plan.adapt_pods(&mut per_instance);
         by(&sa(THOR_SA), per_instance.clone());
         let _ = writeln!(
             out,

@@ -17,6 +17,8 @@ use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
 use crate::cluster::provider::Cluster;
 use crate::error::{bad_input, env_missing};
 use crate::workload::thor::Mode;
+use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
+use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::ThorScenario;
 use crate::workload::thor::template::{self, render};
 
@@ -30,6 +32,9 @@ pub struct ExistingTarget {
     pub run_id: String,
     /// Go on above the smoke size on a cluster that runs other workloads.
     pub yes: bool,
+    /// The image Thor's containers run on real nodes (`--node-image`):
+    /// agnhost, pullable by the cluster's nodes.
+    pub node_image: String,
 }
 
 /// The ServiceAccounts a mode runs as.
@@ -63,11 +68,16 @@ pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Resu
         ("create", "networking.k8s.io", "networkpolicies"),
         ("list", "", "pods"),
         ("watch", "", "pods"),
-        ("patch", "", "pods/status"),
         ("list", "batch", "jobs"),
     ] {
         access.push(Access::new(verb, group, resource, true));
     }
+    // Ending processes: the fake kubelets' status PATCH, or on real nodes
+    // a container's /exit through the pod proxy.
+    access.push(match s.cluster.real_node {
+        false => Access::new("patch", "", "pods/status", true),
+        true => Access::new("get", "", "pods/proxy", true),
+    });
     let params = run::plan(s, modes.first().copied().unwrap_or(Mode::Baseline))?.params(0);
     let mut roles = render(&template::eclccserver_rbac(), &params)?;
     for m in modes {
@@ -118,7 +128,8 @@ pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Resu
         access,
         jobset,
         gang_apis: modes.contains(&Mode::JobsetGang),
-        kwok_nodes: true,
+        kwok_nodes: !s.cluster.real_node,
+        real_nodes: s.cluster.real_node,
         default_storage_class: true,
         audit_log: attribution == Attribution::Audit,
         apf,
@@ -236,21 +247,26 @@ pub fn kubelet_rbac(ns: &str) -> Vec<Value> {
     ]
 }
 
-/// The namespace, its identities and the fake kubelets' Role for one run
-/// of a mode; `dir` holds the identities' kubeconfigs.
+/// The namespace, its identities and (on kwok's nodes) the fake
+/// kubelets' Role for one run of a mode; `dir` holds the identities'
+/// kubeconfigs. On real nodes (`real_node`) processes end through the
+/// pod proxy, as the harness.
 pub async fn site(
     cluster: &ExistingCluster,
     target: &ExistingTarget,
     mode: Mode,
     rep: u32,
     dir: &std::path::Path,
+    real_node: bool,
 ) -> Result<Site> {
     let admin = cluster.client().await?;
     let ns = namespace_of(&target.run_id, mode, rep);
     site::create_namespace(&admin, &ns, &target.run_id).await?;
-    crate::install::apply::apply_all(&admin, &kubelet_rbac(&ns))
-        .await
-        .context("the fake kubelets' Role")?;
+    if !real_node {
+        crate::install::apply::apply_all(&admin, &kubelet_rbac(&ns))
+            .await
+            .context("the fake kubelets' Role")?;
+    }
     let opts = &cluster.opts;
     let identity = |sa: &'static str| {
         let (admin, ns) = (admin.clone(), ns.clone());
@@ -269,7 +285,32 @@ pub async fn site(
     };
     let thor = identity(THOR_SA).await?;
     let eclcc = identity(ECLCC_SA).await?;
-    let (kubelet_kc, _) = identity(KUBELET_SA).await?;
+    let (exits, real_pods) = match real_node {
+        true => (
+            Exits::Real(RealExits {
+                admin: crate::cluster::client::client_without_retries(
+                    &opts.kubeconfig,
+                    opts.context.as_deref(),
+                )
+                .await?,
+                reach: Reach::ApiProxy,
+                http: crate::cluster::client::http_client()?,
+            }),
+            Some(RealPods {
+                image: target.node_image.clone(),
+                // Off kwok's nodes, where nothing would run.
+                nodes: match cluster.nodes_by_kind().await? {
+                    (_, kwok) if kwok.is_empty() => Vec::new(),
+                    (real, _) => real,
+                },
+            }),
+        ),
+        false => {
+            let (kubelet_kc, _) = identity(KUBELET_SA).await?;
+            let kubelet = crate::cluster::client::client_from_kubeconfig(&kubelet_kc).await?;
+            (Exits::Kwok(kubelet), None)
+        }
+    };
     let apf = match apf_plan(cluster, target, &ns).await? {
         Some(plan) => {
             apf::install(&admin, &plan).await?;
@@ -282,7 +323,8 @@ pub async fn site(
         count_requests: opts.attribution == Attribution::Client,
         namespace: ns,
         work_dir: dir.join(format!("kubectl-{}-{rep}", mode.name())),
-        kubelet: crate::cluster::client::client_from_kubeconfig(&kubelet_kc).await?,
+        exits,
+        real_pods,
         thor,
         eclcc,
         service_accounts: Some((THOR_SA.into(), ECLCC_SA.into())),

@@ -52,6 +52,9 @@ pub struct ThorBenchOptions {
     /// Run on this cluster the harness did not start (`--provider
     /// existing`) instead of fresh local clusters.
     pub existing: Option<existing::ExistingTarget>,
+    /// Thor's pods on real nodes (`--real-node`), whatever the scenario
+    /// says.
+    pub real_node: bool,
 }
 
 /// What `bench thor` checks before it starts any cluster: the scenario
@@ -69,7 +72,8 @@ pub fn preflight(
     compare: bool,
     record: bool,
 ) -> Result<Preflight> {
-    let s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
+    let mut s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
+    s.cluster.real_node |= opts.real_node;
     if let Some(out) = &opts.out {
         std::fs::create_dir_all(out)
             .and_then(|()| tempfile::NamedTempFile::new_in(out).map(|_| ()))
@@ -83,7 +87,7 @@ pub fn preflight(
                 "--compare/--record need the repository (baselines/): run from inside it",
             )
         })?;
-        let profile = s.cluster.control_plane.label();
+        let profile = baseline::variant(&s.cluster.control_plane.label(), s.cluster.real_node);
         let provider = match opts.existing {
             Some(_) => crate::cluster::existing::PROVIDER,
             None => "local",
@@ -130,7 +134,7 @@ fn mode_cluster(s: &ThorScenario, k8s: K8sRelease, mode: Mode, name: String) -> 
         kueue: mode
             .needs_kueue()
             .then(crate::cluster::spec::KueueSpec::default),
-        real_node: false,
+        real_node: s.cluster.real_node,
     }
 }
 
@@ -153,7 +157,13 @@ fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
             "kubectl_discovery_cache".to_string(),
             format!("{:?}", s.kubectl.discovery_cache).to_lowercase(),
         ),
-        ("kubelet".to_string(), s.kubelet.name().to_string()),
+        (
+            baseline::KUBELET_KEY.to_string(),
+            match s.cluster.real_node {
+                true => baseline::REAL_KUBELET.to_string(),
+                false => s.kubelet.name().to_string(),
+            },
+        ),
         (
             "jobset_dns_hostnames".to_string(),
             s.jobset.enable_dns_hostnames.to_string(),
@@ -380,7 +390,15 @@ async fn on_existing(
     for &mode in modes {
         let mut runs = Vec::new();
         for rep in 0..opts.repeat.max(1) {
-            let site = existing::site(&cluster, target, mode, rep, tokens.path()).await?;
+            let site = existing::site(
+                &cluster,
+                target,
+                mode,
+                rep,
+                tokens.path(),
+                s.cluster.real_node,
+            )
+            .await?;
             let step = step_of(
                 s,
                 mode,

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
 use kube::api::Api;
 use serde_json::Value;
 
-use crate::cluster::local::LocalCluster;
+use crate::cluster::local::{LocalCluster, realnode};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -28,8 +28,10 @@ use crate::workload::thor::THOR_AGENT_USER;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl, Who};
 use crate::workload::thor::driver::dispatch::Dispatcher;
 use crate::workload::thor::driver::env::{CompilePlan, Plan, ThorEnv};
+use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
 use crate::workload::thor::driver::{self, DriverReport};
 use crate::workload::thor::kubectl::{Discovery, DiscoveryCache, KubectlModel};
+use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::{DiscoveryCacheSpec, KeepJobs, ThorScenario, parse_duration};
 use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
 
@@ -83,6 +85,7 @@ pub fn plan(s: &ThorScenario, mode: Mode) -> Result<Plan> {
         max_registration: Duration::from_secs(
             u64::from(s.thor.expert.max_worker_registration_mins) * 60,
         ),
+        real_pods: None,
     })
 }
 
@@ -97,13 +100,15 @@ fn render_all(ts: &[Template], p: &ThorParams) -> Result<Vec<Value>> {
 }
 
 /// Where a mode runs and as whom: the namespace, HPCC's two identities
-/// (kubeconfig and user name each) and the fake kubelets' client.
+/// (kubeconfig and user name each) and how its processes end.
 pub struct Site {
     pub namespace: String,
     /// Where the identities' kubectl cache directories go.
     pub work_dir: PathBuf,
-    /// The client that ends pods as a kubelet would.
-    pub kubelet: kube::Client,
+    /// How processes end: the fake kubelets' client, or real exits.
+    pub exits: Exits,
+    /// What makes Thor's pods run on real nodes; None: kwok's nodes.
+    pub real_pods: Option<RealPods>,
     pub thor: (PathBuf, String),
     pub eclcc: (PathBuf, String),
     /// Bind the Roles to these ServiceAccounts (thor, eclcc) in the
@@ -119,13 +124,29 @@ pub struct Site {
 
 impl Site {
     /// A mode on the harness's own local cluster: HPCC's `default`
-    /// namespace and the certificate identities the cluster was made with.
+    /// namespace and the certificate identities the cluster was made with;
+    /// Thor's pods on its real node when it has one.
     pub async fn local(cluster: &LocalCluster, mode: Mode) -> Result<Site> {
         let user = |u: &str| (cluster.kubeconfig_of(u), u.to_string());
+        let (exits, real_pods) = match &cluster.state.real_node {
+            Some(_) => (
+                Exits::Real(RealExits {
+                    admin: cluster.client().await?,
+                    reach: Reach::PodIp,
+                    http: crate::cluster::client::http_client()?,
+                }),
+                Some(RealPods {
+                    image: realnode::image::image_name(&cluster.state.k8s_version),
+                    nodes: vec![realnode::names::NODE_NAME.to_string()],
+                }),
+            ),
+            None => (Exits::Kwok(cluster.client_as("kwok").await?), None),
+        };
         Ok(Site {
             namespace: NAMESPACE.into(),
             work_dir: cluster.layout.root.join(format!("kubectl-{}", mode.name())),
-            kubelet: cluster.client_as("kwok").await?,
+            exits,
+            real_pods,
             thor: user(THOR_AGENT_USER),
             eclcc: user(ECLCCSERVER_USER),
             service_accounts: None,
@@ -256,6 +277,7 @@ pub async fn run_mode(
     }
     let mut plan = plan(s, mode)?;
     plan.namespace = site.namespace.clone();
+    plan.real_pods = site.real_pods.clone();
     let ns = plan.namespace.clone();
     let admin = cluster.client().await?;
     let keep = setup(&admin, &plan, site).await?;
@@ -281,7 +303,7 @@ pub async fn run_mode(
     tokio::time::sleep(Duration::from_millis(300)).await;
     let env = ThorEnv {
         admin: admin.clone(),
-        kubelet: site.kubelet.clone(),
+        exits: site.exits.clone(),
         thor: identity(Who::ThorAgent, &site.thor),
         eclcc: identity(Who::Eclccserver, &site.eclcc),
         namespace: ns.clone(),

@@ -83,6 +83,28 @@ pub async fn client_for(kubeconfig: &Path, context: Option<&str>) -> Result<kube
 }
 
 impl ExistingCluster {
+    /// The cluster's node names: real ones, and kwok's (annotated
+    /// kwok.x-k8s.io/node).
+    pub async fn nodes_by_kind(&self) -> Result<(Vec<String>, Vec<String>)> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let (kwok, real): (Vec<_>, Vec<_>) = nodes
+            .list_metadata(&ListParams::default())
+            .await
+            .context("listing nodes")?
+            .items
+            .into_iter()
+            .partition(|n| {
+                n.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(KWOK_NODE_ANNOTATION))
+            });
+        let names = |v: Vec<kube::core::PartialObjectMeta<Node>>| {
+            v.into_iter().filter_map(|n| n.metadata.name).collect()
+        };
+        Ok((names(real), names(kwok)))
+    }
+
     /// Reach the cluster and learn who the credentials are. An unreachable
     /// server or credentials it refuses are the environment's (exit 3).
     pub async fn attach(opts: ExistingOptions) -> Result<ExistingCluster> {
@@ -206,20 +228,8 @@ impl Cluster for ExistingCluster {
     /// the run id, and run by the cluster's kwok. Real nodes are never
     /// added.
     async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let kwok = nodes
-            .list_metadata(&ListParams::default())
-            .await
-            .context("listing nodes")?
-            .items
-            .iter()
-            .any(|n| {
-                n.metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(KWOK_NODE_ANNOTATION))
-            });
-        if !kwok {
+        let (_, kwok) = self.nodes_by_kind().await?;
+        if kwok.is_empty() {
             return Err(env_missing(
                 format!(
                     "cluster {}: no kwok fake nodes, so the harness cannot add the {} pool nodes this workload asks for",

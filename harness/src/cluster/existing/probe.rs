@@ -75,6 +75,8 @@ pub struct Needs {
     pub gang_apis: bool,
     /// kwok fake nodes (the harness ends pods as a kubelet would).
     pub kwok_nodes: bool,
+    /// Real nodes (Thor's pods run real containers: `--real-node`).
+    pub real_nodes: bool,
     pub default_storage_class: bool,
     pub audit_log: bool,
     /// Requests per client by APF FlowSchemas (cluster::existing::apf).
@@ -343,7 +345,12 @@ pub fn missing(caps: &Capabilities, needs: &Needs) -> Vec<Missing> {
     need(
         needs.kwok_nodes && caps.kwok_nodes == 0,
         "no kwok fake nodes (nodes annotated kwok.x-k8s.io/node): the harness ends Thor's pods as a kubelet would, which only kwok's nodes let it do",
-        "run kwok against the cluster with fake nodes; runs on real nodes are not built yet",
+        "run kwok against the cluster with fake nodes, or run on the cluster's real nodes (--real-node)",
+    );
+    need(
+        needs.real_nodes && caps.nodes <= caps.kwok_nodes,
+        "no real nodes (every node is one of kwok's): Thor's containers would have nowhere to run",
+        "join a node that runs a kubelet, or run on kwok's fake nodes (without --real-node)",
     );
     need(
         needs.default_storage_class && caps.default_storage_class.is_none(),
@@ -404,7 +411,7 @@ pub fn table(caps: &Capabilities, needs: &Needs) -> String {
             "{} ({}), {} pods allocatable",
             caps.nodes, caps.kwok_nodes, caps.allocatable_pods
         ),
-        needs.kwok_nodes,
+        needs.kwok_nodes || needs.real_nodes,
     );
     row(
         "default StorageClass",
@@ -525,6 +532,26 @@ mod tests {
             missing(&bare, &Needs::default()).len() == 1,
             "etcd asked for and dead"
         );
+    }
+
+    #[test]
+    fn a_real_node_run_needs_a_node_that_is_not_kwoks() {
+        let needs = Needs {
+            real_nodes: true,
+            ..Default::default()
+        };
+        let mut c = caps();
+        c.nodes = 3;
+        c.kwok_nodes = 3;
+        let no_real = |c: &Capabilities| {
+            missing(c, &needs)
+                .iter()
+                .filter(|m| m.what.contains("no real nodes"))
+                .count()
+        };
+        assert_eq!(no_real(&c), 1);
+        c.nodes = 4;
+        assert_eq!(no_real(&c), 0);
     }
 
     #[test]

@@ -197,6 +197,12 @@ pub struct ScenarioCluster {
     /// `{profile: default|tuned, kcmQps: …}`.
     #[serde(default)]
     pub control_plane: ControlPlane,
+    /// Thor's pods run on real nodes with real containers
+    /// (workload::thor::realpods): locally one real node beside the fake
+    /// ones (`up --real-node`, root only), on an existing cluster its own
+    /// nodes. Off: kwok's fake nodes, `kubelet` picks their model.
+    #[serde(default)]
+    pub real_node: bool,
 }
 
 fn default_thor_name() -> String {
