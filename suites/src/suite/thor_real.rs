@@ -68,25 +68,7 @@ fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
         node.get("get persistentvolumeclaims").copied().unwrap_or(0) > 0,
         "{mode}: the kubelet never read HPCC's storage claims (were the volumes mounted?): {node:?}"
     );
-    for (who, measured, predicted) in [
-        (
-            "thor-agent",
-            m.thor_agent_requests,
-            m.thor_agent_requests_predicted,
-        ),
-        (
-            "eclccserver",
-            m.eclccserver_requests,
-            m.eclccserver_requests_predicted,
-        ),
-    ] {
-        let off = measured.abs_diff(predicted) as f64 / predicted.max(1) as f64;
-        ensure!(
-            predicted > 0 && off <= 0.03,
-            "{mode} {who}: measured {measured} requests, the call list predicts {predicted}"
-        );
-    }
-    Ok(())
+    crate::suite::thor::identities_cost_what_their_calls_predict(mode, m)
 }
 
 fn report(r: &ThorResult, node_user: &str) {
