@@ -76,8 +76,10 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         by(&cluster.user, vec![namespace_object(&ns, &target.run_id)]);
         by(
             &cluster.user,
-            [THOR_SA, ECLCC_SA, KUBELET_SA][..if real { 2 } else { 3 }]
+            [THOR_SA, ECLCC_SA, KUBELET_SA]
                 .iter()
+                // The fake kubelets' identity only where kwok ends pods.
+                .filter(|n| !real || **n != KUBELET_SA)
                 .map(|n| {
                     serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
                         "metadata": {"name": n, "namespace": ns}})

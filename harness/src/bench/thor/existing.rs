@@ -294,7 +294,6 @@ pub async fn site(
                 )
                 .await?,
                 reach: Reach::ApiProxy,
-                http: crate::cluster::client::http_client()?,
             }),
             Some(RealPods {
                 image: target.node_image.clone(),

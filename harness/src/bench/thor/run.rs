@@ -132,8 +132,7 @@ impl Site {
             Some(_) => (
                 Exits::Real(RealExits {
                     admin: cluster.client().await?,
-                    reach: Reach::PodIp,
-                    http: crate::cluster::client::http_client()?,
+                    reach: Reach::PodIp(crate::cluster::client::http_client()?),
                 }),
                 Some(RealPods {
                     image: realnode::image::image_name(&cluster.state.k8s_version),

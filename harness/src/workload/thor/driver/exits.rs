@@ -35,11 +35,11 @@ pub enum Exits {
 }
 
 /// How the driver reaches a real pod's containers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Reach {
-    /// Straight to the pod's IP (the harness's machine is on the pod
-    /// network: its own real node).
-    PodIp,
+    /// Straight to the pod's IP with this HTTP client (the harness's
+    /// machine is on the pod network: its own real node).
+    PodIp(reqwest::Client),
     /// Through the API server's pod proxy (`pods/proxy`), where the pod
     /// network is out of reach: the harness's own requests, which the
     /// report counts under the harness's identity.
@@ -52,58 +52,76 @@ pub enum Reach {
 pub struct RealExits {
     pub admin: kube::Client,
     pub reach: Reach,
-    pub http: reqwest::Client,
 }
 
-/// Every running pod matching `sel` in `ns`, page by page; pods being
+/// The running pods matching a selector, a page at a time; pods being
 /// deleted are left out (their containers get SIGTERM from the kubelet).
-async fn running_pods(pods: &Api<Pod>, sel: &str) -> Result<Vec<Pod>> {
-    let mut out = Vec::new();
-    let mut next: Option<String> = None;
-    loop {
+struct RunningPods<'a> {
+    pods: &'a Api<Pod>,
+    sel: &'a str,
+    /// The continue token of the next page; None once the last was read.
+    next: Option<String>,
+    started: bool,
+}
+
+impl<'a> RunningPods<'a> {
+    fn new(pods: &'a Api<Pod>, sel: &'a str) -> Self {
+        RunningPods {
+            pods,
+            sel,
+            next: None,
+            started: false,
+        }
+    }
+
+    async fn page(&mut self) -> Result<Option<Vec<Pod>>> {
+        if self.started && self.next.is_none() {
+            return Ok(None);
+        }
+        self.started = true;
         let mut lp = ListParams::default()
-            .labels(sel)
+            .labels(self.sel)
             .fields("status.phase=Running")
             .limit(PAGE);
-        if let Some(token) = &next {
+        if let Some(token) = &self.next {
             lp = lp.continue_token(token);
         }
-        let page = pods
+        let page = self
+            .pods
             .list(&lp)
             .await
-            .with_context(|| format!("listing pods {sel}"))?;
-        next = page.metadata.continue_.filter(|t| !t.is_empty());
-        out.extend(
+            .with_context(|| format!("listing pods {}", self.sel))?;
+        self.next = page.metadata.continue_.filter(|t| !t.is_empty());
+        Ok(Some(
             page.items
                 .into_iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none()),
-        );
-        if next.is_none() {
-            return Ok(out);
-        }
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .collect(),
+        ))
     }
 }
 
 /// Report every running pod matching `sel` ended in `phase` (Succeeded or
-/// Failed), as `kubelet` (a client with the fake kubelets' identity). How
-/// many were ended.
-async fn patch_phase(kubelet: &kube::Client, ns: &str, sel: &str, phase: &str) -> Result<u32> {
+/// Failed), as `kubelet` (a client with the fake kubelets' identity).
+async fn patch_phase(kubelet: &kube::Client, ns: &str, sel: &str, phase: &str) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(kubelet.clone(), ns);
-    let mut n = 0;
-    for p in running_pods(&pods, sel).await? {
-        let name = p.metadata.name.unwrap_or_default();
-        let patch = json!({"status": {"phase": phase}});
-        match pods
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => n += 1,
-            // Deleted meanwhile (the worker Job went first): nothing to end.
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => return Err(e).with_context(|| format!("ending pod {name}")),
+    let patch = json!({"status": {"phase": phase}});
+    let mut running = RunningPods::new(&pods, sel);
+    while let Some(page) = running.page().await? {
+        for p in page {
+            let name = p.metadata.name.unwrap_or_default();
+            match pods
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {}
+                // Deleted meanwhile (the worker Job went first): nothing to end.
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(e).with_context(|| format!("ending pod {name}")),
+            }
         }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// Which containers of a real pod to tell.
@@ -115,23 +133,23 @@ enum Which {
 
 impl RealExits {
     /// Tell the running `which` containers of every running pod matching
-    /// `sel` to exit with `code`. How many pods were told.
-    async fn tell(&self, ns: &str, sel: &str, which: Which, code: u8) -> Result<u32> {
+    /// `sel` to exit with `code`.
+    async fn tell(&self, ns: &str, sel: &str, which: Which, code: u8) -> Result<()> {
         let pods: Api<Pod> = Api::namespaced(self.admin.clone(), ns);
-        let mut n = 0;
-        for p in running_pods(&pods, sel).await? {
-            let name = p.metadata.name.clone().unwrap_or_default();
-            let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone());
-            let targets: Vec<ExitPort> = exit_ports(&p)
-                .into_iter()
-                .filter(|c| c.running && c.sidecar == (which == Which::Sidecar))
-                .collect();
-            for c in &targets {
-                self.exit(ns, &name, ip.as_deref(), c, code).await?;
+        let mut running = RunningPods::new(&pods, sel);
+        while let Some(page) = running.page().await? {
+            for p in page {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone());
+                let targets = exit_ports(&p)
+                    .into_iter()
+                    .filter(|c| c.running && c.sidecar == (which == Which::Sidecar));
+                for c in targets {
+                    self.exit(ns, &name, ip.as_deref(), &c, code).await?;
+                }
             }
-            n += u32::from(!targets.is_empty());
         }
-        Ok(n)
+        Ok(())
     }
 
     /// Tell one container to exit; a container that refuses the
@@ -151,13 +169,13 @@ impl RealExits {
         Poll::new(format!("{what} told to exit"), ANSWER)
             .every(Duration::from_millis(200))
             .until_state(|| async {
-                match self.reach {
-                    Reach::PodIp => {
+                match &self.reach {
+                    Reach::PodIp(http) => {
                         let Some(ip) = ip else {
                             bail!("pod {ns}/{pod} runs without an IP");
                         };
                         let url = format!("http://{ip}:{}/exit?code={code}", c.port);
-                        match self.http.get(&url).send().await {
+                        match http.get(&url).send().await {
                             Ok(_) => Ok(Ok(())),
                             Err(e) if e.is_connect() => Ok(Err(format!("{url}: {e}"))),
                             // The process exits before it answers: the
@@ -199,9 +217,9 @@ impl Exits {
     /// The main processes of the pods matching `sel` in `ns` exit now
     /// (`ok`: with code 0, else 1). On kwok's nodes nothing runs: nothing
     /// happens until `end`.
-    pub async fn exit_mains(&self, ns: &str, sel: &str, ok: bool) -> Result<u32> {
+    pub async fn exit_mains(&self, ns: &str, sel: &str, ok: bool) -> Result<()> {
         match self {
-            Exits::Kwok(_) => Ok(0),
+            Exits::Kwok(_) => Ok(()),
             Exits::Real(r) => r.tell(ns, sel, Which::Main, exit_code(ok)).await,
         }
     }
@@ -209,7 +227,7 @@ impl Exits {
     /// The pods matching `sel` in `ns` end now: their postrun sidecars
     /// exit (real nodes), or the fake kubelet reports them Succeeded
     /// (`ok`) or Failed.
-    pub async fn end(&self, ns: &str, sel: &str, ok: bool) -> Result<u32> {
+    pub async fn end(&self, ns: &str, sel: &str, ok: bool) -> Result<()> {
         match self {
             Exits::Kwok(kubelet) => {
                 let phase = if ok { "Succeeded" } else { "Failed" };

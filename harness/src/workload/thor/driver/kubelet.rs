@@ -18,19 +18,19 @@ pub fn role_selector(job: &str, component: &str) -> String {
 
 /// The main processes of the pods matching `sel` exit now (`ok`: with
 /// code 0, else 1); on kwok's nodes nothing shows until `end_pods`.
-pub async fn exit_processes(env: &ThorEnv, sel: &str, ok: bool) -> Result<u32> {
+pub async fn exit_processes(env: &ThorEnv, sel: &str, ok: bool) -> Result<()> {
     env.exits.exit_mains(&env.namespace, sel, ok).await
 }
 
 /// The pods matching `sel` end now (their postrun sidecars notice).
-pub async fn end_pods(env: &ThorEnv, sel: &str, ok: bool) -> Result<u32> {
+pub async fn end_pods(env: &ThorEnv, sel: &str, ok: bool) -> Result<()> {
     env.exits.end(&env.namespace, sel, ok).await
 }
 
 /// Pods whose only process exits, ending them (compile pods: no sidecar).
-pub async fn exit_and_end(env: &ThorEnv, sel: &str, ok: bool) -> Result<u32> {
-    let told = exit_processes(env, sel, ok).await?;
-    Ok(told.max(end_pods(env, sel, ok).await?))
+pub async fn exit_and_end(env: &ThorEnv, sel: &str, ok: bool) -> Result<()> {
+    exit_processes(env, sel, ok).await?;
+    end_pods(env, sel, ok).await
 }
 
 /// Main processes exit now; their pods end after `delay`, in the
@@ -42,7 +42,7 @@ pub async fn finish_later(env: &ThorEnv, sel: String, delay: Duration) -> Result
     let ns = env.namespace.clone();
     let handle = tokio::spawn(async move {
         tokio::time::sleep(delay).await;
-        exits.end(&ns, &sel, true).await.map(|_| ())
+        exits.end(&ns, &sel, true).await
     });
     if let Ok(mut b) = env.background.lock() {
         b.push(handle);
