@@ -9,15 +9,18 @@ pub mod cdeps;
 pub mod component;
 pub mod doctor;
 pub mod download;
+pub mod engine;
 pub mod exec;
 pub mod go_source;
 pub mod http;
+pub mod kindnode;
 /// Test support (the download mirror test server): built for this crate's
 /// tests and, with the `testkit` feature, for its integration tests.
 #[cfg(any(test, feature = "testkit"))]
 pub mod mirror;
 pub mod modules;
 pub mod node_sources;
+pub mod oci;
 pub mod release;
 pub mod resolve;
 pub mod source;
