@@ -4,8 +4,8 @@
 use crate::k8s::K8sRelease;
 pub use crate::tools::go_source::GoSource;
 use crate::tools::versions::{
-    CNI_PLUGINS_VERSION, CONTAINERD_VERSION, ETCD_VERSION, HPCC_KUBECTL_VERSION, JOBSET_VERSION,
-    KUEUE_VERSION, KWOK_VERSION, RUNC_VERSION,
+    CNI_PLUGINS_VERSION, CONTAINERD_VERSION, COREDNS_VERSION, CRICTL_VERSION, ETCD_VERSION,
+    HPCC_KUBECTL_VERSION, JOBSET_VERSION, KIND_VERSION, KUEUE_VERSION, KWOK_VERSION, RUNC_VERSION,
 };
 
 /// Where a local Kueue's visibility server finds its certificate, relative
@@ -44,6 +44,14 @@ pub enum Component {
     CniBridge,
     CniHostLocal,
     CniLoopback,
+    // A kind node built here (`tools install --kind`, tools/kindnode/):
+    // kubeadm and kube-proxy of the cluster's release, crictl, CoreDNS,
+    // and kind itself (sigs.k8s.io/kind at the pinned version).
+    Kubeadm,
+    KubeProxy,
+    Crictl,
+    Coredns,
+    Kind,
 }
 
 /// The wrapper main of `Component::HpccKubectl`: kubectl's root command
@@ -83,7 +91,7 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
 }
 
 impl Component {
-    pub const ALL: [Component; 18] = [
+    pub const ALL: [Component; 23] = [
         Component::Etcd,
         Component::KubeApiserver,
         Component::KubeControllerManager,
@@ -102,6 +110,21 @@ impl Component {
         Component::CniBridge,
         Component::CniHostLocal,
         Component::CniLoopback,
+        Component::Kubeadm,
+        Component::KubeProxy,
+        Component::Crictl,
+        Component::Coredns,
+        Component::Kind,
+    ];
+    /// What a kind node image built here holds, besides a real node's
+    /// runtime (`NODE`) and the control plane's servers (`tools/kindnode`),
+    /// and kind itself.
+    pub const KIND: [Component; 5] = [
+        Component::Kubeadm,
+        Component::KubeProxy,
+        Component::Crictl,
+        Component::Coredns,
+        Component::Kind,
     ];
     /// What a real node needs (`up --real-node`).
     pub const NODE: [Component; 9] = [
@@ -149,6 +172,11 @@ impl Component {
             Component::CniBridge => "bridge",
             Component::CniHostLocal => "host-local",
             Component::CniLoopback => "loopback",
+            Component::Kubeadm => "kubeadm",
+            Component::KubeProxy => "kube-proxy",
+            Component::Crictl => "crictl",
+            Component::Coredns => "coredns",
+            Component::Kind => "kind",
         }
     }
 
@@ -197,6 +225,8 @@ impl Component {
                 | Component::KubeScheduler
                 | Component::Kubectl
                 | Component::Kubelet
+                | Component::Kubeadm
+                | Component::KubeProxy
         )
     }
 
@@ -219,6 +249,9 @@ impl Component {
                 CONTAINERD_VERSION.to_string()
             }
             Component::Runc => RUNC_VERSION.to_string(),
+            Component::Crictl => CRICTL_VERSION.to_string(),
+            Component::Coredns => COREDNS_VERSION.to_string(),
+            Component::Kind => KIND_VERSION.to_string(),
             Component::CniBridge | Component::CniHostLocal | Component::CniLoopback => {
                 CNI_PLUGINS_VERSION.to_string()
             }
@@ -295,6 +328,9 @@ impl Component {
                 tags: &[],
             },
             c if c.is_node_runtime() => crate::tools::node_sources::go_source(self.name(), &v),
+            Component::Crictl | Component::Coredns | Component::Kind => {
+                crate::tools::node_sources::go_source(self.name(), &v)
+            }
             _ => GoSource {
                 tree: format!("k8s-{v}"),
                 module: "k8s.io/kubernetes",
@@ -321,6 +357,10 @@ impl Component {
             // agnhost prints "app version development"; the others of a
             // real node are read from their build information too.
             Component::Jobset | Component::Kueue | Component::Agnhost => None,
+            // kubeadm's `version` prints a Go struct; crictl's and
+            // CoreDNS's versions are read from the build information too.
+            Component::Kubeadm | Component::Crictl | Component::Coredns => None,
+            Component::Kind => Some(&["version"]),
             c if c.is_node_runtime() => None,
             _ => Some(&["--version"]),
         }
@@ -334,6 +374,7 @@ impl Component {
             Component::Kwok => "version v",
             Component::Jobset => "jobset ",
             Component::Kueue => "kueue ",
+            Component::Kind => "kind v",
             _ => "Kubernetes v",
         };
         let start = output.find(prefix)? + prefix.len();

@@ -162,6 +162,13 @@ pub fn cold_build_estimate(c: Component) -> Duration {
         Component::CniBridge => 8,
         Component::CniHostLocal => 2,
         Component::CniLoopback => 1,
+        // A kind node's (2026-11-26, this machine, after the Kubernetes
+        // and real-node builds).
+        Component::Kubeadm => 60,
+        Component::KubeProxy => 40,
+        Component::Crictl => 40,
+        Component::Coredns => 150,
+        Component::Kind => 30,
     };
     Duration::from_secs(s)
 }

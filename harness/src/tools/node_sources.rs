@@ -6,7 +6,7 @@ use crate::tools::go_source::GoSource;
 
 /// The Go source of the binary `name` at version `v` (no leading "v"):
 /// containerd, containerd-shim-runc-v2, ctr, runc and the CNI plugins
-/// bridge, host-local and loopback.
+/// bridge, host-local and loopback; crictl, CoreDNS and kind.
 pub fn go_source(name: &str, v: &str) -> GoSource {
     let containerd = |cmd: &str| GoSource {
         tree: format!("containerd-{v}"),
@@ -55,7 +55,48 @@ pub fn go_source(name: &str, v: &str) -> GoSource {
         },
         "bridge" | "loopback" => cni(&format!("main/{name}")),
         "host-local" => cni("ipam/host-local"),
-        other => panic!("{other} is not built from containerd, runc or the CNI plugins"),
+        // A kind node built here (tools/kindnode): crictl, as kind's base
+        // image carries it; CoreDNS, whose main package is its module's
+        // root (coredns.go), stamped as its Makefile does
+        // (coremain.GitCommit); kind, as `go install sigs.k8s.io/kind`.
+        "crictl" => GoSource {
+            tree: format!("cri-tools-{v}"),
+            module: "sigs.k8s.io/cri-tools",
+            module_version: format!("v{v}"),
+            package: "sigs.k8s.io/cri-tools/cmd/crictl".into(),
+            staging_replaces: None,
+            ldflags: vec![format!("sigs.k8s.io/cri-tools/pkg/version.Version=v{v}")],
+            main_go: None,
+            cgo: false,
+            tags: &[],
+        },
+        "coredns" => GoSource {
+            tree: format!("coredns-{v}"),
+            module: "github.com/coredns/coredns",
+            module_version: format!("v{v}"),
+            package: "github.com/coredns/coredns".into(),
+            staging_replaces: None,
+            ldflags: vec![format!(
+                "github.com/coredns/coredns/coremain.GitCommit=v{v}"
+            )],
+            main_go: None,
+            cgo: false,
+            tags: &[],
+        },
+        "kind" => GoSource {
+            tree: format!("kind-{v}"),
+            module: "sigs.k8s.io/kind",
+            module_version: format!("v{v}"),
+            package: "sigs.k8s.io/kind".into(),
+            staging_replaces: None,
+            ldflags: vec![],
+            main_go: None,
+            cgo: false,
+            tags: &[],
+        },
+        other => panic!(
+            "{other} is not built from containerd, runc, the CNI plugins, cri-tools, CoreDNS or kind"
+        ),
     }
 }
 

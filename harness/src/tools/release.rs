@@ -96,6 +96,8 @@ pub fn artifact(
         | Component::KubeScheduler
         | Component::Kubectl
         | Component::Kubelet
+        | Component::Kubeadm
+        | Component::KubeProxy
         | Component::HpccKubectl => {
             let dir = match base {
                 Some(b) => format!("{b}/kubernetes/v{v}"),

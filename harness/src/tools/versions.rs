@@ -11,6 +11,14 @@ pub const JOBSET_VERSION: &str = "0.12.0";
 pub const CONTAINERD_VERSION: &str = "2.4.2";
 pub const RUNC_VERSION: &str = "1.5.2";
 pub const CNI_PLUGINS_VERSION: &str = "1.9.1";
+/// A kind node built here (`tools install --kind`): crictl from
+/// sigs.k8s.io/cri-tools (kind's base image ships it), and CoreDNS, the
+/// cluster DNS kubeadm deploys, from github.com/coredns/coredns (kubeadm's
+/// own pin, cmd/kubeadm/app/constants `CoreDNSVersion`, is read from the
+/// Kubernetes module at build time and given to kubeadm as `dns.imageTag`
+/// only when it equals this one; otherwise the built version is).
+pub const CRICTL_VERSION: &str = "1.37.0";
+pub const COREDNS_VERSION: &str = "1.14.7";
 
 /// The SHA-256 of kwok's release binaries (`kwok-linux-<arch>` on its
 /// GitHub release): kwok publishes no checksum file, so the download
