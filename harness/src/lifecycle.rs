@@ -216,8 +216,8 @@ pub fn validate_kind_config(path: &std::path::Path) -> Result<()> {
 pub async fn up_kind(opts: &KindUpOptions) -> Result<KindCluster> {
     validate_kind_config(&opts.spec.config)?;
     let started = Instant::now();
-    let cluster = KindCluster::start(&opts.spec, &KindEnv::from_process()).await?;
-    match finish_kind(&cluster, opts).await {
+    let mut cluster = KindCluster::start(&opts.spec, &KindEnv::from_process()).await?;
+    match finish_kind(&mut cluster, opts).await {
         Ok(()) => {
             tracing::info!(
                 "kind cluster {} ready in {:.1} s",
@@ -239,34 +239,79 @@ pub async fn up_kind(opts: &KindUpOptions) -> Result<KindCluster> {
     }
 }
 
-async fn finish_kind(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> {
+async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<()> {
     let kubectl = cluster.tools()?.kubectl;
     let kc = cluster.kubeconfig().to_path_buf();
+    let built = cluster.built();
+    let release = crate::k8s::K8sRelease::parse(&cluster.state.k8s_version)?;
+    let cert_manager = if built {
+        install::certmanager::images_available(&cluster.tools()?.docker).await
+    } else {
+        Ok(())
+    };
+    match cert_manager {
+        Ok(()) => {
+            let step = Step::start(format!(
+                "applying cert-manager v{}",
+                crate::tools::versions::CERT_MANAGER_VERSION
+            ));
+            install::certmanager::install(&kubectl, &kc).await?;
+            step.done("applied");
+        }
+        Err(why) => {
+            eprintln!(
+                "harness: cert-manager v{} not installed: {why}; going on without it (only HPCC with certificates needs it)",
+                crate::tools::versions::CERT_MANAGER_VERSION
+            );
+            cluster.set_cert_manager_absent(why)?;
+        }
+    }
     let step = Step::start(format!(
-        "applying cert-manager v{}",
-        crate::tools::versions::CERT_MANAGER_VERSION
+        "applying JobSet v{}{}",
+        crate::tools::versions::JOBSET_VERSION,
+        if built {
+            " (controller built here)"
+        } else {
+            ""
+        }
     ));
-    install::certmanager::install(&kubectl, &kc).await?;
-    step.done("applied");
-    let step = Step::start(format!(
-        "applying JobSet v{}",
-        crate::tools::versions::JOBSET_VERSION
-    ));
-    install::jobset::RELEASE.install(&kubectl, &kc).await?;
+    if built {
+        install::jobset::RELEASE
+            .install_built(cluster, release)
+            .await?;
+    } else {
+        install::jobset::RELEASE.install(&kubectl, &kc).await?;
+    }
     step.done("applied");
     if opts.kueue {
         let step = Step::start(format!(
             "applying Kueue v{}",
             crate::tools::versions::KUEUE_VERSION
         ));
-        install::kueue::RELEASE.install(&kubectl, &kc).await?;
+        if built {
+            install::kueue::RELEASE
+                .install_built(cluster, release)
+                .await?;
+        } else {
+            install::kueue::RELEASE.install(&kubectl, &kc).await?;
+        }
         step.done("applied");
     }
+    if built {
+        // What Thor's and the suites' containers run on real nodes.
+        let step = Step::start("loading agnhost (built here) into the nodes");
+        install::release::load_built_image(cluster, crate::tools::Component::Agnhost, release)
+            .await?;
+        step.done("loaded");
+    }
+    let cluster: &KindCluster = cluster;
     let client = cluster.client().await?;
     let alive = || cluster.check_containers();
-    let step = Step::start("waiting for cert-manager and its webhook");
-    install::certmanager::wait_ready(&client, opts.timeout, alive).await?;
-    step.done("ready");
+    if cluster.state.cert_manager_absent.is_none() {
+        let step = Step::start("waiting for cert-manager and its webhook");
+        install::certmanager::wait_ready(&client, opts.timeout, alive).await?;
+        step.done("ready");
+    }
     let step = Step::start("waiting for the JobSet controller and webhooks");
     // The controller Available, then the CRD and a dry-run JobSet through
     // its webhooks (as for a local controller).

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use harness::cluster::Cluster;
 use harness::cluster::kind::commands::KindEnv;
 use harness::cluster::kind::fakes::{FakeCommands, KIND, kind_script};
-use harness::cluster::kind::{KindCluster, KindSpec};
+use harness::cluster::kind::{KindCluster, KindImages, KindSpec};
 
 struct Bed {
     tmp: tempfile::TempDir,
@@ -265,6 +265,7 @@ async fn status_and_down_of_a_kind_cluster() {
         config: common::repo_root().join("kind-configs/baseline-1.36.yaml"),
         k8s_version: None,
         wait: Duration::from_secs(60),
+        images: KindImages::Pulled,
     };
     let c = KindCluster::start(&spec, &env).await.unwrap();
     let kc = c.kubeconfig().to_path_buf();

@@ -113,7 +113,20 @@ pub fn teardown(prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// Once per process: on Ctrl-C, stop every cluster `Fixture::start` made.
+/// Names of the kind clusters this process started (torn down on Ctrl-C).
+static STARTED_KIND: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Record a kind cluster this process is starting, so that Ctrl-C or
+/// SIGTERM deletes it.
+pub fn kind_started(name: &str) {
+    interrupt_tears_down();
+    if let Ok(mut s) = STARTED_KIND.lock() {
+        s.push(name.to_string());
+    }
+}
+
+/// Once per process: on Ctrl-C, stop every cluster `Fixture::start` made
+/// and delete every kind cluster `kind_started` recorded.
 fn interrupt_tears_down() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -121,6 +134,10 @@ fn interrupt_tears_down() {
             let names = STARTED.lock().map(|s| s.clone()).unwrap_or_default();
             for n in names {
                 let _ = lifecycle::abandon_local(&n);
+            }
+            let kinds = STARTED_KIND.lock().map(|s| s.clone()).unwrap_or_default();
+            for n in kinds {
+                let _ = harness::cluster::kind::abandon(&n);
             }
         });
     });

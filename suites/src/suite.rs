@@ -7,6 +7,7 @@ pub mod batch;
 pub mod contention;
 pub mod existing;
 pub mod gang;
+pub mod kind;
 pub mod kubectl;
 pub mod kubelet;
 pub mod kubelet_real;

@@ -23,5 +23,6 @@ fn main() {
         suite::local::suite,
         suite::logs::suite,
         suite::realnode::suite,
+        suite::kind::suite,
     ])
 }

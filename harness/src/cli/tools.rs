@@ -69,6 +69,12 @@ pub struct ToolsInstallArgs {
     /// Only these binaries (default: all). Repeatable.
     #[arg(long, value_name = "NAME")]
     pub only: Vec<String>,
+    /// Also build the kind node image of --k8s-version here (a Debian root
+    /// filesystem, the binaries, the images kubeadm runs; for machines
+    /// that reach no registry), cached by content. Needs a Docker engine
+    /// and, the first time, root for debootstrap.
+    #[arg(long)]
+    pub kind: bool,
 }
 
 #[derive(Args, Debug)]
@@ -100,7 +106,9 @@ pub async fn run(c: ToolsCommand) -> Result<i32> {
 
 async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
     let r = resolver(&args.tools)?;
-    let wanted: Vec<Component> = if args.only.is_empty() {
+    let wanted: Vec<Component> = if args.only.is_empty() && args.kind {
+        harness::tools::kindnode::components()
+    } else if args.only.is_empty() {
         Component::ALL.to_vec()
     } else {
         args.only
@@ -137,6 +145,29 @@ async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
             took.as_secs_f64(),
             r.path.display()
         );
+    }
+    harness::cluster::kind::commands::link_tools(r.k8s)?;
+    if args.kind {
+        let k8s = r.k8s;
+        let started = Instant::now();
+        let node = tokio::task::spawn_blocking(move || harness::tools::kindnode::ensure(k8s))
+            .await
+            .context("the node image build panicked")??;
+        if node.timings.is_empty() {
+            println!("kind node image {} (cached)", node.image);
+        } else {
+            let steps: Vec<String> = node
+                .timings
+                .iter()
+                .map(|(what, s)| format!("{what} {s:.1} s"))
+                .collect();
+            println!(
+                "kind node image {} built in {:.1} s ({})",
+                node.image,
+                started.elapsed().as_secs_f64(),
+                steps.join(", ")
+            );
+        }
     }
     Ok(0)
 }

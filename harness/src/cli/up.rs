@@ -117,6 +117,14 @@ pub struct KindUpArgs {
     /// kind: the profile the default config is chosen by (baseline, jobset, gang).
     #[arg(long, default_value = "baseline")]
     pub kind_profile: String,
+    /// kind: where the node and controller images come from: pulled (the
+    /// profile's pinned kindest/node digest and the release images),
+    /// built (here, from Go modules and Debian packages: no registry
+    /// needed; `tools install --kind` builds ahead) or auto (pulled when
+    /// the pinned node image is in the engine or can be pulled, else
+    /// built).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kind_images: harness::cluster::kind::KindImages,
 }
 
 /// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
@@ -257,6 +265,7 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             config,
             k8s_version: args.tools.k8s_version.clone(),
             wait: Duration::from_secs(args.timeout),
+            images: args.kind.kind_images,
         },
         kueue: args.kueue.kueue,
         timeout: Duration::from_secs(args.timeout),

@@ -100,4 +100,5 @@ pub const RELEASE: crate::install::release::Release = crate::install::release::R
     namespace: "jobset-system",
     deployments: &["jobset-controller-manager"],
     url: crate::tools::versions::jobset_manifest_url,
+    controller: crate::tools::Component::Jobset,
 };

@@ -175,6 +175,7 @@ pub const RELEASE: crate::install::release::Release = crate::install::release::R
     namespace: NAMESPACE,
     deployments: &["kueue-controller-manager"],
     url: crate::tools::versions::kueue_manifest_url,
+    controller: crate::tools::Component::Kueue,
 };
 
 #[cfg(test)]

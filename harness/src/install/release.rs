@@ -14,20 +14,66 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use crate::cluster::kind::commands::{self, plan};
+use std::collections::BTreeMap;
 
-/// A controller installed on kind from its pinned release manifest.
+use anyhow::bail;
+
+use crate::cluster::kind::KindCluster;
+use crate::cluster::kind::commands::{self, Cmd, plan};
+use crate::cluster::provider::Cluster;
+use crate::install::apply::apply_all;
+use crate::k8s::K8sRelease;
+use crate::tools::modules::module_dir;
+use crate::tools::{Component, Resolver};
+
+/// A controller installed on kind from its pinned release manifest, or,
+/// where the node images are built here (no registry), from its Go module:
+/// the controller built into an image loaded into every node, and the
+/// module's own kustomization (`config/default`) with that image.
 pub struct Release {
     /// For messages: "JobSet".
     pub component: &'static str,
     pub namespace: &'static str,
     pub deployments: &'static [&'static str],
     pub url: fn() -> String,
+    /// The controller binary (tools/component.rs), whose module holds the
+    /// kustomization.
+    pub controller: Component,
 }
 
 impl Release {
     pub async fn install(&self, kubectl: &Path, kubeconfig: &Path) -> Result<()> {
         apply_url(kubectl, kubeconfig, &(self.url)()).await
+    }
+
+    /// Install from the module with the controller built here.
+    pub async fn install_built(&self, cluster: &KindCluster, k8s: K8sRelease) -> Result<()> {
+        let c = self.controller;
+        let spec = load_built_image(cluster, c, k8s).await?;
+        let src = c.go_source(k8s);
+        let dir = module_dir(src.module, &src.module_version)?;
+        let kubectl = cluster.tools()?.kubectl;
+        let out = commands::run(&Cmd::new(
+            &kubectl,
+            &["kustomize", &dir.join("config/default").to_string_lossy()],
+        ))
+        .await
+        .with_context(|| format!("{}'s kustomization in {}", self.component, dir.display()))?;
+        let text = String::from_utf8(out.stdout).context("kustomize's output is not UTF-8")?;
+        let mut objects = crate::yaml::documents(&text, "kubectl kustomize output")?;
+        let replaced = use_image(&mut objects, &spec.name);
+        if replaced == 0 {
+            bail!(
+                "{}'s kustomization ({}) has no Deployment container to run {}",
+                self.component,
+                dir.display(),
+                spec.name
+            );
+        }
+        let client = cluster.client().await?;
+        apply_all(&client, &objects)
+            .await
+            .with_context(|| format!("applying {} from {}", self.component, dir.display()))
     }
 
     /// Its Deployments Available (the webhooks are probed by the caller,
@@ -49,6 +95,45 @@ impl Release {
         )
         .await
     }
+}
+
+/// Build the image of `c` (tools/kindnode/images.rs `harness_image`) and
+/// load it into every node of `cluster`; its spec.
+pub async fn load_built_image(
+    cluster: &KindCluster,
+    c: Component,
+    k8s: K8sRelease,
+) -> Result<crate::tools::oci::ImageSpec> {
+    let resolver = Resolver::from_env(k8s, BTreeMap::new());
+    let bin = tokio::task::spawn_blocking(move || resolver.resolve(c))
+        .await
+        .context("resolving the binary panicked")??
+        .path;
+    let spec = crate::tools::kindnode::images::harness_image(c, k8s, &bin);
+    let archive = cluster.root.join(format!("{}.oci.tar", c.name()));
+    let (s, a) = (spec.clone(), archive.clone());
+    tokio::task::spawn_blocking(move || crate::tools::oci::write_archive(&s, &a))
+        .await
+        .context("writing the image panicked")??;
+    let loaded = cluster.load_archive(&archive).await;
+    let _ = std::fs::remove_file(&archive);
+    loaded?;
+    Ok(spec)
+}
+
+/// Every Deployment's containers run `image`, never pulled; how many.
+pub fn use_image(objects: &mut [Value], image: &str) -> usize {
+    let mut n = 0;
+    for o in objects.iter_mut().filter(|o| o["kind"] == "Deployment") {
+        if let Some(cs) = o["spec"]["template"]["spec"]["containers"].as_array_mut() {
+            for c in cs {
+                c["image"] = Value::String(image.to_string());
+                c["imagePullPolicy"] = Value::String("Never".into());
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 /// Apply a release manifest from `url` with kubectl (which fetches it).

@@ -100,6 +100,7 @@ pub fn point_in_container(stat_lines: &str, page_kib: u64) -> Point {
 /// printed) when docker fails or takes over 5 s.
 async fn container_stats(docker: &std::path::Path, container: &str) -> Option<String> {
     let run = tokio::process::Command::new(docker)
+        .envs(crate::tools::engine::env())
         .args([
             "exec",
             container,

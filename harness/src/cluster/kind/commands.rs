@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::error::env_missing;
+use crate::tools::engine;
 use crate::tools::versions::KIND_VERSION;
 
 /// Where the kind provider looks for programs and keeps cluster state.
@@ -26,10 +27,16 @@ pub struct KindEnv {
 }
 
 impl KindEnv {
-    /// `$PATH` and the harness's state dir (`$HARNESS_STATE_DIR`, …).
+    /// `$PATH`, then the harness's own kind and kubectl
+    /// (`<cache>/kind-bin`, see [`tools_dir`]), and the harness's state dir
+    /// (`$HARNESS_STATE_DIR`, …).
     pub fn from_process() -> KindEnv {
+        let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        dirs.push(tools_dir());
         KindEnv {
-            search_path: std::env::var_os("PATH").unwrap_or_default(),
+            search_path: std::env::join_paths(dirs).unwrap_or_default(),
             state_root: crate::paths::clusters_dir(),
         }
     }
@@ -39,13 +46,41 @@ impl KindEnv {
     }
 }
 
-/// The programs the kind provider uses, by absolute path.
+/// Where `harness tools install` links the kind and kubectl it built
+/// (`kind`, `kubectl`), searched after `$PATH`.
+pub fn tools_dir() -> PathBuf {
+    crate::paths::cache_dir().join("kind-bin")
+}
+
+/// Link the kind and kubectl in the harness cache (when built there) into
+/// [`tools_dir`] as `kind` and `kubectl`.
+pub fn link_tools(k8s: crate::k8s::K8sRelease) -> Result<()> {
+    use crate::tools::Component;
+    let cache = crate::paths::cache_dir();
+    let dir = tools_dir();
+    for c in [Component::Kind, Component::Kubectl] {
+        let target = c.cached_path(&cache, k8s);
+        if !target.is_file() {
+            continue;
+        }
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let link = dir.join(c.name());
+        let tmp = dir.join(format!(".{}.tmp", c.name()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&target, &tmp)
+            .with_context(|| format!("linking {}", link.display()))?;
+        std::fs::rename(&tmp, &link).with_context(|| format!("linking {}", link.display()))?;
+    }
+    Ok(())
+}
+
+/// The programs the kind provider uses, by absolute path. (Helm is HPCC's
+/// installer's, found there: install/hpcc.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindTools {
     pub docker: PathBuf,
     pub kind: PathBuf,
     pub kubectl: PathBuf,
-    pub helm: PathBuf,
 }
 
 /// What to install when a program is missing.
@@ -53,10 +88,11 @@ pub fn install_hint(program: &str) -> String {
     match program {
         "docker" => "Docker Engine (https://docs.docker.com/engine/install/) or Docker Desktop, with `docker` on PATH".into(),
         "kind" => format!(
-            "kind v{KIND_VERSION}: `go install sigs.k8s.io/kind@v{KIND_VERSION}`, or the binary from https://github.com/kubernetes-sigs/kind/releases/tag/v{KIND_VERSION}"
+            "kind v{KIND_VERSION}: `harness tools install --kind` builds it from its Go module, or `go install sigs.k8s.io/kind@v{KIND_VERSION}`"
         ),
-        "kubectl" => "kubectl (https://kubernetes.io/docs/tasks/tools/)".into(),
-        "helm" => "Helm (https://helm.sh/docs/intro/install/)".into(),
+        "kubectl" => {
+            "kubectl: `harness tools install --kind` links the one it builds, or https://kubernetes.io/docs/tasks/tools/".into()
+        }
         other => other.to_string(),
     }
 }
@@ -67,7 +103,7 @@ pub fn find_tools(search_path: &OsString) -> Result<KindTools> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    for name in ["docker", "kind", "kubectl", "helm"] {
+    for name in ["docker", "kind", "kubectl"] {
         match which::which_in(name, Some(search_path), &cwd) {
             Ok(p) => found.push(p),
             Err(_) => missing.push(name),
@@ -77,7 +113,7 @@ pub fn find_tools(search_path: &OsString) -> Result<KindTools> {
         return Err(env_missing(
             format!(
                 "the kind provider needs {} on PATH; not found: {}",
-                "docker, kind, kubectl and helm",
+                "docker, kind and kubectl",
                 missing.join(", ")
             ),
             missing
@@ -88,12 +124,11 @@ pub fn find_tools(search_path: &OsString) -> Result<KindTools> {
         ));
     }
     let mut it = found.into_iter();
-    let mut next = || it.next().expect("four programs found");
+    let mut next = || it.next().expect("three programs found");
     Ok(KindTools {
         docker: next(),
         kind: next(),
         kubectl: next(),
-        helm: next(),
     })
 }
 
@@ -102,6 +137,8 @@ pub fn find_tools(search_path: &OsString) -> Result<KindTools> {
 pub struct Cmd {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Set for this command, beside the engine's (tools/engine.rs).
+    pub env: Vec<(String, String)>,
 }
 
 impl Cmd {
@@ -109,6 +146,7 @@ impl Cmd {
         Cmd {
             program: program.to_path_buf(),
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         }
     }
 
@@ -156,7 +194,8 @@ fn check(cmd: &Cmd, out: Output) -> Result<Output> {
 }
 
 /// Run to completion (async). The child is killed if the future is
-/// dropped, e.g. when Ctrl-C interrupts `up`.
+/// dropped, e.g. when Ctrl-C interrupts `up`. Every command gets the
+/// engine's environment (tools/engine.rs: DOCKER_HOST).
 pub async fn run(cmd: &Cmd) -> Result<Output> {
     let out = output(cmd).await?;
     check(cmd, out)
@@ -166,6 +205,8 @@ pub async fn run(cmd: &Cmd) -> Result<Output> {
 pub async fn output(cmd: &Cmd) -> Result<Output> {
     tokio::process::Command::new(&cmd.program)
         .args(&cmd.args)
+        .envs(engine::env())
+        .envs(cmd.env.iter().cloned())
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
@@ -177,6 +218,8 @@ pub async fn output(cmd: &Cmd) -> Result<Output> {
 pub fn run_blocking(cmd: &Cmd) -> Result<Output> {
     let out = std::process::Command::new(&cmd.program)
         .args(&cmd.args)
+        .envs(engine::env())
+        .envs(cmd.env.iter().cloned())
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running {}", cmd.program.display()))?;
@@ -356,7 +399,6 @@ mod tests {
             docker: "/x/docker".into(),
             kind: "/x/kind".into(),
             kubectl: "/x/kubectl".into(),
-            helm: "/x/helm".into(),
         }
     }
 
@@ -417,10 +459,7 @@ mod tests {
         let e = find_tools(&dir.path().as_os_str().to_os_string()).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 3);
         let msg = format!("{e:#}");
-        assert!(
-            msg.contains("not found: docker, kind, kubectl, helm"),
-            "{msg}"
-        );
-        assert!(msg.contains("go install sigs.k8s.io/kind@v0.33.0"), "{msg}");
+        assert!(msg.contains("not found: docker, kind, kubectl"), "{msg}");
+        assert!(msg.contains("harness tools install --kind"), "{msg}");
     }
 }

@@ -219,6 +219,41 @@ pub fn effective(profile: &Profile, host_policy: &Path, host_audit_dir: &Path) -
     doc
 }
 
+/// Where the node image is built here (tools/kindnode): every node runs
+/// `image`; kind's default CNI (kindnetd, which cannot be built here) is
+/// off, the harness gives each node a bridge network of its own pod subnet
+/// after `kind create` (KindCluster::setup_pod_network); kubeadm is told
+/// the etcd and CoreDNS tags built here; the kubelet runs on a cgroup v1
+/// host (`failCgroupV1: false`, which 1.35+ kubelets need there).
+pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &str) {
+    if let Some(nodes) = doc["nodes"].as_array_mut() {
+        for n in nodes.iter_mut() {
+            n["image"] = json!(image);
+        }
+    }
+    if !doc["networking"].is_object() {
+        doc["networking"] = json!({});
+    }
+    doc["networking"]["disableDefaultCNI"] = json!(true);
+    let patches = [
+        format!(
+            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\netcd:\n  local:\n    imageTag: \"{etcd_tag}\"\ndns:\n  imageTag: \"{dns_tag}\"\n"
+        ),
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
+            .to_string(),
+    ];
+    match doc
+        .get_mut("kubeadmConfigPatches")
+        .and_then(Value::as_array_mut)
+    {
+        Some(list) => list.extend(patches.into_iter().map(Value::String)),
+        None => {
+            doc["kubeadmConfigPatches"] =
+                Value::Array(patches.into_iter().map(Value::String).collect())
+        }
+    }
+}
+
 /// YAML text of a config, with a header naming its source.
 pub fn to_yaml(doc: &Value, source: &Path) -> Result<String> {
     let body = serde_saphyr::to_string(doc).context("serialising the effective kind config")?;
@@ -231,6 +266,34 @@ pub fn to_yaml(doc: &Value, source: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_overrides_replace_images_and_add_patches() {
+        let p = load_profile(&repo().join("kind-configs/gang-1.37.yaml")).unwrap();
+        let mut doc = p.doc.clone();
+        let before = doc["kubeadmConfigPatches"].as_array().unwrap().len();
+        built_overrides(
+            &mut doc,
+            "harness.local/kind-node:v1.37.1-abc",
+            "3.6.16-0",
+            "v1.14.7",
+        );
+        for n in doc["nodes"].as_array().unwrap() {
+            assert_eq!(n["image"], "harness.local/kind-node:v1.37.1-abc");
+        }
+        assert_eq!(doc["networking"]["disableDefaultCNI"], true);
+        let patches = doc["kubeadmConfigPatches"].as_array().unwrap();
+        assert_eq!(patches.len(), before + 2);
+        let text: Vec<&str> = patches.iter().filter_map(Value::as_str).collect();
+        assert!(
+            text.iter().any(
+                |t| t.contains("imageTag: \"3.6.16-0\"") && t.contains("imageTag: \"v1.14.7\"")
+            )
+        );
+        assert!(text.iter().any(|t| t.contains("failCgroupV1: false")));
+        // The profile's own feature gates survive.
+        assert_eq!(doc["featureGates"], p.doc["featureGates"]);
+    }
 
     fn repo() -> PathBuf {
         crate::paths::repo_root(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()

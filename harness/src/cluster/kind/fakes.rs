@@ -35,7 +35,6 @@ impl FakeCommands {
         f.script("docker", DOCKER);
         f.script("kind", &kind_script(KIND));
         f.script("kubectl", "exit 0\n");
-        f.script("helm", "exit 0\n");
         f
     }
 

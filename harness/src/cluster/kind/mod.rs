@@ -18,6 +18,7 @@ pub mod config;
 /// and, with the `testkit` feature, for its integration tests.
 #[cfg(any(test, feature = "testkit"))]
 pub mod fakes;
+pub mod network;
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,20 @@ pub fn kind_cluster_name(name: &str) -> String {
     format!("harness-{name}")
 }
 
+/// Where the node image (and the controllers' images) come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum KindImages {
+    /// The profile's pinned `kindest/node` digest and the release images,
+    /// pulled by Docker and the nodes.
+    Pulled,
+    /// Made here (`tools install --kind`): no registry needed.
+    Built,
+    /// Pulled when the pinned node image is in the engine or can be
+    /// pulled, else built.
+    #[default]
+    Auto,
+}
+
 /// What `up --provider kind` asks for.
 #[derive(Debug, Clone)]
 pub struct KindSpec {
@@ -53,6 +68,7 @@ pub struct KindSpec {
     pub k8s_version: Option<String>,
     /// `kind create cluster --wait`.
     pub wait: Duration,
+    pub images: KindImages,
 }
 
 /// `state.json` of a kind cluster.
@@ -77,7 +93,23 @@ pub struct KindState {
     pub audit_policy: PathBuf,
     pub kind_version: String,
     pub created_unix: u64,
+    /// "pulled" or "built" (tools/kindnode); older state files: pulled.
+    #[serde(default = "pulled")]
+    pub images: String,
+    /// Why cert-manager is not installed, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_manager_absent: Option<String>,
 }
+
+fn pulled() -> String {
+    "pulled".to_string()
+}
+
+/// The docker network built-image clusters use: made by the harness with
+/// masquerading off (an engine started with `--iptables=false` cannot
+/// masquerade, and nothing here leaves the machine), named to kind with
+/// KIND_EXPERIMENTAL_DOCKER_NETWORK. Shared by the harness's kind clusters.
+pub const BUILT_NETWORK: &str = "harness-kind";
 
 pub struct KindCluster {
     pub state: KindState,
@@ -129,6 +161,7 @@ impl KindCluster {
             )));
         }
         let kind_name = kind_cluster_name(&spec.name);
+        let built = choose_images(spec.images, &profile, &tools).await?;
         let existing = commands::run(&plan::get_clusters(&tools)).await?;
         if commands::lines(&existing).contains(&kind_name) {
             return Err(bad_input(format!(
@@ -144,8 +177,12 @@ impl KindCluster {
             name: spec.name.clone(),
             provider: PROVIDER.into(),
             kind_cluster: kind_name,
-            k8s_version: profile.k8s_version.clone(),
-            node_image: profile.node_image.clone(),
+            k8s_version: built
+                .as_ref()
+                .map_or(profile.k8s_version.clone(), |b| b.version.clone()),
+            node_image: built
+                .as_ref()
+                .map_or(profile.node_image.clone(), |b| b.image.clone()),
             profile: std::path::absolute(&spec.config).unwrap_or(spec.config.clone()),
             config: root.join("kind-config.yaml"),
             kubeconfig: root.join("kubeconfig"),
@@ -158,6 +195,8 @@ impl KindCluster {
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
+            images: if built.is_some() { "built" } else { "pulled" }.to_string(),
+            cert_manager_absent: None,
         };
         let mut cluster = KindCluster {
             state,
@@ -193,7 +232,15 @@ impl KindCluster {
         std::fs::set_permissions(audit_dir, std::fs::Permissions::from_mode(0o755))?;
         write_mode(&self.state.audit_log, "", 0o644)?;
         write_mode(&self.state.audit_policy, AUDIT_POLICY, 0o644)?;
-        let eff = config::effective(profile, &self.state.audit_policy, audit_dir);
+        let mut eff = config::effective(profile, &self.state.audit_policy, audit_dir);
+        if self.built() {
+            config::built_overrides(
+                &mut eff,
+                &self.state.node_image,
+                &crate::tools::kindnode::images::etcd_tag(),
+                &crate::tools::kindnode::images::dns_tag(),
+            );
+        }
         write_mode(
             &self.state.config,
             &config::to_yaml(&eff, &profile.path)?,
@@ -207,7 +254,23 @@ impl KindCluster {
             "creating kind cluster {} (Kubernetes v{}, {})",
             s.kind_cluster, s.k8s_version, s.node_image
         ));
-        let create = plan::create(tools, &s.kind_cluster, &s.config, &s.kubeconfig, wait);
+        let built = self.built();
+        let mut create = plan::create(
+            tools,
+            &s.kind_cluster,
+            &s.config,
+            &s.kubeconfig,
+            // Built nodes have no pod network until the harness makes it
+            // (after create): `up` waits for Ready nodes itself.
+            if built { Duration::ZERO } else { wait },
+        );
+        if built {
+            ensure_network(&tools.docker).await?;
+            create.env.push((
+                "KIND_EXPERIMENTAL_DOCKER_NETWORK".into(),
+                BUILT_NETWORK.into(),
+            ));
+        }
         commands::run(&create)
             .await
             .context("kind could not create the cluster")?;
@@ -229,7 +292,62 @@ impl KindCluster {
         }
         self.state.nodes = nodes;
         self.state.control_plane = control_plane;
+        self.save()?;
+        if built {
+            let step = Step::start("giving each node a bridge network of its pod subnet");
+            network::setup(self, tools).await?;
+            step.done("done");
+        }
+        Ok(())
+    }
+
+    /// Whether the node image was built here.
+    pub fn built(&self) -> bool {
+        self.state.images == "built"
+    }
+
+    /// Record that cert-manager is not installed, and why.
+    pub fn set_cert_manager_absent(&mut self, why: String) -> Result<()> {
+        self.state.cert_manager_absent = Some(why);
         self.save()
+    }
+
+    /// Import an image archive (OCI or docker) into every node's
+    /// containerd, in the `k8s.io` namespace the kubelet uses.
+    pub async fn load_archive(&self, archive: &Path) -> Result<()> {
+        let tools = self.tools()?;
+        for n in &self.state.nodes {
+            let file = std::fs::File::open(archive)
+                .with_context(|| format!("opening {}", archive.display()))?;
+            let out = tokio::process::Command::new(&tools.docker)
+                .envs(crate::tools::engine::env())
+                .args([
+                    "exec",
+                    "-i",
+                    n,
+                    "ctr",
+                    "--namespace=k8s.io",
+                    "images",
+                    "import",
+                    "--all-platforms",
+                    "--digests",
+                    "-",
+                ])
+                .stdin(std::process::Stdio::from(file))
+                .kill_on_drop(true)
+                .output()
+                .await
+                .with_context(|| format!("loading {} into {n}", archive.display()))?;
+            if !out.status.success() {
+                bail!(
+                    "loading {} into node {n} failed ({}):\n{}",
+                    archive.display(),
+                    out.status,
+                    commands::tail(&out, 10)
+                );
+            }
+        }
+        Ok(())
     }
 
     fn save(&self) -> Result<()> {
@@ -323,6 +441,78 @@ impl KindCluster {
         std::fs::remove_dir_all(&self.root)
             .with_context(|| format!("removing {}", self.root.display()))
     }
+}
+
+/// Which node image `start` uses: None for the profile's pinned one, or
+/// the one built here.
+async fn choose_images(
+    want: KindImages,
+    profile: &config::Profile,
+    tools: &KindTools,
+) -> Result<Option<crate::tools::kindnode::BuiltNode>> {
+    let pinned_here = || async {
+        let inspect = commands::Cmd::new(&tools.docker, &["image", "inspect", &profile.node_image]);
+        if commands::output(&inspect)
+            .await
+            .is_ok_and(|o| o.status.success())
+        {
+            return Ok(());
+        }
+        let pull = commands::Cmd::new(&tools.docker, &["pull", &profile.node_image]);
+        match tokio::time::timeout(Duration::from_secs(600), commands::output(&pull)).await {
+            Ok(Ok(o)) if o.status.success() => Ok(()),
+            Ok(Ok(o)) => Err(commands::tail(&o, 2).trim().to_string()),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(_) => Err("no answer within 600 s".to_string()),
+        }
+    };
+    let build = match want {
+        KindImages::Pulled => false,
+        KindImages::Built => true,
+        KindImages::Auto => match pinned_here().await {
+            Ok(()) => false,
+            Err(why) => {
+                eprintln!(
+                    "harness: {} cannot be pulled ({why}); building the node image here (--kind-images built)",
+                    profile.node_image
+                );
+                true
+            }
+        },
+    };
+    if !build {
+        return Ok(None);
+    }
+    let release = crate::k8s::K8sRelease::parse(&profile.minor)?;
+    let node = tokio::task::spawn_blocking(move || crate::tools::kindnode::ensure(release))
+        .await
+        .context("the node image build panicked")??;
+    Ok(Some(node))
+}
+
+/// The network built-image clusters share, made when missing.
+async fn ensure_network(docker: &Path) -> Result<()> {
+    let inspect = commands::Cmd::new(docker, &["network", "inspect", BUILT_NETWORK]);
+    if commands::output(&inspect).await?.status.success() {
+        return Ok(());
+    }
+    commands::run(&commands::Cmd::new(
+        docker,
+        &[
+            "network",
+            "create",
+            "--driver",
+            "bridge",
+            "--opt",
+            "com.docker.network.bridge.enable_ip_masquerade=false",
+            "--label",
+            "harness.kind=built-images",
+            BUILT_NETWORK,
+        ],
+    ))
+    .await
+    .with_context(|| format!("creating docker network {BUILT_NETWORK}"))?;
+    Ok(())
 }
 
 /// After Ctrl-C during `up`: delete the kind cluster and state of `name`

@@ -46,6 +46,7 @@ fn spec(name: &str) -> KindSpec {
         config: profile("gang", "1.37"),
         k8s_version: Some("1.37".into()),
         wait: Duration::from_secs(90),
+        images: KindImages::Pulled,
     }
 }
 
@@ -192,11 +193,11 @@ async fn down_keep_keeps_the_state() {
 async fn docker_missing_is_exit_3_and_touches_nothing() {
     let b = bed();
     b.fakes.remove("docker");
-    b.fakes.remove("helm");
+    b.fakes.remove("kubectl");
     let e = KindCluster::start(&spec("a"), &b.env).await.unwrap_err();
     assert_eq!(exit_code(&e), 3);
     let msg = format!("{e:#}");
-    assert!(msg.contains("not found: docker, helm"), "{msg}");
+    assert!(msg.contains("not found: docker, kubectl"), "{msg}");
     assert!(
         msg.contains("https://docs.docker.com/engine/install/"),
         "{msg}"
