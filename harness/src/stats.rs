@@ -312,15 +312,21 @@ pub struct Judged {
 }
 
 /// Compare B with A by the one rule: paired when `paired` (same rounds),
-/// else unpaired. None when a side has no runs.
+/// else unpaired. None when a side has no runs. One round has no
+/// interval: its verdict is "no significant difference" whatever the
+/// ratio.
 pub fn judge(a: &[f64], b: &[f64], paired: bool, rule: Rule) -> Option<Judged> {
     let ratio = if paired {
         paired_ratio(a, b, RESAMPLES, SEED)?
     } else {
         unpaired_ratio(a, b, RESAMPLES, SEED)?
     };
+    let one_round = paired && ratio.n < 2;
     Some(Judged {
-        verdict: verdict(&ratio, median(a), median(b), rule),
+        verdict: match one_round {
+            true => Direction::Same,
+            false => verdict(&ratio, median(a), median(b), rule),
+        },
         ratio,
         p_value: mann_whitney(a, b).map(|m| m.p_value),
     })
@@ -575,5 +581,10 @@ mod tests {
             Direction::Higher,
             "from none to some is higher"
         );
+        // …but one round is no interval: no verdict from it.
+        let j = judge(&[100.0], &[300.0], true, Rule::COUNT).unwrap();
+        assert_eq!((j.ratio.ratio, j.verdict), (3.0, Direction::Same));
+        let j = judge(&[100.0; 2], &[300.0; 2], true, Rule::COUNT).unwrap();
+        assert_eq!(j.verdict, Direction::Higher);
     }
 }
