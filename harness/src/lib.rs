@@ -16,6 +16,7 @@ pub mod poll;
 pub mod progress;
 pub mod schema;
 pub mod signal;
+pub mod stats;
 pub mod tools;
 pub mod validate;
 pub mod workload;

@@ -68,9 +68,16 @@ pub struct BenchThorArgs {
     /// Where the reports go.
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
-    /// Runs per mode (means and spreads are reported).
+    /// Rounds: every mode once per round, in an order shuffled from
+    /// --seed, each run on a fresh cluster. Medians, min–max and each
+    /// ratio to the reference mode with a 95 % interval and a verdict are
+    /// reported.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
+    /// Seed of the run order (printed by every run; the same seed replays
+    /// the same order). Default: from the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Compare with the stored baseline; exit 1 on a regression.
     #[arg(long)]
     pub compare: bool,
@@ -243,6 +250,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         scenario: args.scenario.clone(),
         modes,
         repeat: args.repeat,
+        seed: args.seed,
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("bench-{}", std::process::id()),
         overrides: args.overrides.clone(),

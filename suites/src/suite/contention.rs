@@ -22,6 +22,7 @@ fn bench(modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
         scenario: crate::repo_root().join("suites/thor/contention.yaml"),
         modes: Some(modes),
         repeat: 1,
+        seed: None,
         bins: Default::default(),
         cluster_prefix: crate::unique_name("t-cont"),
         overrides,

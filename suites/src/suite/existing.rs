@@ -62,6 +62,7 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
         scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
         modes: Some(vec![Mode::Baseline, Mode::Jobset]),
         repeat: 1,
+        seed: None,
         bins: Default::default(),
         cluster_prefix: unique_name("t-exist-unused"),
         overrides: Vec::new(),

@@ -20,6 +20,7 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
             scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
             modes: Some(vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang]),
             repeat: 1,
+            seed: None,
             bins: Default::default(),
             cluster_prefix: crate::unique_name("t-thor"),
             overrides: Vec::new(),

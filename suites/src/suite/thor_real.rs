@@ -23,6 +23,7 @@ fn options(modes: Vec<Mode>, existing: Option<ExistingTarget>) -> ThorBenchOptio
         scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
         modes: Some(modes),
         repeat: 1,
+        seed: None,
         bins: Default::default(),
         cluster_prefix: unique_name("t-thor-real"),
         overrides: Vec::new(),

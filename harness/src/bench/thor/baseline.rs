@@ -1,6 +1,10 @@
 //! Stored results (baselines/<provider>/<k8s-minor>/<scenario>.json) and
-//! their schema. Counts are near-deterministic and get tight relative
-//! tolerances; latencies are noisy and get ratio bands with a noise floor.
+//! their schema. A baseline of schema v2 keeps every run's value of each
+//! metric (`samples`); `compare` judges a new run against them by the
+//! one rule of `crate::stats`, with a band from their measured spread.
+//! Schema v1 files kept one value and a hand-set tolerance per metric;
+//! they are still read, and judged (and reported) as single-value
+//! baselines.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +16,10 @@ fn k(s: &str) -> Seg {
     Seg::Key(s.to_string())
 }
 
-pub const SCHEMA: &str = "harness.baseline/v1";
+/// The schema `--record` writes: samples per metric.
+pub const SCHEMA: &str = "harness.baseline/v2";
+/// Single values with hand-set tolerances (read, not written).
+pub const SCHEMA_V1: &str = "harness.baseline/v1";
 pub const PROVIDERS: &[&str] = &["local", "kind", "existing"];
 pub const UNITS: &[&str] = &[
     "requests",
@@ -74,19 +81,29 @@ pub enum MetricKind {
     Latency,
     /// Sizes.
     Bytes,
+    /// Counts the scenario fixes (pods, containers, objects, the Thor
+    /// identity's writes): judged exactly, against the recorded runs'
+    /// range.
+    Exact,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Metric {
+    /// The median of `samples` (v2), or the one recorded value (v1).
     pub value: f64,
     pub unit: String,
     pub kind: MetricKind,
+    /// v1 only: the hand-set tolerance.
+    #[serde(default, skip_serializing_if = "Tolerance::is_empty")]
     pub tolerance: Tolerance,
+    /// v2: every recorded run's value, in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
 }
 
-/// How far a new value may move before it counts as a change.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// How far a new value may move before it counts as a change (v1).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Tolerance {
     /// |new − old| / old allowed (counts, bytes), e.g. 0.05.
@@ -105,17 +122,32 @@ pub struct Tolerance {
     pub floor: Option<f64>,
 }
 
+impl Tolerance {
+    pub fn is_empty(&self) -> bool {
+        self.relative.is_none() && self.ratio.is_none() && self.floor.is_none()
+    }
+}
+
 impl Baseline {
+    /// A v1 file: one value per metric, hand-set tolerances.
+    pub fn single_value(&self) -> bool {
+        self.schema == SCHEMA_V1
+    }
+
     /// Semantic problems as (field path, message). Schema and types are
     /// the decoder's job.
     pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
-        if self.schema != SCHEMA {
+        if self.schema != SCHEMA && self.schema != SCHEMA_V1 {
             out.push((
                 vec![k("schema")],
-                format!("expected {SCHEMA:?}, found {:?}", self.schema),
+                format!(
+                    "expected {SCHEMA:?} (or the older {SCHEMA_V1:?}), found {:?}",
+                    self.schema
+                ),
             ));
         }
+        let v2 = self.schema == SCHEMA;
         if !PROVIDERS.contains(&self.provider.as_str()) {
             out.push((
                 vec![k("provider")],
@@ -156,9 +188,21 @@ impl Baseline {
                         format!("unknown unit {:?}; one of {}", m.unit, UNITS.join(", ")),
                     ));
                 }
+                if v2 {
+                    if m.samples.is_empty() {
+                        out.push((at(&["samples"]), "no samples recorded".into()));
+                    }
+                    if let Some(x) = m.samples.iter().find(|x| !x.is_finite() || **x < 0.0) {
+                        out.push((
+                            at(&["samples"]),
+                            format!("{x} is not a finite, non-negative number"),
+                        ));
+                    }
+                    continue;
+                }
                 let t = &m.tolerance;
                 match m.kind {
-                    MetricKind::Count | MetricKind::Bytes => match t.relative {
+                    MetricKind::Count | MetricKind::Bytes | MetricKind::Exact => match t.relative {
                         Some(r) if r > 0.0 && r <= 1.0 => {}
                         Some(r) => out.push((
                             at(&["tolerance", "relative"]),
@@ -315,89 +359,66 @@ pub fn load(path: &Path) -> Result<Baseline> {
     found.ok_or_else(|| bad_input(format!("baseline {file}: no baseline in it")))
 }
 
-/// The metrics a baseline keeps, with the tolerance each gets.
-fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, Tolerance)> {
-    let count = |rel: f64| Tolerance {
-        relative: Some(rel),
-        ratio: None,
-        floor: None,
-    };
-    let latency = |floor: f64| Tolerance {
-        relative: None,
-        ratio: Some([0.66, 1.5]),
-        floor: Some(floor),
-    };
-    let mut v = vec![
+/// The metrics a baseline keeps: name, value, unit, kind. Each is judged
+/// by `crate::bench::thor::result::rule_of` (its minimum effect and noise
+/// floor) and the band of its recorded runs; the kinds `Exact` exactly.
+fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind)> {
+    use MetricKind::{Count, Latency};
+    let mut v: Vec<(String, f64, &'static str, MetricKind)> = vec![
         // HPCC's clients poll with a doubling backoff until a pod is
         // scheduled and a Job is done, and every poll is a cold kubectl
         // (~27 requests): one poll more per instance moves a smoke run by
-        // ~5 %. Seen here: jobset smoke 1029–1380 Thor requests (21–28
-        // gets, 4–10 pod LISTs), the whole run 2569–2931. The model itself
-        // is pinned elsewhere: the Thor suite checks measured = predicted
-        // from the calls made, and the writes below do not move.
+        // ~5 %. The band comes from the recorded runs' spread.
         (
-            "api_requests_total".to_string(),
+            "api_requests_total".into(),
             r.window.api_requests_total as f64,
             "requests",
-            MetricKind::Count,
-            count(0.20),
+            Count,
         ),
         (
             "thor_agent_requests".into(),
             r.thor_agent_requests as f64,
             "requests",
-            MetricKind::Count,
-            count(0.40),
+            Count,
         ),
         (
             "thor_agent_writes".into(),
             r.thor_agent_writes as f64,
             "requests",
-            MetricKind::Count,
-            count(0.01),
+            Count,
+        ),
+        (
+            "eclccserver_requests".into(),
+            r.eclccserver_requests as f64,
+            "requests",
+            Count,
         ),
         (
             "etcd_writes_total".into(),
             r.window.etcd_writes_total as f64,
             "writes",
-            MetricKind::Count,
-            count(0.15),
+            Count,
         ),
-        (
-            "pods_created".into(),
-            r.pods_created as f64,
-            "pods",
-            MetricKind::Count,
-            count(0.01),
-        ),
+        ("pods_created".into(), r.pods_created as f64, "pods", Count),
         (
             "containers_created".into(),
             r.containers_created as f64,
             "containers",
-            MetricKind::Count,
-            count(0.01),
+            Count,
         ),
         (
             "pod_startup_ms.p99".into(),
             r.pod_startup_ms.p99,
             "ms",
-            MetricKind::Latency,
-            latency(1000.0),
+            Latency,
         ),
         (
             "instance_start_ms.p99".into(),
             r.instance_start_ms.p99,
             "ms",
-            MetricKind::Latency,
-            latency(1000.0),
+            Latency,
         ),
-        (
-            "wall_s".into(),
-            r.wall_s,
-            "s",
-            MetricKind::Latency,
-            latency(5.0),
-        ),
+        ("wall_s".into(), r.wall_s, "s", Latency),
     ];
     // Events are recorded with rate limiting and aggregation: their count
     // is not a property of the workload, so it is not kept.
@@ -411,18 +432,21 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
             format!("objects_created.{res}"),
             *n as f64,
             "objects",
-            MetricKind::Count,
-            count(0.01),
+            Count,
+        ));
+    }
+    // The Thor identity's kubectl calls by kind (polls included): a
+    // regression that adds calls shows here by name.
+    for (call, n) in &r.thor_agent_calls {
+        v.push((
+            format!("thor_agent_calls.{call}"),
+            *n as f64,
+            "requests",
+            Count,
         ));
     }
     for (class, p) in &r.window.api_latency_ms {
-        v.push((
-            format!("api_latency_ms.{class}.p99"),
-            p.p99,
-            "ms",
-            MetricKind::Latency,
-            latency(50.0),
-        ));
+        v.push((format!("api_latency_ms.{class}.p99"), p.p99, "ms", Latency));
     }
     // The API server's own work, judged like a latency: it depends on the
     // machine.
@@ -430,8 +454,7 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
         "apiserver_etcd_cpu_s".into(),
         r.window.apiserver_etcd_cpu_s,
         "cpu-s",
-        MetricKind::Latency,
-        latency(2.0),
+        Latency,
     ));
     // Per (verb, resource, scope) SLO classes with enough calls for a p99
     // to mean something; the bucket edges make anything under 250 ms noise.
@@ -445,11 +468,23 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind, T
             format!("{SLO_PREFIX}{}:{}:{}", row.verb, row.resource, row.scope),
             row.latency_ms.p99,
             "ms",
-            MetricKind::Latency,
-            latency(250.0),
+            Latency,
         ));
     }
+    for x in &mut v {
+        if crate::bench::thor::result::is_deterministic(&x.0) {
+            x.3 = MetricKind::Exact;
+        }
+    }
     v
+}
+
+/// Every metric a baseline would keep of one run, by name.
+pub fn metric_values(r: &ModeResult) -> BTreeMap<String, f64> {
+    metric_specs(r)
+        .into_iter()
+        .map(|(n, v, ..)| (n, v))
+        .collect()
 }
 
 /// SLO classes with fewer calls in a run are not kept in a baseline.
@@ -463,6 +498,10 @@ pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
         .find(|(n, ..)| n == name)
         .map(|(_, v, ..)| v)
         .or_else(|| {
+            // A kind of call the run did not make.
+            name.strip_prefix("thor_agent_calls.").map(|_| 0.0)
+        })
+        .or_else(|| {
             // An object kind the run did not create at all counts as zero;
             // so does an SLO class with too few calls to keep (no latency).
             name.strip_prefix("objects_created.")
@@ -471,25 +510,38 @@ pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
         })
 }
 
+/// A v2 baseline of `r`: every metric with each run's value (a run
+/// without an object kind counts it 0), its median as `value`.
 pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
     let modes = r
         .modes
         .iter()
         .map(|(mode, s)| {
-            let metrics = metric_specs(&s.result)
-                .into_iter()
-                .map(|(name, value, unit, kind, tolerance)| {
-                    (
-                        name,
-                        Metric {
-                            value,
-                            unit: unit.into(),
-                            kind,
-                            tolerance,
-                        },
-                    )
-                })
-                .collect();
+            let runs: &[ModeResult] = if s.repeats.is_empty() {
+                std::slice::from_ref(&s.result)
+            } else {
+                &s.repeats
+            };
+            let mut metrics: BTreeMap<String, Metric> = BTreeMap::new();
+            for run in runs {
+                for (name, _, unit, kind) in metric_specs(run) {
+                    metrics.entry(name).or_insert(Metric {
+                        value: 0.0,
+                        unit: unit.into(),
+                        kind,
+                        tolerance: Tolerance::default(),
+                        samples: Vec::new(),
+                    });
+                }
+            }
+            for (name, m) in metrics.iter_mut() {
+                m.samples = runs
+                    .iter()
+                    .filter_map(|run| metric_value(run, name))
+                    .collect();
+                m.value = crate::stats::median(&m.samples);
+            }
+            metrics.retain(|_, m| !m.samples.is_empty());
             (mode.clone(), metrics)
         })
         .collect();
@@ -570,14 +622,11 @@ mod tests {
             .unwrap()
             .get_mut("api_requests_total")
             .unwrap()
-            .tolerance
-            .relative = None;
+            .samples
+            .clear();
         std::fs::write(&path, serde_json::to_string(&b).unwrap()).unwrap();
         let e = load(&path).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("needs a relative tolerance"),
-            "{e:#}"
-        );
+        assert!(format!("{e:#}").contains("no samples recorded"), "{e:#}");
     }
 
     #[test]

@@ -136,18 +136,47 @@ fn rect(s: &mut String, x: f64, y: f64, w: f64, h: f64, fill: &str, tip: &str) {
 
 /// Grouped bars: one group per x label, one bar per series.
 pub fn bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
-    let series = unique(groups.iter().flat_map(|(_, v)| v.iter().map(|(n, _)| n)));
-    let values = groups.iter().flat_map(|(_, v)| v.iter().map(|(_, x)| *x));
+    let groups: Vec<RangedGroup> = groups
+        .iter()
+        .map(|(l, v)| {
+            (
+                l.clone(),
+                v.iter().map(|(n, x)| (n.clone(), *x, None)).collect(),
+            )
+        })
+        .collect();
+    bars_with_ranges(title, unit, &groups)
+}
+
+/// A group of bars: its label, and per series the bar's value (the
+/// median) with the runs' min–max when there were several.
+pub type RangedGroup = (String, Vec<(String, f64, Option<(f64, f64)>)>);
+
+/// Grouped bars with error bars: each bar's range drawn as a line with
+/// caps from min to max.
+pub fn bars_with_ranges(title: &str, unit: &str, groups: &[RangedGroup]) -> String {
+    let series = unique(groups.iter().flat_map(|(_, v)| v.iter().map(|(n, ..)| n)));
+    let values = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|(_, x, r)| r.map_or(*x, |(_, hi)| hi.max(*x))));
     let max = values.fold(0.0_f64, f64::max).max(1.0);
     let mut s = frame(title, unit, max, &series);
     let group_w = plot_w() / groups.len().max(1) as f64;
     let bar_w = group_w * 0.8 / series.len().max(1) as f64;
     for (gi, (label, vals)) in groups.iter().enumerate() {
         let gx = LEFT + group_w * gi as f64 + group_w * 0.1;
-        for (name, v) in vals {
+        for (name, v, range) in vals {
             let si = series.iter().position(|x| x == name).unwrap_or(0);
             let y = y_of(*v, max);
-            let tip = format!("{label}, {name}: {}", fmt_num(*v));
+            let tip = match range {
+                Some((lo, hi)) => format!(
+                    "{label}, {name}: {} (runs {}–{})",
+                    fmt_num(*v),
+                    fmt_num(*lo),
+                    fmt_num(*hi)
+                ),
+                None => format!("{label}, {name}: {}", fmt_num(*v)),
+            };
             let x = gx + bar_w * si as f64;
             rect(
                 &mut s,
@@ -158,6 +187,19 @@ pub fn bars(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) ->
                 color(si),
                 &tip,
             );
+            if let Some((lo, hi)) = range {
+                let cx = x + bar_w * 0.475;
+                let (y_lo, y_hi) = (y_of(*lo, max), y_of(*hi, max));
+                let cap = bar_w * 0.2;
+                let _ = writeln!(
+                    s,
+                    "<path class=\"range\" d=\"M{cx:.1} {y_lo:.1}V{y_hi:.1}M{:.1} {y_lo:.1}h{:.1}M{:.1} {y_hi:.1}h{:.1}\" stroke=\"#222\" fill=\"none\"/>",
+                    cx - cap,
+                    2.0 * cap,
+                    cx - cap,
+                    2.0 * cap
+                );
+            }
         }
         x_label(&mut s, gx + group_w * 0.4, label);
     }
@@ -226,10 +268,28 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::charts::{LEGEND_ROW, bars, fmt_num, lines, stacked};
+    use crate::bench::thor::charts::{
+        LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, stacked,
+    };
 
     fn count(s: &str, what: &str) -> usize {
         s.matches(what).count()
+    }
+
+    #[test]
+    fn ranged_bars_draw_one_error_bar_per_ranged_bar() {
+        let groups: Vec<RangedGroup> = vec![(
+            "smoke".into(),
+            vec![
+                ("baseline".into(), 100.0, Some((90.0, 130.0))),
+                ("jobset".into(), 110.0, None),
+            ],
+        )];
+        let svg = bars_with_ranges("t", "requests", &groups);
+        assert_eq!(count(&svg, "class=\"range\""), 1);
+        assert!(svg.contains("runs 90–130"), "{svg}");
+        // The axis reaches the top of the range, not only the bar.
+        assert!(svg.contains("130"), "{svg}");
     }
 
     #[test]

@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::bench::thor::result::{RESULT_SCHEMA, ThorResult, peak_rss_kib, summarize};
+use crate::bench::thor::result::{
+    ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib, summarize,
+};
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
@@ -35,6 +37,9 @@ pub struct ThorBenchOptions {
     /// None: the scenario's modes.
     pub modes: Option<Vec<Mode>>,
     pub repeat: u32,
+    /// Seed of the run order (`--seed`); None: one from the clock, printed
+    /// and kept in the Result.
+    pub seed: Option<u64>,
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters (each mode gets a fresh one).
     pub cluster_prefix: String,
@@ -242,6 +247,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         harness_peak_rss_kib: 0,
         capabilities: None,
         timelines: Vec::new(),
+        statistics: None,
     };
     let profile_req = match (&opts.profiles, &opts.out) {
         (Some((kinds, seconds)), Some(out)) => Some(pprof::Request {
@@ -252,13 +258,16 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         (Some(_), None) => return Err(crate::error::bad_input("--profile needs --out")),
         _ => None,
     };
-    for mode in modes {
-        let profile_of = |rep: u32| {
-            let prefix = format!("{}-{rep}", mode.name());
-            profile_req.as_ref().map(|r| (r, prefix))
-        };
-        let mut runs = Vec::new();
-        for rep in 0..opts.repeat.max(1) {
+    let rounds = schedule(&modes, opts.repeat, seed_of(opts));
+    result.statistics = Some(statistics(&rounds, seed_of(opts), &modes));
+    announce(&rounds, seed_of(opts));
+    let mut runs: BTreeMap<Mode, Vec<ModeResult>> = BTreeMap::new();
+    for (round, order) in rounds.iter().enumerate() {
+        let rep = round as u32;
+        for &mode in order {
+            let profile = profile_req
+                .as_ref()
+                .map(|r| (r, format!("{}-{rep}", mode.name())));
             let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
             let cluster = lifecycle::up(&UpOptions {
                 spec: mode_cluster(&s, k8s, mode, name.clone()),
@@ -269,16 +278,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
             let step = step_of(&s, mode, rep, opts.repeat, "");
             let r = lifecycle::while_alive(&cluster, async {
                 let site = run::Site::local(&cluster, mode).await?;
-                run::run_mode(
-                    &cluster,
-                    &site,
-                    &s,
-                    mode,
-                    &kubectl,
-                    opts.scrape,
-                    profile_of(rep),
-                )
-                .await
+                run::run_mode(&cluster, &site, &s, mode, &kubectl, opts.scrape, profile).await
             })
             .await;
             let r = match r {
@@ -308,14 +308,85 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
                 "{} API requests, {} etcd writes",
                 r.window.api_requests_total, r.window.etcd_writes_total
             ));
-            runs.push(r);
+            add_run(&mut result, &mut runs, mode, r);
+            save_progress(&mut result, opts.out.as_deref())?;
         }
-        result
-            .modes
-            .insert(mode.name().to_string(), summarize(runs));
-        save_progress(&mut result, opts.out.as_deref())?;
     }
     Ok(result)
+}
+
+/// The run order: `repeat` rounds (at least one), each every mode once in
+/// an order shuffled from `seed` — so slow drift of a shared machine falls
+/// on every mode alike, and the same seed replays the same order.
+pub fn schedule(modes: &[Mode], repeat: u32, seed: u64) -> Vec<Vec<Mode>> {
+    let mut rng = crate::stats::Prng::new(seed);
+    (0..repeat.max(1))
+        .map(|_| {
+            let mut order = modes.to_vec();
+            rng.shuffle(&mut order);
+            order
+        })
+        .collect()
+}
+
+/// `--seed`, or one from the clock (printed, and kept in the Result).
+fn seed_of(opts: &ThorBenchOptions) -> u64 {
+    static CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    opts.seed.unwrap_or_else(|| {
+        *CLOCK.get_or_init(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
+        })
+    })
+}
+
+fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
+    Statistics {
+        seed,
+        rounds: rounds
+            .iter()
+            .map(|r| r.iter().map(|m| m.name().to_string()).collect())
+            .collect(),
+        reference: match modes.contains(&Mode::Baseline) {
+            true => Mode::Baseline.name().to_string(),
+            false => modes
+                .iter()
+                .min()
+                .map_or(String::new(), |m| m.name().to_string()),
+        },
+        method: result::METHOD.into(),
+        resamples: crate::stats::RESAMPLES,
+        confidence: crate::stats::CONFIDENCE,
+        bootstrap_seed: crate::stats::SEED,
+        rule: result::RULE_TEXT.into(),
+    }
+}
+
+fn announce(rounds: &[Vec<Mode>], seed: u64) {
+    let order: Vec<String> = rounds
+        .iter()
+        .map(|r| r.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))
+        .collect();
+    eprintln!(
+        "run order (seed {seed}; replay with --seed {seed}): {}",
+        order.join(" | ")
+    );
+}
+
+/// A finished run: into its mode's summary, every ratio recomputed.
+fn add_run(
+    result: &mut ThorResult,
+    runs: &mut BTreeMap<Mode, Vec<ModeResult>>,
+    mode: Mode,
+    r: ModeResult,
+) {
+    let all = runs.entry(mode).or_default();
+    all.push(r);
+    result
+        .modes
+        .insert(mode.name().to_string(), summarize(all.clone()));
+    result.judge_modes();
 }
 
 /// The step line of one run of a mode.
@@ -328,7 +399,7 @@ fn step_of(s: &ThorScenario, mode: Mode, rep: u32, repeat: u32, where_: &str) ->
         s.thor.max_graphs,
         mode.name(),
         if repeat > 1 {
-            format!(", run {}/{repeat}", rep + 1)
+            format!(", round {}/{repeat}", rep + 1)
         } else {
             String::new()
         }
@@ -385,11 +456,16 @@ async fn on_existing(
         harness_peak_rss_kib: 0,
         capabilities: Some(caps),
         timelines: Vec::new(),
+        statistics: None,
     };
     let tokens = existing::token_dir()?;
-    for &mode in modes {
-        let mut runs = Vec::new();
-        for rep in 0..opts.repeat.max(1) {
+    let rounds = schedule(modes, opts.repeat, seed_of(opts));
+    result.statistics = Some(statistics(&rounds, seed_of(opts), modes));
+    announce(&rounds, seed_of(opts));
+    let mut runs: BTreeMap<Mode, Vec<ModeResult>> = BTreeMap::new();
+    for (round, order) in rounds.iter().enumerate() {
+        let rep = round as u32;
+        for &mode in order {
             let site = existing::site(
                 &cluster,
                 target,
@@ -416,12 +492,9 @@ async fn on_existing(
             result
                 .timelines
                 .push((mode.name().to_string(), rep as usize, timeline));
-            runs.push(r);
+            add_run(&mut result, &mut runs, mode, r);
+            save_progress(&mut result, opts.out.as_deref())?;
         }
-        result
-            .modes
-            .insert(mode.name().to_string(), summarize(runs));
-        save_progress(&mut result, opts.out.as_deref())?;
     }
     Ok(result)
 }
@@ -476,4 +549,33 @@ pub fn record(root: &Path, r: &ThorResult, scenario: &Path) -> Result<PathBuf> {
         .unwrap_or(scenario.to_path_buf());
     baseline::record(&path, r, &relative.display().to_string())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_round_runs_every_mode_once_in_a_replayable_order() {
+        let modes = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
+        let rounds = schedule(&modes, 10, 7);
+        assert_eq!(rounds.len(), 10);
+        for r in &rounds {
+            let mut sorted = r.clone();
+            sorted.sort();
+            assert_eq!(sorted, modes);
+        }
+        // Interleaved: not one order ten times.
+        assert!(rounds.iter().any(|r| r != &rounds[0]), "{rounds:?}");
+        assert_eq!(schedule(&modes, 10, 7), rounds);
+        assert_ne!(schedule(&modes, 10, 8), rounds);
+        assert_eq!(schedule(&modes, 0, 7).len(), 1);
+        let st = statistics(&rounds, 7, &modes);
+        assert_eq!(st.reference, "baseline");
+        assert_eq!(st.rounds[0].len(), 3);
+        assert_eq!(
+            statistics(&rounds, 7, &[Mode::JobsetGang, Mode::Jobset]).reference,
+            "jobset"
+        );
+    }
 }

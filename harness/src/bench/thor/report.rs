@@ -225,6 +225,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
             );
         }
     }
+    s.push_str(&repeats_markdown(r));
     let contended: Vec<_> = r
         .modes
         .iter()
@@ -342,6 +343,112 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     s
 }
 
+/// The metrics of the repeats table, in this order (those a run has).
+const REPEAT_ROWS: &[&str] = &[
+    "api_requests_total",
+    "thor_agent_requests",
+    "thor_agent_writes",
+    "eclccserver_requests",
+    "etcd_writes_total",
+    "etcd.put_bytes",
+    "apiserver_etcd_cpu_s",
+    "pods_created",
+    "containers_created",
+    "pod_startup_ms.p99",
+    "instance_start_ms.p99",
+    "api_latency_ms.mutating.p99",
+    "api_latency_ms.read-only.p99",
+    "wall_s",
+];
+
+/// Medians, min–max and CV per mode, and each mode ÷ the reference with
+/// its interval and verdict (`ModeSummary::stats`, `vs_reference`).
+fn repeats_markdown(r: &ThorResult) -> String {
+    let mut s = String::new();
+    let Some(st) = &r.statistics else {
+        return s;
+    };
+    let n = st.rounds.len();
+    if n < 2 {
+        return s;
+    }
+    let modes: Vec<&String> = r.modes.keys().collect();
+    let others: Vec<&String> = modes
+        .iter()
+        .copied()
+        .filter(|m| **m != st.reference)
+        .collect();
+    let _ = writeln!(
+        s,
+        "\n### {n} rounds, interleaved (seed {}; replay with `--seed {}`)\n",
+        st.seed, st.seed
+    );
+    let _ = writeln!(
+        s,
+        "Per mode: median [min–max] over the rounds, and CV (sd ÷ mean). Each mode ÷ {}: {} ({} resamples, {:.0} % interval). Minimum effects: {}. `↑`/`↓` higher/lower, `~` no significant difference.{}\n",
+        st.reference,
+        st.method,
+        st.resamples,
+        st.confidence * 100.0,
+        st.rule,
+        if n < crate::stats::FEW_ROUNDS {
+            format!(
+                " With {n} rounds a bootstrap interval is narrower than its nominal 95 % (it spans the per-round ratios): read the verdicts as indicative; {} or more rounds give a proper interval.",
+                crate::stats::FEW_ROUNDS
+            )
+        } else {
+            String::new()
+        }
+    );
+    let columns: Vec<String> = modes
+        .iter()
+        .map(|m| m.to_string())
+        .chain(others.iter().map(|m| format!("{m} ÷ {}", st.reference)))
+        .collect();
+    markdown_table_head(&mut s, "metric", &columns);
+    for metric in REPEAT_ROWS {
+        if !modes
+            .iter()
+            .any(|m| r.modes[*m].stats.contains_key(*metric))
+        {
+            continue;
+        }
+        let _ = write!(s, "| {metric} |");
+        for m in &modes {
+            let cell = r.modes[*m].stats.get(*metric).map_or("—".into(), |x| {
+                format!(
+                    "{} [{}–{}] cv {:.1} %",
+                    fmt_num(x.median),
+                    fmt_num(x.min),
+                    fmt_num(x.max),
+                    x.cv_pct
+                )
+            });
+            let _ = write!(s, " {cell} |");
+        }
+        for m in &others {
+            let cell = r.modes[*m]
+                .vs_reference
+                .get(*metric)
+                .map_or("—".into(), |j| {
+                    format!(
+                        "×{:.3} [{:.3}–{:.3}] {} {}",
+                        j.ratio.ratio,
+                        j.ratio.ci_low,
+                        j.ratio.ci_high,
+                        j.verdict.mark(),
+                        j.verdict.word()
+                    )
+                });
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    let order: Vec<String> = st.rounds.iter().map(|r| r.join(", ")).collect();
+    let _ = writeln!(s, "\nRun order: {}.", order.join(" | "));
+    s
+}
+
 pub fn junit(r: &ThorResult) -> String {
     let cases = r
         .modes
@@ -362,25 +469,65 @@ pub fn junit(r: &ThorResult) -> String {
 }
 
 pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
+    use crate::bench::thor::compare::Status;
+    let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
     let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let mut also = Vec::new();
+    for (st, what) in [
+        (Status::Improved, "lower"),
+        (Status::NotCompared, "mode(s) not compared"),
+        (Status::NotInBaseline, "metric(s) not in the baseline"),
+    ] {
+        if count(st) > 0 {
+            also.push(format!("{} {what}", count(st)));
+        }
+    }
     let mut s = format!(
-        "\n### Compared with {}: {}\n\n| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n",
+        "\n### Compared with {}: {}{}\n\n",
         baseline.display(),
         if failed == 0 {
             "no regressions".to_string()
         } else {
             format!("{failed} regression(s)")
+        },
+        if also.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", also.join(", "))
         }
     );
+    if verdicts.iter().any(|v| v.judged.is_some()) {
+        let _ = writeln!(
+            s,
+            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (ratio of medians, unpaired percentile bootstrap, {} resamples) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); pods, containers, objects and the Thor identity's writes must stay in their recorded range. The intervals shown are against the recorded runs themselves.\n",
+            crate::stats::CONFIDENCE * 100.0,
+            crate::stats::RESAMPLES,
+            crate::bench::thor::result::RULE_TEXT
+        );
+    }
+    s.push_str("| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n");
+    let num = |x: f64| {
+        if x.is_finite() {
+            fmt_num(x)
+        } else {
+            "—".into()
+        }
+    };
     for v in verdicts {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} {} |",
             v.mode,
             v.metric,
-            fmt_num(v.baseline),
-            v.current.map_or("—".into(), fmt_num),
-            if v.pass { "ok" } else { "**REGRESSION**" },
+            num(v.baseline),
+            v.current.map_or("—".into(), num),
+            match (v.pass, v.status) {
+                (false, _) => "**REGRESSION**",
+                (true, Status::Improved) => "lower",
+                (true, Status::NotCompared) => "not compared",
+                (true, Status::NotInBaseline) => "new",
+                _ => "ok",
+            },
             v.note
         );
     }
@@ -408,29 +555,19 @@ pub fn html(results: &[ThorResult]) -> String {
     let mut s = String::from(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
     );
-    let by_workers = |f: fn(&ModeResult) -> f64| -> Vec<(String, Vec<(String, f64)>)> {
-        results
-            .iter()
-            .map(|r| {
-                (
-                    format!("{} workers", r.num_workers),
-                    r.modes
-                        .iter()
-                        .map(|(m, s)| (m.clone(), f(&s.result)))
-                        .collect(),
-                )
-            })
-            .collect()
-    };
-    s.push_str(&charts::bars(
-        "API requests per run, by mode",
+    s.push_str(&charts::bars_with_ranges(
+        "API requests per run, by mode (median, bars: min–max of the rounds)",
         "requests",
-        &by_workers(|m| m.window.api_requests_total as f64),
+        &ranged(results, "api_requests_total", |m| {
+            m.window.api_requests_total as f64
+        }),
     ));
-    s.push_str(&charts::bars(
-        "etcd writes per run, by mode",
+    s.push_str(&charts::bars_with_ranges(
+        "etcd writes per run, by mode (median, bars: min–max of the rounds)",
         "writes",
-        &by_workers(|m| m.window.etcd_writes_total as f64),
+        &ranged(results, "etcd_writes_total", |m| {
+            m.window.etcd_writes_total as f64
+        }),
     ));
     for r in results {
         let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
@@ -503,6 +640,30 @@ pub fn html(results: &[ThorResult]) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// Per result a group, per mode its median and min–max over the rounds
+/// (a single run: its value, no range).
+fn ranged(
+    results: &[ThorResult],
+    metric: &str,
+    f: fn(&ModeResult) -> f64,
+) -> Vec<charts::RangedGroup> {
+    results
+        .iter()
+        .map(|r| {
+            (
+                format!("{} workers", r.num_workers),
+                r.modes
+                    .iter()
+                    .map(|(m, sum)| match sum.stats.get(metric) {
+                        Some(x) if x.n > 1 => (m.clone(), x.median, Some((x.min, x.max))),
+                        _ => (m.clone(), f(&sum.result), None),
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// Minimal Markdown → HTML for the report's own output (headings, tables,

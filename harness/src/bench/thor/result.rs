@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::pods::PodRates;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::{Percentiles, WindowFigures};
+use crate::stats;
 
 /// One mode's figures (the headline keys are DESIGN.md's).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -89,6 +90,16 @@ pub struct ModeSummary {
     pub repeats: Vec<ModeResult>,
     /// (max − min) / mean × 100 over repeats, per headline key.
     pub spread_pct: BTreeMap<String, f64>,
+    /// Per metric ([`metrics`]) over the repeats: n, median, min, max,
+    /// mean, coefficient of variation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stats: BTreeMap<String, stats::Spread>,
+    /// Per metric, this mode ÷ the reference mode ([`Statistics`]): the
+    /// ratio with its 95 % interval and the verdict (the reference mode
+    /// itself has none). Metrics whose reference median is 0 are left
+    /// out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vs_reference: BTreeMap<String, stats::Judged>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,6 +134,140 @@ pub struct ThorResult {
     /// report.html; not part of result.json (they are long).
     #[serde(skip)]
     pub timelines: Vec<(String, usize, Timeline)>,
+    /// How the runs were ordered and compared (`--repeat`, `--seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<Statistics>,
+}
+
+/// How the modes' runs were ordered and how their ratios were computed:
+/// enough to replay the run set (`--seed`) and to read the intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statistics {
+    /// The seed of the run order.
+    pub seed: u64,
+    /// The modes in the order they ran, one list per round (each round's
+    /// runs on fresh clusters).
+    pub rounds: Vec<Vec<String>>,
+    /// The mode every other is divided by.
+    pub reference: String,
+    /// The interval's method, named.
+    pub method: String,
+    pub resamples: usize,
+    pub confidence: f64,
+    /// The bootstrap's seed (fixed: the samples decide the interval).
+    pub bootstrap_seed: u64,
+    /// The minimum effects: relative for counts, relative + absolute floor
+    /// for latencies and times, per metric family.
+    pub rule: String,
+}
+
+/// The method the `statistics` block names.
+pub const METHOD: &str = "percentile bootstrap of the median of per-round ratios (paired by round; rounds assumed exchangeable, no distribution assumed); verdict lower/higher only when the 95 % interval excludes 1 and the effect exceeds the metric's minimum";
+/// The minimum effects, as the report states them.
+pub const RULE_TEXT: &str = "counts and bytes: 2 %; latencies, times and CPU: 5 % and a noise floor (API p99 50 ms, SLO-class p99 250 ms, pod and instance start-up 1000 ms, wall 5 s, kube-apiserver + etcd CPU 2 s)";
+
+/// The minimum effect of a metric (by its name in [`metrics`] and in
+/// baselines): one table for mode ratios and `--compare`.
+pub fn rule_of(name: &str) -> stats::Rule {
+    if name.starts_with("api_latency_ms.") {
+        stats::Rule::latency(50.0)
+    } else if name.starts_with("api_slo_p99_ms.") {
+        stats::Rule::latency(250.0)
+    } else if name.starts_with("pod_startup_ms.")
+        || name.starts_with("instance_start_ms.")
+        || name.starts_with("gang_start_ms.")
+        || name.starts_with("pod_schedule_ms.")
+    {
+        stats::Rule::latency(1000.0)
+    } else if name == "wall_s" {
+        stats::Rule::latency(5.0)
+    } else if name == "apiserver_etcd_cpu_s" {
+        stats::Rule::latency(2.0)
+    } else {
+        stats::Rule::COUNT
+    }
+}
+
+/// Counts the scenario fixes: every run of unchanged code makes exactly
+/// as many (a baseline judges them exactly).
+pub fn is_deterministic(name: &str) -> bool {
+    matches!(
+        name,
+        "pods_created"
+            | "containers_created"
+            | "thor_agent_writes"
+            | "instances"
+            | "workunits"
+            | "graphs"
+            | "compile_jobs"
+    ) || name.starts_with("objects_created.")
+}
+
+/// Every metric that gets a spread and a ratio: the headline, the API
+/// latency p99s, and the Thor identity's kubectl calls per kind.
+pub fn metrics(r: &ModeResult) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = headline(r)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    for (class, p) in &r.window.api_latency_ms {
+        v.push((format!("api_latency_ms.{class}.p99"), p.p99));
+    }
+    for (call, n) in &r.thor_agent_calls {
+        v.push((format!("thor_agent_calls.{call}"), *n as f64));
+    }
+    v
+}
+
+/// Each metric's values over `runs`, in run order (a run without the
+/// metric contributes nothing).
+pub fn samples(runs: &[ModeResult]) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in runs {
+        for (k, v) in metrics(r) {
+            out.entry(k).or_default().push(v);
+        }
+    }
+    out
+}
+
+impl ThorResult {
+    /// The mode the others are divided by: baseline when it ran.
+    pub fn reference_mode(&self) -> Option<&str> {
+        if self.modes.contains_key("baseline") {
+            Some("baseline")
+        } else {
+            self.modes.keys().next().map(String::as_str)
+        }
+    }
+
+    /// Fill every mode's `vs_reference` by the one rule (paired by round
+    /// when both ran the same rounds).
+    pub fn judge_modes(&mut self) {
+        let Some(reference) = self.reference_mode().map(str::to_string) else {
+            return;
+        };
+        let base = samples(&self.modes[&reference].repeats);
+        for (mode, sum) in self.modes.iter_mut() {
+            sum.vs_reference.clear();
+            if *mode == reference {
+                continue;
+            }
+            for (metric, b) in samples(&sum.repeats) {
+                let Some(a) = base.get(&metric) else { continue };
+                if stats::median(a) == 0.0 {
+                    continue;
+                }
+                let paired = a.len() == b.len();
+                if let Some(j) = stats::judge(a, &b, paired, rule_of(&metric))
+                    && j.ratio.ci_low.is_finite()
+                    && j.ratio.ci_high.is_finite()
+                {
+                    sum.vs_reference.insert(metric, j);
+                }
+            }
+        }
+    }
 }
 
 fn thor_agent_user() -> String {
@@ -209,10 +354,17 @@ pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
     }
     let rates: Vec<PodRates> = runs.iter().map(|r| r.worker_pod_rates).collect();
     result.worker_pod_rates = PodRates::mean(&rates);
+    let stats = samples(&runs)
+        .into_iter()
+        .map(|(k, v)| (k, stats::spread(&v)))
+        .filter(|(_, s)| s.n > 0)
+        .collect();
     ModeSummary {
         result,
         repeats: runs,
         spread_pct,
+        stats,
+        vs_reference: BTreeMap::new(),
     }
 }
 
@@ -252,6 +404,7 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
         harness_peak_rss_kib: 0,
         capabilities: None,
         timelines: Vec::new(),
+        statistics: None,
         model: Default::default(),
         modes: [(
             "baseline".to_string(),
@@ -259,6 +412,8 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
                 result: m.clone(),
                 repeats: vec![m],
                 spread_pct: Default::default(),
+                stats: Default::default(),
+                vs_reference: Default::default(),
             },
         )]
         .into(),
@@ -267,7 +422,80 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::result::{ModeResult, summarize};
+    use crate::bench::thor::result::{ModeResult, ModeSummary, summarize};
+    use crate::stats::{Direction, synthetic};
+
+    /// Rounds of two modes: jobset makes `shift` × baseline's requests
+    /// (each with ±3 % noise of its own), the same pods.
+    fn two_modes(rounds: usize, shift: f64) -> super::ThorResult {
+        let mut r = super::sample_result(0, 0.0);
+        let run = |mode: &str, requests: f64| {
+            let mut m = r.modes["baseline"].result.clone();
+            m.mode = mode.into();
+            m.window.api_requests_total = requests.round() as u64;
+            m
+        };
+        let base = synthetic(2600.0, 0.03, rounds, 11);
+        let other = synthetic(2600.0 * shift, 0.03, rounds, 12);
+        let b: Vec<ModeResult> = base.iter().map(|x| run("baseline", *x)).collect();
+        let j: Vec<ModeResult> = other.iter().map(|x| run("jobset", *x)).collect();
+        r.modes.insert("baseline".into(), summarize(b));
+        r.modes.insert("jobset".into(), summarize(j));
+        r.statistics = Some(super::Statistics {
+            seed: 1,
+            rounds: vec![vec!["baseline".into(), "jobset".into()]; rounds],
+            reference: "baseline".into(),
+            method: super::METHOD.into(),
+            resamples: crate::stats::RESAMPLES,
+            confidence: crate::stats::CONFIDENCE,
+            bootstrap_seed: crate::stats::SEED,
+            rule: super::RULE_TEXT.into(),
+        });
+        r.judge_modes();
+        r
+    }
+
+    #[test]
+    fn modes_get_medians_ranges_and_judged_ratios_to_the_reference() {
+        let r = two_modes(8, 1.15);
+        let j: &ModeSummary = &r.modes["jobset"];
+        let req = j.vs_reference["api_requests_total"];
+        assert_eq!(req.verdict, Direction::Higher, "{req:?}");
+        assert!(req.ratio.paired && req.ratio.n == 8);
+        assert!(
+            req.ratio.ci_low > 1.05 && req.ratio.ci_high < 1.25,
+            "{req:?}"
+        );
+        // The same pods in every round: a point interval at 1.
+        let pods = j.vs_reference["pods_created"];
+        assert_eq!(pods.verdict, Direction::Same);
+        assert_eq!((pods.ratio.ci_low, pods.ratio.ci_high), (1.0, 1.0));
+        // The reference has spreads but no ratios.
+        assert!(r.modes["baseline"].vs_reference.is_empty());
+        let st = &r.modes["baseline"].stats["api_requests_total"];
+        assert_eq!(st.n, 8);
+        assert!(st.min < st.median && st.median < st.max && st.cv_pct > 0.5);
+        // A metric that is 0 in the reference gets no ratio (x/0).
+        assert!(!j.vs_reference.contains_key("eclccserver_requests"));
+        // Unshifted: no significant difference.
+        let r = two_modes(8, 1.0);
+        assert_eq!(
+            r.modes["jobset"].vs_reference["api_requests_total"].verdict,
+            Direction::Same
+        );
+        // JSON round trip (dashboards read the added keys).
+        let json = serde_json::to_string(&two_modes(4, 1.15)).unwrap();
+        let back: super::ThorResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, two_modes(4, 1.15));
+        assert!(json.contains("\"vs_reference\"") && json.contains("\"ci_low\""));
+        // The report shows it; with 4 rounds it warns the interval is narrow.
+        let md = crate::bench::thor::report::markdown(&two_modes(4, 1.15), None);
+        assert!(md.contains("4 rounds, interleaved (seed 1"), "{md}");
+        assert!(md.contains("↑ higher"), "{md}");
+        assert!(md.contains("narrower than its nominal 95 %"), "{md}");
+        let html = crate::bench::thor::report::html(&[two_modes(4, 1.15)]);
+        assert!(html.contains("class=\"range\""));
+    }
 
     #[test]
     fn repeats_average_measured_and_predicted_alike() {
