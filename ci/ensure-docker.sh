@@ -44,6 +44,14 @@ if [ "${1:-}" = stop ]; then
   exit 0
 fi
 
+# kind node images are built here from a Debian root filesystem
+# (tools/kindnode/rootfs.rs), as root.
+if [ "$(id -u)" = 0 ] && ! command -v debootstrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's debootstrap (kind node images are built from a Debian root filesystem)"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
 answers() { timeout 20 docker ${1:+--host "$1"} info --format '{{.ServerVersion}}' >/dev/null 2>&1; }
 
 if ! command -v docker >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then

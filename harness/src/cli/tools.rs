@@ -249,16 +249,33 @@ async fn ask(program: &std::path::Path, args: &[&str]) -> Result<std::process::O
         .map_err(|_| anyhow::anyhow!("`{}` did not finish within 10 s", cmd.display()))?
 }
 
-/// docker (and its daemon), kind (at the pinned release or newer), kubectl
-/// and helm: what the kind provider needs, as found on PATH.
+/// docker (and which engine answers), kind (at the pinned release or
+/// newer), kubectl, helm (HPCC only), and for node images built here
+/// debootstrap and the images already built: what the kind provider
+/// needs, as it would find it (PATH, then the harness's own kind and
+/// kubectl).
 async fn kind_provider_checks() -> Vec<ProgramCheck> {
     let mut out = Vec::new();
-    for program in ["docker", "kind", "kubectl", "helm"] {
+    let search = harness::cluster::kind::commands::KindEnv::from_process().search_path;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    for program in ["docker", "kind", "kubectl", "helm", "debootstrap"] {
         let path = if program == "helm" {
             harness::install::hpcc::find_helm().ok()
         } else {
-            which::which(program).ok()
+            which::which_in(program, Some(&search), &cwd).ok()
         };
+        if program == "debootstrap" {
+            out.push(ProgramCheck {
+                program,
+                ok: path.is_some(),
+                detail: match &path {
+                    Some(_) => "builds the node images' Debian root filesystem (--kind-images built)".into(),
+                    None => "missing: node images cannot be built here (--kind-images built); apt-get install debootstrap, or ci/ensure-docker.sh as root".into(),
+                },
+                path,
+            });
+            continue;
+        }
         let Some(path) = path else {
             out.push(ProgramCheck {
                 program,
@@ -279,9 +296,17 @@ async fn kind_provider_checks() -> Vec<ProgramCheck> {
             Ok(o) if !o.status.success() => (
                 false,
                 format!(
-                    "`{program} {}` failed ({}):\n{}",
+                    "`{program} {}` failed ({}){}:\n{}",
                     args.join(" "),
                     o.status,
+                    if program == "docker" {
+                        format!(
+                            "; engine tried: {}; as root on Debian `bash ci/ensure-docker.sh` starts a private one the harness finds",
+                            harness::tools::engine::engine().how
+                        )
+                    } else {
+                        String::new()
+                    },
                     tail(&o, 4)
                 ),
             ),
@@ -289,7 +314,20 @@ async fn kind_provider_checks() -> Vec<ProgramCheck> {
                 let text = String::from_utf8_lossy(&o.stdout);
                 let first = text.lines().next().unwrap_or_default().trim().to_string();
                 match program {
-                    "docker" => (true, format!("daemon answers (server {first})")),
+                    "docker" => {
+                        let e = harness::tools::engine::engine();
+                        (
+                            true,
+                            format!(
+                                "engine: {}{} answers (server {first})",
+                                e.how,
+                                e.host
+                                    .as_deref()
+                                    .map(|h| format!(" at {h}"))
+                                    .unwrap_or_default()
+                            ),
+                        )
+                    }
                     "kind" => {
                         let want = parse_kind_version(&format!("v{KIND_VERSION}"));
                         match parse_kind_version(&first) {
@@ -325,7 +363,21 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
         .await
         .context("the doctor's checks panicked")?;
     let kind = kind_provider_checks().await;
-    let kind_ready = kind.iter().all(|k| k.ok);
+    // helm is HPCC's installer's; debootstrap only builds node images.
+    let kind_ready = kind
+        .iter()
+        .filter(|k| k.program != "helm" && k.program != "debootstrap")
+        .all(|k| k.ok);
+    let node_images: Vec<String> = harness::k8s::K8S_RELEASES
+        .iter()
+        .map(|r| match harness::tools::kindnode::find_built(*r) {
+            Some(image) => format!("{}: {image}", r.minor),
+            None => format!(
+                "{}: none built yet (`harness tools install --kind --k8s-version {}`)",
+                r.minor, r.minor
+            ),
+        })
+        .collect();
     match args.format {
         Format::Json => println!(
             "{}",
@@ -334,10 +386,11 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
                 "local_ready": report.local_ready(),
                 "kind_provider": &kind,
                 "kind_ready": kind_ready,
+                "kind_node_images_built": &node_images,
                 "fixes": report.fixes(),
             }))?
         ),
-        Format::Text => print_doctor(&report, &kind, kind_ready),
+        Format::Text => print_doctor(&report, &kind, kind_ready, &node_images),
     }
     if report.local_ready() {
         return Ok(0);
@@ -349,7 +402,12 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
     ))
 }
 
-fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
+fn print_doctor(
+    report: &ToolsReport,
+    kind: &[ProgramCheck],
+    kind_ready: bool,
+    node_images: &[String],
+) {
     let mirror = report
         .download_base
         .as_deref()
@@ -379,7 +437,8 @@ fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
             _ if c.needed_for_local => "",
             Some(Component::Kueue) => " (up --kueue, Thor's jobset-kueue mode)",
             Some(Component::HpccKubectl) => " (Thor bench only)",
-            Some(n) if Component::NODE.contains(&n) => " (up --real-node)",
+            Some(n) if Component::NODE.contains(&n) => " (up --real-node; kind node image)",
+            Some(n) if Component::KIND.contains(&n) => " (kind node image built here)",
             _ => "",
         };
         println!(
@@ -431,6 +490,9 @@ fn print_doctor(report: &ToolsReport, kind: &[ProgramCheck], kind_ready: bool) {
                 .map_or(String::new(), |p| format!("{}: ", p.display())),
             k.detail.replace('\n', "\n           ")
         );
+    }
+    for line in node_images {
+        println!("  node image {line}");
     }
     println!(
         "\nlocal provider: {}",

@@ -31,6 +31,8 @@ pub struct ImageSpec {
     pub env: Vec<String>,
     /// Image labels: where its contents came from.
     pub labels: Vec<(String, String)>,
+    /// "UID:GID" the image runs as (none: root).
+    pub user: Option<String>,
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {
@@ -103,6 +105,9 @@ pub fn write_archive(spec: &ImageSpec, out: &Path) -> Result<()> {
     }
     if !spec.env.is_empty() {
         config["Env"] = json!(spec.env);
+    }
+    if let Some(u) = &spec.user {
+        config["User"] = json!(u);
     }
     if !spec.labels.is_empty() {
         config["Labels"] = spec

@@ -399,6 +399,33 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
     Ok(())
 }
 
+/// The Thor smoke on the kind cluster, used as an existing cluster: HPCC's
+/// pods (the real-node templates: agnhost in HPCC's pod specs) run as real
+/// containers on the worker's kubelet, in baseline and JobSet modes.
+fn thor_smoke_on_the_kind_workers(minor: &'static str) -> Result<()> {
+    let fx = shared(minor)?;
+    let c = &fx.cluster;
+    agnhost(fx)?;
+    let worker = c
+        .state
+        .nodes
+        .iter()
+        .find(|n| n.ends_with("-worker"))
+        .context("the gang profile has a worker node")?;
+    let r = crate::suite::thor_real::smoke_as_an_existing_cluster(
+        &c.state.kubeconfig,
+        &c.state.audit_log,
+        &c.state.k8s_version,
+        &[
+            harness::workload::thor::Mode::Baseline,
+            harness::workload::thor::Mode::Jobset,
+        ],
+        &format!("system:node:{worker}"),
+    )?;
+    ensure!(r.modes.len() == 2, "modes run: {:?}", r.modes.keys());
+    Ok(())
+}
+
 fn down_leaves_nothing(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
     let c = &fx.cluster;
@@ -463,7 +490,7 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 7] = [
+        let trials: [(&str, Trial); 8] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -487,6 +514,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             (
                 "cpu_and_memory_per_component_through_docker_exec",
                 cpu_and_memory_per_component_through_docker_exec,
+            ),
+            (
+                "thor_smoke_on_the_kind_workers",
+                thor_smoke_on_the_kind_workers,
             ),
             ("down_leaves_nothing", down_leaves_nothing),
         ];

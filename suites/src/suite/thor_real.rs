@@ -110,23 +110,49 @@ pub fn smoke_on_the_real_node() -> Result<()> {
 /// an existing cluster: ServiceAccount identities, the run's own
 /// namespace, pods kept off kwok's nodes, exits through the pod proxy.
 pub fn smoke_on_an_existing_clusters_real_node(cluster: &LocalCluster) -> Result<()> {
+    smoke_as_an_existing_cluster(
+        cluster.kubeconfig(),
+        &cluster.layout.audit_log(),
+        &cluster.state.k8s_version,
+        &[Mode::Baseline],
+        NODE_USER,
+    )
+    .map(|_| ())
+}
+
+/// The smoke's `modes` on the cluster of `kubeconfig` used as an existing
+/// cluster whose real nodes (the kubelet `node_user`) run agnhost at
+/// `k8s_version` (a local cluster's real node, a kind cluster's worker).
+pub fn smoke_as_an_existing_cluster(
+    kubeconfig: &std::path::Path,
+    audit_log: &std::path::Path,
+    k8s_version: &str,
+    modes: &[Mode],
+    node_user: &str,
+) -> Result<ThorResult> {
     let target = ExistingTarget {
         cluster: ExistingOptions {
-            kubeconfig: cluster.kubeconfig().to_path_buf(),
-            audit_log: Some(cluster.layout.audit_log()),
+            kubeconfig: kubeconfig.to_path_buf(),
+            audit_log: Some(audit_log.to_path_buf()),
             ..Default::default()
         },
         run_id: new_run_id(),
         yes: false,
-        node_image: harness::cluster::local::realnode::image::image_name(
-            &cluster.state.k8s_version,
-        ),
+        node_image: harness::cluster::local::realnode::image::image_name(k8s_version),
     };
     let rt = crate::runtime()?;
-    let r = rt.block_on(bench_thor(&options(vec![Mode::Baseline], Some(target))))?;
-    report(&r, NODE_USER);
-    let m = &r.modes.get("baseline").context("no baseline mode")?.result;
-    // Pods on kwok's nodes would have been patched by kwok: check_mode
-    // finds only the real kubelet reporting.
-    check_mode("baseline (existing)", m, NODE_USER)
+    let r = rt.block_on(bench_thor(&options(modes.to_vec(), Some(target))))?;
+    report(&r, node_user);
+    for mode in modes {
+        let name = mode.name();
+        let m = &r
+            .modes
+            .get(name)
+            .with_context(|| format!("no {name} mode"))?
+            .result;
+        // Pods on kwok's nodes would have been patched by kwok: check_mode
+        // finds only the real kubelet reporting.
+        check_mode(&format!("{name} (existing)"), m, node_user)?;
+    }
+    Ok(r)
 }

@@ -21,6 +21,8 @@ use crate::tools::versions::{COREDNS_VERSION, ETCD_VERSION};
 
 const PATH_ENV: &str = "PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin";
 const BUILT_HERE: &str = "harness.built-here";
+/// distroless's nonroot user and group.
+const NONROOT: &str = "65532:65532";
 
 /// The etcd tag the node's kubeadm is told.
 pub fn etcd_tag() -> String {
@@ -165,8 +167,10 @@ pub fn kubeadm_images(
 }
 
 /// The images the harness installs on a kind cluster it built: the JobSet
-/// and Kueue controllers (entrypoint `/manager`, as upstream's images) and
-/// agnhost (what Thor's containers run on real nodes).
+/// and Kueue controllers (entrypoint `/manager` and user 65532, as
+/// upstream's distroless `static:nonroot` images: their Deployments ask
+/// for runAsNonRoot) and agnhost (what Thor's containers run on real
+/// nodes).
 pub fn harness_image(c: Component, k8s: K8sRelease, bin: &Path) -> ImageSpec {
     let v = c.version(k8s);
     match c {
@@ -182,14 +186,18 @@ pub fn harness_image(c: Component, k8s: K8sRelease, bin: &Path) -> ImageSpec {
             s.cmd = vec!["pause".into()];
             s
         }
-        _ => binary_image(
-            format!("harness.local/{}:v{v}", c.name()),
-            c,
-            bin,
-            k8s,
-            "manager",
-            vec!["/manager".into()],
-        ),
+        _ => {
+            let mut s = binary_image(
+                format!("harness.local/{}:v{v}", c.name()),
+                c,
+                bin,
+                k8s,
+                "manager",
+                vec!["/manager".into()],
+            );
+            s.user = Some(NONROOT.to_string());
+            s
+        }
     }
 }
 

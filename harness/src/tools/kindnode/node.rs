@@ -270,6 +270,11 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
             "--name",
             &bc.name,
             "--privileged",
+            // The stop signal kind's nodes need (systemd's) goes into the
+            // committed image from here: this Docker's `commit --change`
+            // takes no STOPSIGNAL.
+            "--stop-signal",
+            "SIGRTMIN+3",
             "--security-opt",
             "seccomp=unconfined",
             "--security-opt",
@@ -327,11 +332,9 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
             "--change",
             "CMD []",
             "--change",
-            "STOPSIGNAL SIGRTMIN+3",
-            "--change",
             "ENV container=docker",
             "--change",
-            "LABEL harness.built-here=kind node image assembled by harness tools install --kind",
+            r#"LABEL harness.built-here="kind node image assembled by harness tools install --kind""#,
             &bc.name,
             &parts.image,
         ],
