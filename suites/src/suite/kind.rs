@@ -203,13 +203,21 @@ fn jobset_admitted_by_its_webhook_runs_to_completion(minor: &'static str) -> Res
         let gvk = GroupVersionKind::gvk("jobset.x-k8s.io", "v1alpha2", "JobSet");
         let ar = ApiResource::from_gvk(&gvk);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-        // The webhook defaults and validates: a bad JobSet is refused.
+        // JobSet's validating webhook (not the CRD schema) refuses a
+        // success policy naming a replicated job that does not exist
+        // (pkg/webhooks/jobset_webhook.go).
         let mut bad = jobset("t-bad", &image);
-        bad["spec"]["replicatedJobs"][0]["replicas"] = json!(-1);
+        bad["spec"]["successPolicy"] = json!({"operator": "All", "targetReplicatedJobs": ["nope"]});
         let refused = api
             .create(&PostParams::default(), &serde_json::from_value(bad)?)
             .await;
-        ensure!(refused.is_err(), "a JobSet with replicas -1 was accepted");
+        match refused {
+            Ok(_) => bail!("a JobSet whose success policy names no replicated job was accepted"),
+            Err(e) => ensure!(
+                format!("{e}").contains("does not appear in .spec.ReplicatedJobs"),
+                "refused, but not by JobSet's webhook: {e}"
+            ),
+        }
         api.create(
             &PostParams::default(),
             &serde_json::from_value(jobset("t-ok", &image))?,
