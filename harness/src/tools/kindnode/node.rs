@@ -342,7 +342,10 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
     .context("committing the node image")?;
     drop(bc);
     let _ = std::fs::remove_dir_all(&stage);
-    let n = listed.lines().filter(|l| !l.starts_with("sha256:")).count();
+    let n = listed
+        .lines()
+        .filter(|l| !l.starts_with("sha256:") && !l.contains('@'))
+        .count();
     step.done(&format!("{} ({n} images in its containerd)", parts.image));
     Ok(())
 }
