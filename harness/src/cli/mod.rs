@@ -65,6 +65,15 @@ pub fn main() -> i32 {
         .with_writer(std::io::stderr)
         .init();
     harness::init_crypto();
+    // A bad limit is refused once, up front (not ignored, not blamed on
+    // the first file read).
+    if let Err(e) = harness::input::max_bytes() {
+        eprintln!(
+            "error: {}",
+            harness::output::terminal_safe(&format!("{e:#}"))
+        );
+        return error::exit_code(&e);
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

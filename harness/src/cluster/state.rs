@@ -112,8 +112,10 @@ pub fn lock(name: &str) -> Result<NameLock> {
 /// The text of a cluster's `state.json`. A missing file is bad input
 /// ("no {what} named {name}"), other read errors name the file.
 pub fn read_state_file(path: &Path, what: &str, name: &str) -> Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t),
+    // Through the bounded reader: a FIFO, a device or a huge file in place
+    // of state.json is refused at once (damaged state, not a hang).
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => crate::input::read(path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(crate::error::bad_input(format!(
                 "no {what} named {name:?} (no {}); `harness status` lists clusters",

@@ -1,0 +1,344 @@
+//! Reliability, round two (issue 30): hostile files for every flag that
+//! names one, flags checked before anything starts, damaged state and
+//! leftover locks — each run against the built binary with a hard time
+//! limit (a run that hangs is killed and fails the test), its own state
+//! and cache directories, and no cluster binary, network or Docker.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one run did.
+struct Run {
+    code: Option<i32>,
+    out: String,
+    took: Duration,
+}
+
+/// The scratch world: state and cache dirs, and files to point flags at.
+struct World {
+    tmp: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let w = World {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(w.state()).unwrap();
+        std::fs::create_dir_all(w.tmp.path().join("cache")).unwrap();
+        w
+    }
+    fn state(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+    fn file(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+    fn fifo(&self, rel: &str) -> PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        p
+    }
+    /// A kubeconfig for a server nobody listens on.
+    fn kubeconfig(&self) -> PathBuf {
+        self.file(
+            "kubeconfig",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\n\
+             users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
+             current-context: c\n",
+        )
+    }
+    /// Run the harness from the repository with `args`, killed after
+    /// `limit`.
+    fn run(
+        &self,
+        args: &[&dyn AsRef<std::ffi::OsStr>],
+        env: &[(&str, &str)],
+        limit: Duration,
+    ) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.args(
+            args.iter()
+                .map(|a| a.as_ref().to_owned())
+                .collect::<Vec<OsString>>(),
+        )
+        .current_dir(common::repo_root())
+        .env_remove("HARNESS_MAX_INPUT_BYTES")
+        .env_remove("HARNESS_LOG")
+        .env("HARNESS_NO_PROGRESS", "1")
+        .env("HARNESS_STATE_DIR", self.state())
+        .env("HARNESS_CACHE_DIR", self.path("cache"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("spawning harness");
+        let code = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s.code();
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let took = started.elapsed();
+        let o = child.wait_with_output().unwrap();
+        Run {
+            code,
+            out: format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            took,
+        }
+    }
+}
+
+/// One hostile case: what it runs, the exit it must give, what it must
+/// say, how long it may take.
+struct Case {
+    name: &'static str,
+    args: Vec<OsString>,
+    env: Vec<(&'static str, &'static str)>,
+    want: i32,
+    says: Vec<String>,
+    bound: Duration,
+}
+
+fn case(
+    name: &'static str,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    want: i32,
+    says: &[&str],
+) -> Case {
+    Case {
+        name,
+        args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+        env: Vec::new(),
+        want,
+        says: says.iter().map(|s| s.to_string()).collect(),
+        bound: Duration::from_secs(3),
+    }
+}
+
+/// Run every case; one table; fail listing every case that went wrong.
+fn run_cases(w: &World, cases: Vec<Case>) {
+    let mut failed = Vec::new();
+    println!(
+        "{:<64} {:>5} {:>5} {:>8}  result",
+        "case", "exit", "want", "time"
+    );
+    for c in &cases {
+        let args: Vec<&dyn AsRef<std::ffi::OsStr>> = c
+            .args
+            .iter()
+            .map(|a| a as &dyn AsRef<std::ffi::OsStr>)
+            .collect();
+        let r = w.run(&args, &c.env, c.bound * 3 + Duration::from_secs(5));
+        let mut problems = Vec::new();
+        if r.code.is_none() {
+            problems.push(format!("killed after {:.1} s (hang)", r.took.as_secs_f64()));
+        } else if r.code != Some(c.want) {
+            problems.push(format!("exit {:?}, want {}", r.code, c.want));
+        }
+        if r.took > c.bound {
+            problems.push(format!(
+                "took {:.2} s, bound {:.2} s",
+                r.took.as_secs_f64(),
+                c.bound.as_secs_f64()
+            ));
+        }
+        for s in &c.says {
+            if !r.out.contains(s.as_str()) {
+                problems.push(format!("does not say {s:?}"));
+            }
+        }
+        if r.out.contains("panicked") {
+            problems.push("PANIC".into());
+        }
+        println!(
+            "{:<64} {:>5} {:>5} {:>7.3}s  {}",
+            c.name,
+            r.code.map_or("kill".into(), |c| c.to_string()),
+            c.want,
+            r.took.as_secs_f64(),
+            if problems.is_empty() {
+                "ok".to_string()
+            } else {
+                problems.join("; ")
+            }
+        );
+        if !problems.is_empty() {
+            failed.push(format!("{}: {}\n{}", c.name, problems.join("; "), r.out));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} case(s) failed:\n{}",
+        failed.len(),
+        failed.join("\n\n")
+    );
+}
+
+/// Item 1: every file a flag names goes through the bounded reader: a
+/// device or a FIFO is refused at once, naming the flag.
+#[test]
+fn files_named_by_flags_are_read_bounded() {
+    let w = World::new();
+    let kc = w.kubeconfig();
+    let fifo = w.fifo("fifo");
+    let zero = Path::new("/dev/zero");
+    let url = "https://127.0.0.1:9/metrics";
+    let mut cases = vec![
+        case(
+            "status --kubeconfig /dev/zero",
+            &[
+                &"status",
+                &"--provider",
+                &"existing",
+                &"--kubeconfig",
+                &zero,
+            ],
+            2,
+            &["--kubeconfig /dev/zero: not a regular file"],
+        ),
+        case(
+            "status --kubeconfig FIFO",
+            &[
+                &"status",
+                &"--provider",
+                &"existing",
+                &"--kubeconfig",
+                &fifo,
+            ],
+            2,
+            &["--kubeconfig", "not a regular file"],
+        ),
+        case(
+            "bench thor --kubeconfig FIFO",
+            &[
+                &"bench",
+                &"thor",
+                &"--scenario",
+                &"suites/thor/smoke.yaml",
+                &"--provider",
+                &"existing",
+                &"--kubeconfig",
+                &fifo,
+                &"--out",
+                &w.path("out"),
+            ],
+            2,
+            &["--kubeconfig", "not a regular file"],
+        ),
+    ];
+    for flag in ["--etcd-cert", "--etcd-key", "--etcd-ca"] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"status",
+            &"--provider",
+            &"existing",
+            &"--kubeconfig",
+            &kc,
+            &"--etcd-metrics-url",
+            &url,
+        ];
+        match flag {
+            "--etcd-cert" => args.extend([
+                &"--etcd-cert" as &dyn AsRef<std::ffi::OsStr>,
+                &zero,
+                &"--etcd-key",
+                &kc,
+            ]),
+            "--etcd-key" => args.extend([
+                &"--etcd-cert" as &dyn AsRef<std::ffi::OsStr>,
+                &kc,
+                &"--etcd-key",
+                &zero,
+            ]),
+            _ => args.extend([&"--etcd-ca" as &dyn AsRef<std::ffi::OsStr>, &zero]),
+        }
+        let says = format!("{flag} /dev/zero: not a regular file");
+        cases.push(Case {
+            says: vec![says],
+            ..case("status --etcd-… /dev/zero", &args, 2, &[])
+        });
+    }
+    cases.push(case(
+        "status --audit-log /dev/zero",
+        &[
+            &"status",
+            &"--provider",
+            &"existing",
+            &"--kubeconfig",
+            &kc,
+            &"--audit-log",
+            &zero,
+        ],
+        2,
+        &["--audit-log /dev/zero: not a regular file"],
+    ));
+    cases.push(case(
+        "status --audit-log FIFO",
+        &[
+            &"status",
+            &"--provider",
+            &"existing",
+            &"--kubeconfig",
+            &kc,
+            &"--audit-log",
+            &fifo,
+        ],
+        2,
+        &["--audit-log", "not a regular file"],
+    ));
+    // A certificate the kubeconfig names is checked before kube reads it.
+    let kc_zero = w.file(
+        "kc-zero",
+        std::fs::read_to_string(&kc).unwrap().replace(
+            "    server: https://127.0.0.1:9\n",
+            "    server: https://127.0.0.1:9\n    certificate-authority: /dev/zero\n",
+        ),
+    );
+    cases.push(case(
+        "kubeconfig naming /dev/zero as its CA",
+        &[
+            &"status",
+            &"--provider",
+            &"existing",
+            &"--kubeconfig",
+            &kc_zero,
+        ],
+        2,
+        &["certificate-authority /dev/zero: not a regular file"],
+    ));
+    cases.push(Case {
+        env: vec![("HARNESS_MAX_INPUT_BYTES", "lots")],
+        ..case(
+            "HARNESS_MAX_INPUT_BYTES=lots",
+            &[&"validate", &"kind-configs/baseline-1.37.yaml"],
+            2,
+            &["HARNESS_MAX_INPUT_BYTES=lots: not a positive number"],
+        )
+    });
+    run_cases(&w, cases);
+}
