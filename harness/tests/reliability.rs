@@ -342,3 +342,130 @@ fn files_named_by_flags_are_read_bounded() {
     });
     run_cases(&w, cases);
 }
+
+/// Item 2: `up`'s and the benchmarks' flags are checked before any
+/// process, directory or lock file is made: exit 2 at once, nothing left
+/// in the state directory.
+#[test]
+fn flags_are_checked_before_anything_starts() {
+    let w = World::new();
+    let out = w.path("out");
+    let up = |name: &'static str, extra: &[&'static str], says: &[&str]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"up", &"--name", &"pre"];
+        args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        case(name, &args, 2, says)
+    };
+    let cases = vec![
+        up(
+            "up --node-cpu banana",
+            &["--node-cpu", "banana"],
+            &["--node-cpu: \"banana\" is not a Kubernetes quantity"],
+        ),
+        up(
+            "up --node-memory lots",
+            &["--node-memory", "lots"],
+            &["--node-memory: \"lots\""],
+        ),
+        up(
+            "up --node-cpu 0",
+            &["--node-cpu", "0"],
+            &["--node-cpu: \"0\" is not more than zero"],
+        ),
+        up(
+            "up --feature-gates Bogus=true",
+            &["--feature-gates", "Bogus=true"],
+            &["--feature-gates: \"Bogus\" is not a feature gate"],
+        ),
+        up(
+            "up --runtime-config nope.k8s.io/v1=true",
+            &["--runtime-config", "nope.k8s.io/v1=true"],
+            &["--runtime-config: API \"nope.k8s.io/v1\""],
+        ),
+        up(
+            "up --timeout 0",
+            &["--timeout", "0"],
+            &["--timeout 0: must be at least 1"],
+        ),
+        up(
+            "up --nodes 0",
+            &["--nodes", "0"],
+            &["--nodes 0: must be at least 1"],
+        ),
+        up(
+            "up --node-pods 0",
+            &["--node-pods", "0"],
+            &["--node-pods 0: must be at least 1"],
+        ),
+        up(
+            "up --provider kind --timeout 0",
+            &["--provider", "kind", "--timeout", "0"],
+            &["--timeout 0"],
+        ),
+        case(
+            "bench thor --repeat 0",
+            &[
+                &"bench",
+                &"thor",
+                &"--scenario",
+                &"suites/thor/smoke.yaml",
+                &"--repeat",
+                &"0",
+                &"--out",
+                &out,
+            ],
+            2,
+            &["--repeat 0: must be at least 1"],
+        ),
+        case(
+            "bench thor --modes bogus (names all four modes)",
+            &[
+                &"bench",
+                &"thor",
+                &"--scenario",
+                &"suites/thor/smoke.yaml",
+                &"--modes",
+                &"bogus",
+                &"--out",
+                &out,
+            ],
+            2,
+            &["one of baseline, jobset, jobset-gang, jobset-kueue"],
+        ),
+        case(
+            "bench gang --timeout 0",
+            &[&"bench", &"gang", &"--timeout", &"0", &"--out", &out],
+            2,
+            &["--timeout 0: must be at least 1"],
+        ),
+        case(
+            "bench gang --nodes 0",
+            &[&"bench", &"gang", &"--nodes", &"0", &"--out", &out],
+            2,
+            &["--nodes 0: must be at least 1"],
+        ),
+        case(
+            "bench gang --node-pods 0",
+            &[&"bench", &"gang", &"--node-pods", &"0", &"--out", &out],
+            2,
+            &["--node-pods 0: must be at least 1"],
+        ),
+    ];
+    run_cases(&w, cases);
+    let left: Vec<_> = walk(&w.state());
+    assert!(left.is_empty(), "left in the state dir: {left:?}");
+    assert!(!out.exists(), "the benchmarks wrote {}", out.display());
+}
+
+/// Every path under `dir` (files and directories).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            out.push(e.path());
+            if e.path().is_dir() {
+                out.extend(walk(&e.path()));
+            }
+        }
+    }
+    out
+}
