@@ -469,3 +469,124 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A readable local cluster's state file whose processes are long gone
+/// (it is listed, unhealthy).
+fn stopped_cluster_state(name: &str) -> String {
+    let spec = harness::cluster::ClusterSpec::new(name, "1.37");
+    serde_json::json!({
+        "name": name, "provider": "local", "k8s_version": "1.37.0",
+        "spec": spec,
+        "ports": {"etcd_client": 1, "etcd_peer": 2, "apiserver": 3, "controller_manager": 4,
+                  "scheduler": 5, "jobset_webhook": 6, "jobset_health": 7, "jobset_metrics": 8, "kwok": 9},
+        "procs": [], "created_unix": 0, "binaries": {}, "ready": true,
+    })
+    .to_string()
+}
+
+/// Item 5: one damaged state file does not hide the other clusters;
+/// `status` lists every cluster it can read and names each damaged one
+/// (exit 1); `down --name` of a damaged cluster stops the processes
+/// running from its directory and removes it; lock files go with their
+/// holders, and stale ones are cleaned.
+#[test]
+fn damaged_state_is_listed_and_removable_and_locks_do_not_pile_up() {
+    let w = World::new();
+    let st = w.state();
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::create_dir_all(st.join(name)).unwrap();
+        std::fs::write(st.join(name).join("state.json"), bytes).unwrap();
+    };
+    write("empty", b"");
+    write(
+        "truncated",
+        &stopped_cluster_state("truncated").as_bytes()[..40],
+    );
+    write("latin1", b"{\"provider\": \"loc\xe9l\"}");
+    write("good", stopped_cluster_state("good").as_bytes());
+    w.fifo("state/fifo/state.json");
+    std::fs::create_dir_all(st.join("halfmade")).unwrap();
+    // A stale lock (its holder was killed) and a held one.
+    std::fs::create_dir_all(st.join(".locks")).unwrap();
+    std::fs::write(st.join(".locks/stale.lock"), "").unwrap();
+    let held = std::fs::File::create(st.join(".locks/held.lock")).unwrap();
+    held.try_lock().unwrap();
+
+    let r = w.run(&[&"status"], &[], Duration::from_secs(20));
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
+    assert!(r.out.contains("good (local provider"), "{}", r.out);
+    for name in ["empty", "truncated", "latin1", "fifo"] {
+        assert!(
+            r.out.contains(&format!("{name}: DAMAGED")),
+            "{name}:\n{}",
+            r.out
+        );
+    }
+    assert!(
+        r.out.contains("latin1/state.json:1:18: not valid UTF-8"),
+        "{}",
+        r.out
+    );
+    assert!(!r.out.contains("HARNESS_STATE_DIR"), "{}", r.out);
+    assert!(r.out.contains("halfmade: INCOMPLETE"), "{}", r.out);
+    assert!(
+        !st.join(".locks/stale.lock").exists(),
+        "a stale lock was kept"
+    );
+    assert!(
+        st.join(".locks/held.lock").exists(),
+        "a held lock was removed"
+    );
+
+    let r = w.run(
+        &[&"status", &"--name", &"fifo"],
+        &[],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(
+        r.took < Duration::from_secs(5),
+        "status --name fifo took {:?}",
+        r.took
+    );
+
+    // A component of the damaged cluster still runs: `down` finds it by
+    // its command line and stops it.
+    use std::os::unix::process::CommandExt;
+    let log = st.join("truncated/apiserver.log");
+    std::fs::write(&log, "").unwrap();
+    let mut comp = Command::new("tail")
+        .arg("-f")
+        .arg(&log)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    for name in ["empty", "truncated", "latin1", "fifo", "halfmade"] {
+        let r = w.run(&[&"down", &"--name", &name], &[], Duration::from_secs(30));
+        assert_eq!(r.code, Some(0), "down {name}: {}", r.out);
+        assert!(
+            !st.join(name).exists(),
+            "down {name} left its dir: {}",
+            r.out
+        );
+    }
+    let waited = Instant::now();
+    while comp.try_wait().unwrap().is_none() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(15),
+            "the damaged cluster's process {} still runs",
+            comp.id()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = w.run(&[&"down", &"--name", &"good"], &[], Duration::from_secs(30));
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    drop(held);
+    // Every name locked above released its lock file; the held one's file
+    // is stale now and the next status cleans it.
+    let r = w.run(&[&"status"], &[], Duration::from_secs(20));
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    let left = walk(&st);
+    assert!(left.is_empty(), "left in the state dir: {left:?}");
+}

@@ -437,13 +437,38 @@ pub fn down(args: &DownArgs) -> Result<i32> {
         }
     }
     let started = Instant::now();
-    if lifecycle::down(&args.name, args.keep)? == lifecycle::Down::RemovedHalfMade {
-        eprintln!(
-            "cluster {:?} had no state file (a start that died half-way): its directory was {}",
-            args.name,
-            if args.keep { "kept" } else { "removed" }
-        );
-        return Ok(0);
+    harness::cluster::state::clean_stale_locks();
+    match lifecycle::down(&args.name, args.keep)? {
+        lifecycle::Down::Stopped => {}
+        lifecycle::Down::RemovedHalfMade => {
+            eprintln!(
+                "cluster {:?} had no state file (a start that died half-way): its directory was {}",
+                args.name,
+                if args.keep { "kept" } else { "removed" }
+            );
+            return Ok(0);
+        }
+        lifecycle::Down::RemovedDamaged { why, stopped } => {
+            eprintln!(
+                "cluster {:?} is damaged ({why}); stopped {} process(es) found under its directory{}, which was {}",
+                args.name,
+                stopped.len(),
+                if stopped.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (pids {})",
+                        stopped
+                            .iter()
+                            .map(i32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+                if args.keep { "kept" } else { "removed" }
+            );
+            return Ok(0);
+        }
     }
     eprintln!(
         "cluster {:?} stopped in {:.1} s{}",
