@@ -590,3 +590,151 @@ fn damaged_state_is_listed_and_removable_and_locks_do_not_pile_up() {
     let left = walk(&st);
     assert!(left.is_empty(), "left in the state dir: {left:?}");
 }
+
+/// A scratch repository under the world: the real repository's smoke
+/// scenario, baseline and a kind config, with `edit` applied to files.
+fn scratch_repo(w: &World) -> PathBuf {
+    let repo = common::repo_root();
+    let root = w.path("repo");
+    for rel in [
+        "suites/thor/smoke.yaml",
+        "baselines/local/1.37/smoke.json",
+        "kind-configs/baseline-1.37.yaml",
+    ] {
+        w.file(
+            &format!("repo/{rel}"),
+            std::fs::read(repo.join(rel)).unwrap(),
+        );
+    }
+    w.file("repo/Cargo.toml", "[workspace]\n");
+    root
+}
+
+/// Item 3: what `validate` accepted though it is malformed is refused
+/// (exit 1, at its place); a folder named on the command line is checked
+/// as the default run checks it.
+#[test]
+fn validate_closes_what_it_accepted() {
+    let w = World::new();
+    let root = scratch_repo(&w);
+    let v = |args: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"validate", &"--root", &root];
+        a.extend(args);
+        w.run(&a, &[], Duration::from_secs(30))
+    };
+    // The scratch repository passes as it is.
+    let r = v(&[]);
+    assert_eq!(r.code, Some(0), "{}", r.out);
+    let baseline = std::fs::read_to_string(root.join("baselines/local/1.37/smoke.json")).unwrap();
+    let kind = std::fs::read_to_string(root.join("kind-configs/baseline-1.37.yaml")).unwrap();
+    let mut bad: Vec<(&str, PathBuf, &str)> = Vec::new();
+    let mut file = |rel: &'static str, text: String, says: &'static str| {
+        bad.push((rel, w.file(&format!("repo/{rel}"), text), says));
+    };
+    file(
+        "baselines/local/1.37/empty.json",
+        String::new(),
+        "no document",
+    );
+    file(
+        "baselines/local/1.37/passwd.json",
+        baseline.replace("suites/thor/smoke.yaml", "/etc/passwd"),
+        "scenario \"/etc/passwd\": must be a path relative to the repository root",
+    );
+    file(
+        "baselines/local/1.37/outside.json",
+        baseline.replace("suites/thor/smoke.yaml", "suites/thor/../../../etc/passwd"),
+        "without `..`",
+    );
+    file(
+        "baselines/local/1.37/notascenario.json",
+        baseline.replace("suites/thor/smoke.yaml", "Cargo.toml"),
+        "not a scenario",
+    );
+    file(
+        "baselines/local/1.37/huge.json",
+        baseline.replacen("\"value\": ", "\"value\": 1e400, \"x\": ", 1),
+        "number out of range",
+    );
+    file(
+        "kind-configs/empty-1.37.yaml",
+        String::new(),
+        "no document: the file is empty",
+    );
+    file(
+        "kind-configs/comments-1.37.yaml",
+        "# nothing\n".into(),
+        "a kind config needs one",
+    );
+    file(
+        "kind-configs/huge-1.37.yaml",
+        kind.replacen("nodes:", "apiServerPort: 1e400\nnodes:", 1),
+        "1e400: number out of range",
+    );
+    file(
+        "manifests/audit-policy.yaml",
+        "# only a comment\n".into(),
+        "a manifest needs one",
+    );
+    for (rel, path, says) in &bad {
+        let r = v(&[path]);
+        assert_eq!(r.code, Some(1), "{rel}: {}", r.out);
+        assert!(
+            r.out.contains(says),
+            "{rel}: does not say {says:?}:\n{}",
+            r.out
+        );
+        assert!(!r.out.contains("invalid type: null"), "{rel}:\n{}", r.out);
+        std::fs::remove_file(path).unwrap();
+    }
+    // A folder named on the command line: a README in it is skipped, as
+    // in the default run.
+    w.file("repo/kind-configs/README.md", "# kind configs\n");
+    w.file("repo/baselines/README.md", "# baselines\n");
+    for d in ["kind-configs", "baselines", "suites", "suites/thor"] {
+        let r = v(&[&root.join(d)]);
+        assert_eq!(r.code, Some(0), "validate {d}: {}", r.out);
+    }
+    // …but a file named itself that validate does not check is refused.
+    let r = v(&[&root.join("kind-configs/README.md")]);
+    assert_eq!(r.code, Some(2), "{}", r.out);
+    // A FIFO named as a path is bad input, as a missing path is.
+    let fifo = w.fifo("repo/kind-configs/fifo.yaml");
+    let r = v(&[&fifo]);
+    assert_eq!(r.code, Some(2), "{}", r.out);
+    assert!(r.out.contains("not a regular file"), "{}", r.out);
+    std::fs::remove_file(&fifo).unwrap();
+    // Found in a named folder, it is a finding at its place.
+    w.fifo("repo/kind-configs/sub/fifo.yaml");
+    let r = v(&[&root.join("kind-configs/sub")]);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(
+        r.out
+            .contains("kind-configs/sub/fifo.yaml:1:1: (file): cannot read: not a regular file"),
+        "{}",
+        r.out
+    );
+    // A plain file where a default directory should be is not skipped.
+    std::fs::remove_dir_all(root.join("kind-configs")).unwrap();
+    w.file("repo/kind-configs", "not a dir\n");
+    let r = v(&[]);
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    assert!(r.out.contains("kind-configs: not a directory"), "{}", r.out);
+}
+
+/// The repository's own default folders can be named (they were refused
+/// on their README files).
+#[test]
+fn the_default_folders_can_be_named() {
+    let w = World::new();
+    for d in [
+        "manifests",
+        "kind-configs",
+        "baselines",
+        "suites",
+        "suites/gang",
+    ] {
+        let r = w.run(&[&"validate", &d], &[], Duration::from_secs(120));
+        assert_eq!(r.code, Some(0), "validate {d}: {}", r.out);
+    }
+}
