@@ -408,6 +408,12 @@ pub enum Down {
     Stopped,
     /// A directory a start left without its state file, removed.
     RemovedHalfMade,
+    /// A cluster whose state file cannot be read: the processes found
+    /// under its directory were stopped and the directory removed.
+    RemovedDamaged {
+        why: String,
+        stopped: Vec<i32>,
+    },
 }
 
 /// Stop cluster `name` (or remove what a start that died left behind).
@@ -421,7 +427,26 @@ pub fn down(name: &str, keep: bool) -> Result<Down> {
         }
         return Ok(Down::RemovedHalfMade);
     }
-    crate::cluster::AnyCluster::load(name)?.down(keep)?;
+    let cluster = match crate::cluster::AnyCluster::load(name) {
+        Ok(c) => c,
+        // Its state file is there but unreadable (empty, truncated, not
+        // UTF-8, a FIFO): stop what runs from its directory and remove it.
+        Err(e) if dir.is_dir() => {
+            let _lock = crate::cluster::state::lock(name)?;
+            let stopped = crate::cluster::state::processes_under(&dir);
+            crate::cluster::state::stop_pids(&stopped, Duration::from_secs(10));
+            if !keep {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("removing {}", dir.display()))?;
+            }
+            return Ok(Down::RemovedDamaged {
+                why: format!("{e:#}"),
+                stopped,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    cluster.down(keep)?;
     Ok(Down::Stopped)
 }
 

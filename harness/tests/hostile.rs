@@ -568,9 +568,11 @@ fn corpus(w: &World) -> Vec<Case> {
     );
     mkfifo(&w.path("manifests/fifo.yaml"));
     cases.push(
+        // Named itself, a FIFO is bad input as a missing path is (issue
+        // 30); found in a named folder it is a finding (reliability.rs).
         w.validate("3", "FIFO under manifests/", &["manifests/fifo.yaml"])
-            .says("manifests/fifo.yaml:1:1")
-            .says("not a regular file"),
+            .want(2)
+            .says("manifests/fifo.yaml: not a regular file"),
     );
     symlink("/dev/zero", &w.path("suites/thor/zero.yaml"));
     cases.push(
@@ -589,8 +591,8 @@ fn corpus(w: &World) -> Vec<Case> {
             "symlink to /dev/zero under manifests/",
             &["manifests/zero.yaml"],
         )
-        .says("manifests/zero.yaml:1:1")
-        .says("not a regular file"),
+        .want(2)
+        .says("manifests/zero.yaml: not a regular file"),
     );
     std::fs::create_dir_all(w.path("suites/thor/dir.yaml")).unwrap();
     cases.push(
@@ -1268,8 +1270,10 @@ fn corpus(w: &World) -> Vec<Case> {
     );
     w.file("manifests/docs.yaml", "---\n".repeat(200_000));
     cases.push(
+        // No object in it: a manifest file with nothing is refused (issue
+        // 30), still at once.
         w.validate("own", "200 000 empty documents", &["manifests/docs.yaml"])
-            .want(0)
+            .says("manifests/docs.yaml:1:1: (file): no document")
             .within(Duration::from_secs(10)),
     );
     w.file("manifests/nul.yaml", format!("{CONFIGMAP}  a: b\0c\n"));

@@ -42,6 +42,15 @@ impl GangBenchOptions {
     /// Every check before a cluster starts: sizes that are gangs and fit
     /// the pool, repeats, a release list.
     pub fn check(&self) -> Result<()> {
+        for (flag, n) in [
+            ("--nodes", u64::from(self.pool_nodes)),
+            ("--node-pods", u64::from(self.node_pods)),
+            ("--timeout", self.timeout.as_secs()),
+        ] {
+            if n == 0 {
+                return Err(bad_input(format!("{flag} 0: must be at least 1")));
+            }
+        }
         if self.sizes.is_empty() || self.sizes.iter().any(|s| *s < 2) {
             return Err(bad_input(
                 "--sizes: gang sizes must be ≥ 2 (a gang of one is not a gang)",

@@ -133,6 +133,24 @@ impl ExistingArgs {
                 "--etcd-cert/--etcd-key/--etcd-ca need --etcd-metrics-url",
             ));
         }
+        // Every file flag is read (or, for the growing audit log, opened)
+        // through the bounded reader now: a FIFO or a device is refused
+        // naming its flag before any request is made.
+        harness::cluster::client::read_kubeconfig("--kubeconfig", &kubeconfig)?;
+        for (flag, path) in [
+            ("--etcd-cert", self.etcd_cert.as_ref()),
+            ("--etcd-key", self.etcd_key.as_ref()),
+            ("--etcd-ca", self.etcd_ca.as_ref()),
+        ] {
+            if let Some(p) = path {
+                harness::input::bytes_flag(flag, p)?;
+            }
+        }
+        if let Some(log) = &self.audit_log
+            && std::fs::metadata(log).is_ok()
+        {
+            harness::input::open_stream("--audit-log", log)?;
+        }
         use harness::cluster::existing::apf::{Attribution, Identity};
         let attribution = Attribution::parse(&self.attribution)?;
         if attribution != Attribution::Apf && !self.apf_identities.is_empty() {

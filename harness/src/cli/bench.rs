@@ -212,13 +212,17 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
                 .map(|m| {
                     Mode::parse(m).ok_or_else(|| {
                         bad_input(format!(
-                            "--modes: unknown mode {m:?}; one of baseline, jobset, jobset-gang"
+                            "--modes: unknown mode {m:?}; one of {}",
+                            Mode::ALL.map(Mode::name).join(", ")
                         ))
                     })
                 })
                 .collect::<Result<Vec<_>>>()?,
         )
     };
+    if args.repeat == 0 {
+        return Err(bad_input("--repeat 0: must be at least 1 (runs per mode)"));
+    }
     if args.record && !args.overrides.is_empty() {
         return Err(bad_input(
             "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",

@@ -65,6 +65,15 @@ pub fn main() -> i32 {
         .with_writer(std::io::stderr)
         .init();
     harness::init_crypto();
+    // A bad limit is refused once, up front (not ignored, not blamed on
+    // the first file read).
+    if let Err(e) = harness::input::max_bytes() {
+        eprintln!(
+            "error: {}",
+            harness::output::terminal_safe(&format!("{e:#}"))
+        );
+        return error::exit_code(&e);
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -217,6 +226,72 @@ mod up_tests {
         ] {
             let e = Cli::try_parse_from(&bad).unwrap_err();
             assert!(e.use_stderr(), "{bad:?} parsed");
+        }
+    }
+
+    /// Issue 30: every `up` flag is checked by one preflight, each bad one
+    /// named with what is wrong.
+    #[test]
+    fn up_preflight_checks_every_flag() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["harness", "up", "--k8s-version", "1.36"];
+            argv.extend(extra);
+            match Cli::try_parse_from(&argv).unwrap().command {
+                Command::Up(a) => a,
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        crate::cli::up::preflight(&parse(&[
+            "--feature-gates",
+            "GenericWorkload=true,WorkloadWithJob=false",
+            "--runtime-config",
+            "scheduling.k8s.io/v1=true",
+            "--node-cpu",
+            "500m",
+        ]))
+        .unwrap();
+        for (extra, says) in [
+            (
+                &["--node-cpu", "banana"][..],
+                "--node-cpu: \"banana\" is not a Kubernetes quantity",
+            ),
+            (
+                &["--node-memory", "lots"],
+                "--node-memory: \"lots\" is not a Kubernetes quantity",
+            ),
+            (
+                &["--node-cpu", "0"],
+                "--node-cpu: \"0\" is not more than zero",
+            ),
+            (
+                &["--node-memory=-1Gi"],
+                "--node-memory: \"-1Gi\" is not more than zero",
+            ),
+            (
+                &["--feature-gates", "Bogus=true"],
+                "--feature-gates: \"Bogus\" is not a feature gate of Kubernetes 1.36",
+            ),
+            (
+                &["--feature-gates", "genericworkload=true"],
+                "(similar: GenericWorkload)",
+            ),
+            (
+                &["--runtime-config", "nope.k8s.io/v1=true"],
+                "--runtime-config: API \"nope.k8s.io/v1\" does not exist",
+            ),
+            (&["--timeout", "0"], "--timeout 0: must be at least 1"),
+            (&["--nodes", "0"], "--nodes 0: must be at least 1"),
+            (&["--node-pods", "0"], "--node-pods 0: must be at least 1"),
+            (
+                &["--hpcc-timeout", "0"],
+                "--hpcc-timeout 0: must be at least 1",
+            ),
+            (&["--name", "Bad_Name"], "invalid cluster name"),
+            (&["--bin", "nope=/x"], "--bin nope: unknown binary"),
+        ] {
+            let e = crate::cli::up::preflight(&parse(extra)).unwrap_err();
+            assert_eq!(harness::error::exit_code(&e), 2, "{extra:?}");
+            assert!(e.to_string().contains(says), "{extra:?}: {e}");
         }
     }
 

@@ -100,17 +100,32 @@ pub async fn status(args: &StatusArgs) -> Result<i32> {
         Some(n) => vec![n.clone()],
         None => harness::cluster::state::list_dirs()?,
     };
+    harness::cluster::state::clean_stale_locks();
     let mut all_healthy = true;
     let mut report = Vec::new();
     let mut half_made = Vec::new();
+    let mut damaged = Vec::new();
     for name in &names {
         let dir = harness::cluster::state::cluster_dir(name);
-        if dir.is_dir() && !dir.join("state.json").exists() {
+        if dir.is_dir() && std::fs::symlink_metadata(dir.join("state.json")).is_err() {
             half_made.push(name.clone());
             all_healthy = false;
             continue;
         }
-        let c = harness::cluster::AnyCluster::load(name)?;
+        // One damaged state file does not hide the other clusters: it is
+        // reported as damaged (exit 1), and `down --name` removes it.
+        let c = match harness::cluster::AnyCluster::load(name) {
+            Ok(c) => c,
+            Err(e) if dir.is_dir() => {
+                damaged.push(harness::cluster::state::Damaged {
+                    name: name.clone(),
+                    why: format!("{e:#}"),
+                });
+                all_healthy = false;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let health = c.health().await;
         let healthy = health.iter().all(|h| h.healthy);
         all_healthy &= healthy;
@@ -122,9 +137,17 @@ pub async fn status(args: &StatusArgs) -> Result<i32> {
             harness::cluster::state::cluster_dir(name).display()
         );
     }
+    for d in &damaged {
+        eprintln!(
+            "{}: DAMAGED — {}; `harness down --name {}` stops what runs from its directory and removes it",
+            d.name,
+            harness::output::terminal_safe(&d.why),
+            d.name
+        );
+    }
     match args.format {
         Format::Json => {
-            let v: Vec<_> = report
+            let mut v: Vec<_> = report
                 .iter()
                 .map(|(c, h, ok)| {
                     serde_json::json!({
@@ -134,10 +157,15 @@ pub async fn status(args: &StatusArgs) -> Result<i32> {
                     })
                 })
                 .collect();
+            v.extend(
+                damaged.iter().map(
+                    |d| serde_json::json!({"name": d.name, "healthy": false, "damaged": d.why}),
+                ),
+            );
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Text => {
-            if report.is_empty() && half_made.is_empty() {
+            if report.is_empty() && half_made.is_empty() && damaged.is_empty() {
                 println!(
                     "no clusters (state dir {})",
                     harness::paths::clusters_dir().display()

@@ -189,7 +189,62 @@ pub struct DownArgs {
     pub kubeconfig: Option<std::path::PathBuf>,
 }
 
+/// Every `up` flag checked before any process or directory is made (issue
+/// 30): the name, the release, counts and timeouts at least 1, node
+/// capacities as Kubernetes quantities above zero, and feature gates and
+/// runtime-config keys against the release's facts (harness/data/k8s).
+/// Exit 2 naming the flag.
+pub fn preflight(args: &UpArgs) -> Result<()> {
+    harness::cluster::state::validate_name(&args.name)?;
+    let k8s = K8sRelease::parse(args.tools.k8s_version())?;
+    for (flag, n) in [
+        ("--nodes", args.nodes as u64),
+        ("--node-pods", u64::from(args.node_pods)),
+        ("--timeout", args.timeout),
+        ("--hpcc-timeout", args.hpcc.hpcc_timeout),
+    ] {
+        if n == 0 {
+            return Err(bad_input(format!("{flag} 0: must be at least 1")));
+        }
+    }
+    for (flag, q) in [
+        ("--node-cpu", &args.node_cpu),
+        ("--node-memory", &args.node_memory),
+    ] {
+        harness::k8s::names::positive_quantity(q).map_err(|e| bad_input(format!("{flag}: {e}")))?;
+    }
+    let gates = parse_gates(&args.feature_gates)?;
+    let runtime = parse_runtime_config(&args.runtime_config)?;
+    if let Some(facts) = harness::k8s::facts::for_minor(k8s.minor) {
+        for gate in gates.keys() {
+            if facts.gate(gate).is_none() {
+                let similar = facts.similar_gates(gate);
+                let hint = if similar.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (similar: {})", similar.join(", "))
+                };
+                return Err(bad_input(format!(
+                    "--feature-gates: {gate:?} is not a feature gate of Kubernetes {}{hint}",
+                    k8s.minor
+                )));
+            }
+        }
+        for key in runtime.keys() {
+            if !facts.has_runtime_config_key(key) {
+                return Err(bad_input(format!(
+                    "--runtime-config: API {key:?} does not exist in Kubernetes {}",
+                    k8s.minor
+                )));
+            }
+        }
+    }
+    parse_bins(&args.tools.bins)?;
+    Ok(())
+}
+
 pub async fn up(args: UpArgs) -> Result<i32> {
+    preflight(&args)?;
     match args.provider {
         Provider::Local => {
             if args.kind.config.is_some() {
@@ -382,13 +437,38 @@ pub fn down(args: &DownArgs) -> Result<i32> {
         }
     }
     let started = Instant::now();
-    if lifecycle::down(&args.name, args.keep)? == lifecycle::Down::RemovedHalfMade {
-        eprintln!(
-            "cluster {:?} had no state file (a start that died half-way): its directory was {}",
-            args.name,
-            if args.keep { "kept" } else { "removed" }
-        );
-        return Ok(0);
+    harness::cluster::state::clean_stale_locks();
+    match lifecycle::down(&args.name, args.keep)? {
+        lifecycle::Down::Stopped => {}
+        lifecycle::Down::RemovedHalfMade => {
+            eprintln!(
+                "cluster {:?} had no state file (a start that died half-way): its directory was {}",
+                args.name,
+                if args.keep { "kept" } else { "removed" }
+            );
+            return Ok(0);
+        }
+        lifecycle::Down::RemovedDamaged { why, stopped } => {
+            eprintln!(
+                "cluster {:?} is damaged ({why}); stopped {} process(es) found under its directory{}, which was {}",
+                args.name,
+                stopped.len(),
+                if stopped.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (pids {})",
+                        stopped
+                            .iter()
+                            .map(i32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+                if args.keep { "kept" } else { "removed" }
+            );
+            return Ok(0);
+        }
     }
     eprintln!(
         "cluster {:?} stopped in {:.1} s{}",

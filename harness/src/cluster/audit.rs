@@ -102,9 +102,7 @@ impl AuditEvent {
 /// events of what happens next start. Reads only the file's tail.
 pub fn end_offset(path: &Path) -> Result<u64> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)
-        .with_context(|| format!("opening the audit log {}", path.display()))?;
-    let len = f.metadata()?.len();
+    let (mut f, len) = crate::input::open_stream("the audit log", path)?;
     let tail = len.min(256 * 1024);
     f.seek(SeekFrom::Start(len - tail))?;
     let mut buf = Vec::with_capacity(tail as usize);
@@ -129,16 +127,29 @@ pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
 
 /// `read_from` one event at a time: `each` sees every event in order and
 /// nothing is kept, so a window of 50 000 events costs one event's memory.
+/// The log is read up to its size when opened (it grows while it is read),
+/// one line at most the input limit (`HARNESS_MAX_INPUT_BYTES`); a FIFO or
+/// a device is refused.
 pub fn visit_from(path: &Path, offset: u64, each: &mut dyn FnMut(AuditEvent)) -> Result<u64> {
-    let mut f = std::fs::File::open(path)
-        .with_context(|| format!("opening the audit log {}", path.display()))?;
+    use std::io::Read;
+    let (mut f, len) = crate::input::open_stream("the audit log", path)?;
+    let line_cap = crate::input::max_bytes()?;
     f.seek(SeekFrom::Start(offset))?;
-    let mut reader = BufReader::new(f);
+    let mut reader = BufReader::new(f.take(len.saturating_sub(offset)));
     let mut pos = offset;
     let mut line = String::new();
     loop {
         line.clear();
-        let n = reader.read_line(&mut line)?;
+        let n = (&mut reader)
+            .take(line_cap + 1)
+            .read_line(&mut line)
+            .with_context(|| format!("{}: byte {pos}", path.display()))?;
+        if n as u64 > line_cap {
+            return Err(crate::error::bad_input(format!(
+                "{}: byte {pos}: a line over the {line_cap}-byte limit (HARNESS_MAX_INPUT_BYTES): not an audit event",
+                path.display()
+            )));
+        }
         if n == 0 || !line.ends_with('\n') {
             break;
         }
@@ -191,6 +202,36 @@ mod tests {
         let (events, end) = read_from(&path, off).unwrap();
         assert_eq!(end_offset(&path).unwrap(), end);
         assert_eq!(events.len(), 1);
+    }
+
+    /// Issue 30: the audit log is read to its size at open, and a FIFO or a
+    /// device in its place is refused at once.
+    #[test]
+    fn read_to_the_size_at_open_and_non_regular_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        std::fs::write(&path, format!("{LINE}\n")).unwrap();
+        let mut seen = 0;
+        let mut grow = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let end = visit_from(&path, 0, &mut |_| {
+            // Written while the log is read: past the size at open.
+            writeln!(grow, "{LINE}").unwrap();
+            seen += 1;
+        })
+        .unwrap();
+        assert_eq!(seen, 1);
+        assert_eq!(end as usize, LINE.len() + 1);
+        for bad in [Path::new("/dev/zero"), dir.path()] {
+            let started = std::time::Instant::now();
+            let e = read_from(bad, 0).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+            assert!(format!("{e:#}").contains("the audit log"), "{e:#}");
+            assert!(end_offset(bad).is_err());
+            assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        }
     }
 
     #[test]

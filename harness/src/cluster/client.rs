@@ -60,8 +60,7 @@ fn build(config: kube::Config, path: &Path) -> Result<kube::Client> {
 
 async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::Config> {
     crate::init_crypto();
-    let kc = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    let kc = read_kubeconfig("kubeconfig", path)?;
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
@@ -72,6 +71,49 @@ async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::
     config.read_timeout = Some(Duration::from_secs(60));
     config.connect_timeout = Some(Duration::from_secs(5));
     Ok(config)
+}
+
+/// A kubeconfig read through the bounded reader (a FIFO or a device is
+/// refused, naming `what` — the flag it came from, or "kubeconfig"), its
+/// relative file references made absolute against its directory as
+/// kube's own reader does, and every file it references (CA, client
+/// certificate and key, token file) checked the same way before kube
+/// reads it.
+pub fn read_kubeconfig(what: &str, path: &Path) -> Result<kube::config::Kubeconfig> {
+    let text = crate::input::read_flag(what, path)?;
+    let mut kc = kube::config::Kubeconfig::from_yaml(&text).map_err(|e| {
+        crate::error::bad_input(format!("{what} {}: not a kubeconfig: {e}", path.display()))
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let absolute = |p: &mut Option<String>, field: &str| -> Result<()> {
+        if let Some(f) = p.as_mut() {
+            if Path::new(f.as_str()).is_relative() {
+                *f = dir.join(f.as_str()).display().to_string();
+            }
+            crate::input::check(&format!("{what} {}: {field}", path.display()), Path::new(f))?;
+        }
+        Ok(())
+    };
+    for c in kc.clusters.iter_mut().filter_map(|n| n.cluster.as_mut()) {
+        absolute(&mut c.certificate_authority, "certificate-authority")?;
+    }
+    for a in kc
+        .auth_infos
+        .iter_mut()
+        .filter_map(|n| n.auth_info.as_mut())
+    {
+        absolute(&mut a.client_certificate, "client-certificate")?;
+        absolute(&mut a.client_key, "client-key")?;
+        absolute(&mut a.token_file, "tokenFile")?;
+        if let Some(exec) = a.exec.as_mut()
+            && let Some(cmd) = exec.command.as_mut()
+            && cmd.contains('/')
+            && Path::new(cmd.as_str()).is_relative()
+        {
+            *cmd = dir.join(cmd.as_str()).display().to_string();
+        }
+    }
+    Ok(kc)
 }
 
 pub fn http_client() -> Result<reqwest::Client> {
@@ -132,6 +174,53 @@ pub async fn client_get_bytes(client: &kube::Client, path: &str) -> Result<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30: a kubeconfig is read bounded, its relative references
+    /// made absolute, and a device named by it is refused before kube
+    /// reads it.
+    #[test]
+    fn kubeconfigs_are_read_bounded_with_their_references_checked() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("ca.crt"), "pem").unwrap();
+        let kc = d.path().join("config");
+        std::fs::write(
+            &kc,
+            kubeconfig_text("c", "https://127.0.0.1:1", Path::new("ca.crt"), None),
+        )
+        .unwrap();
+        let read = read_kubeconfig("--kubeconfig", &kc).unwrap();
+        assert_eq!(
+            read.clusters[0]
+                .cluster
+                .as_ref()
+                .unwrap()
+                .certificate_authority
+                .as_deref(),
+            Some(d.path().join("ca.crt").to_str().unwrap())
+        );
+        std::fs::write(
+            &kc,
+            kubeconfig_text("c", "https://127.0.0.1:1", Path::new("/dev/zero"), None),
+        )
+        .unwrap();
+        let e = read_kubeconfig("--kubeconfig", &kc).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("certificate-authority /dev/zero: not a regular file"),
+            "{msg}"
+        );
+        let e = read_kubeconfig("--kubeconfig", Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--kubeconfig /dev/zero: not a regular file"),
+            "{e}"
+        );
+        std::fs::write(&kc, "clusters: 7\n").unwrap();
+        let e = read_kubeconfig("--kubeconfig", &kc).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("not a kubeconfig"), "{e}");
+    }
 
     #[test]
     fn kubeconfig_parses_with_kube() {

@@ -112,9 +112,34 @@ pub fn quantity(s: &str) -> Result<(), String> {
     }
 }
 
+/// A quantity above zero (a node's CPU or memory): `quantity`, without a
+/// minus sign and with a non-zero digit.
+pub fn positive_quantity(s: &str) -> Result<(), String> {
+    quantity(s)?;
+    let mantissa = s
+        .split(['e', 'E'])
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('+');
+    if mantissa.starts_with('-') || !mantissa.chars().any(|c| ('1'..='9').contains(&c)) {
+        return Err(format!("{s:?} is not more than zero"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positive_quantities() {
+        for ok in ["32", "500m", "256Gi", "1e3", "0.5", "+2"] {
+            positive_quantity(ok).unwrap();
+        }
+        for bad in ["0", "0.0", "-1", "0e3", "banana", "lots", "", "0Gi"] {
+            assert!(positive_quantity(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn labels_and_names() {

@@ -128,12 +128,9 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::Baseline => {
                 let (b, mut f) = crate::bench::thor::baseline::check(ctx, v);
                 if let Some(b) = b
-                    && !root.join(&b.scenario).is_file()
+                    && let Err(why) = scenario_in_repo(root, &b.scenario)
                 {
-                    f.push(ctx.finding(
-                        &[Seg::Key("scenario".into())],
-                        format!("scenario file {:?} does not exist", b.scenario),
-                    ));
+                    f.push(ctx.finding(&[Seg::Key("scenario".into())], why));
                 }
                 f
             }
@@ -141,6 +138,31 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
     });
     result.documents = documents;
     result.findings = findings;
+    // A file of these kinds is one thing (a config, a baseline, a case,
+    // an object): empty or only comments, it is a mistake, not a pass.
+    if documents == 0
+        && result.findings.is_empty()
+        && matches!(
+            kind,
+            FileKind::KindConfig | FileKind::Baseline | FileKind::GangCase | FileKind::Manifest
+        )
+    {
+        result.findings.push(Finding {
+            file: rel.to_string(),
+            line: 1,
+            column: 1,
+            path: "(file)".into(),
+            message: format!(
+                "no document: the file is empty or only comments (a {} needs one)",
+                match kind {
+                    FileKind::KindConfig => "kind config",
+                    FileKind::Baseline => "baseline",
+                    FileKind::GangCase => "case",
+                    _ => "manifest",
+                }
+            ),
+        });
+    }
     if kind == FileKind::ThorTemplate
         && let crate::validate::thor::disk::Copy::Differs(f) =
             crate::validate::thor::disk::check_on_disk(rel, text)
@@ -150,6 +172,35 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
         result.findings.extend(f);
     }
     result
+}
+
+/// A baseline's `scenario`: a scenario file inside the repository — a
+/// relative path with no `..`, under suites/thor/, a YAML file that
+/// exists there (symbolic links resolved, still inside the root).
+pub fn scenario_in_repo(root: &Path, scenario: &str) -> Result<(), String> {
+    use std::path::Component;
+    let p = Path::new(scenario);
+    let plain = p.components().all(|c| matches!(c, Component::Normal(_)));
+    if scenario.is_empty() || !plain {
+        return Err(format!(
+            "scenario {scenario:?}: must be a path relative to the repository root, without `..` (e.g. suites/thor/smoke.yaml)"
+        ));
+    }
+    if classify(scenario, "") != Some(FileKind::ThorScenario) {
+        return Err(format!(
+            "scenario {scenario:?}: not a scenario (a YAML file under suites/thor/)"
+        ));
+    }
+    let inside = match (root.join(p).canonicalize(), root.canonicalize()) {
+        (Ok(f), Ok(r)) => f.starts_with(r) && f.is_file(),
+        _ => false,
+    };
+    if !inside {
+        return Err(format!(
+            "scenario file {scenario:?} does not exist in the repository"
+        ));
+    }
+    Ok(())
 }
 
 /// Turn (field path, message) pairs into findings.
@@ -177,13 +228,34 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
     } else {
         std::env::current_dir()?.join(root)
     };
-    let explicit = !paths.is_empty();
-    let mut files = Vec::new();
+    // Each file with whether it was named itself on the command line: a
+    // file found in a directory (named or default) that validate does not
+    // check is skipped, as in the default run; a file named itself is
+    // checked or refused.
+    let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    let mut results = Vec::new();
+    let mut found = Vec::new();
     if paths.is_empty() {
         for d in REPO_DIRS {
             let dir = root.join(d);
-            if dir.is_dir() {
-                walk(&dir, &mut files)?;
+            match std::fs::metadata(&dir) {
+                Ok(m) if m.is_dir() => walk(&dir, &mut found)?,
+                // Absent: a repository without that kind of file.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // A file (or anything else) where the directory should be:
+                // its files would be skipped without a word.
+                _ => results.push(FileResult {
+                    file: d.to_string(),
+                    kind: "unreadable".into(),
+                    documents: 0,
+                    findings: vec![Finding {
+                        file: d.to_string(),
+                        line: 1,
+                        column: 1,
+                        path: "(file)".into(),
+                        message: format!("{d}: not a directory (validate checks the files in it)"),
+                    }],
+                }),
             }
         }
     } else {
@@ -194,10 +266,19 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
                 std::env::current_dir()?.join(p)
             };
             if p.is_dir() {
-                walk(&p, &mut files)?;
+                walk(&p, &mut found)?;
+                files.extend(found.drain(..).map(|p| (p, false)));
             } else if p.exists() || p.is_symlink() {
-                // A link loop or a dangling link is reported unreadable.
-                files.push(p);
+                if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+                    // A FIFO or a device named as a path is bad input,
+                    // like a missing one (a link loop or a dangling link
+                    // is reported unreadable below).
+                    return Err(bad_input(format!(
+                        "{}: not a regular file (a FIFO, socket or device); give a file or a directory",
+                        p.display()
+                    )));
+                }
+                files.push((p, true));
             } else {
                 return Err(bad_input(format!(
                     "{}: no such file or directory",
@@ -206,9 +287,9 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             }
         }
     }
-    let mut results = Vec::new();
+    files.extend(found.into_iter().map(|p| (p, false)));
     let mut templates_seen = false;
-    for path in files {
+    for (path, named) in files {
         let rel = path
             .strip_prefix(root)
             .unwrap_or(&path)
@@ -219,7 +300,7 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             Err(e) => {
                 let ours =
                     rel.ends_with(".yaml") || rel.ends_with(".yml") || rel.ends_with(".json");
-                if ours || explicit {
+                if ours || named {
                     results.push(FileResult {
                         file: rel.clone(),
                         kind: "unreadable".into(),
@@ -237,7 +318,7 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
             }
         };
         let Some(kind) = classify(&rel, &text) else {
-            if explicit {
+            if named {
                 return Err(bad_input(format!(
                     "{rel}: not a file validate checks (YAML under kind-configs/, manifests/, suites/; JSON under baselines/)"
                 )));

@@ -144,7 +144,7 @@ impl ExistingCluster {
             .no_proxy()
             .timeout(Duration::from_secs(10));
         if let Some(ca) = &self.opts.etcd_ca {
-            let pem = std::fs::read(ca).with_context(|| format!("--etcd-ca {}", ca.display()))?;
+            let pem = crate::input::bytes_flag("--etcd-ca", ca)?;
             for cert in reqwest::Certificate::from_pem_bundle(&pem)
                 .with_context(|| format!("--etcd-ca {}: not PEM", ca.display()))?
             {
@@ -152,11 +152,8 @@ impl ExistingCluster {
             }
         }
         if let Some((crt, key)) = &self.opts.etcd_cert {
-            let mut pem =
-                std::fs::read(crt).with_context(|| format!("--etcd-cert {}", crt.display()))?;
-            pem.extend(
-                std::fs::read(key).with_context(|| format!("--etcd-key {}", key.display()))?,
-            );
+            let mut pem = crate::input::bytes_flag("--etcd-cert", crt)?;
+            pem.extend(crate::input::bytes_flag("--etcd-key", key)?);
             b = b.identity(
                 reqwest::Identity::from_pem(&pem).context("--etcd-cert/--etcd-key: not PEM")?,
             );

@@ -136,8 +136,7 @@ pub fn kubeconfig_with_token(
     user: &str,
     token: &str,
 ) -> Result<String> {
-    let kc = kube::config::Kubeconfig::read_from(user_kubeconfig)
-        .with_context(|| format!("reading {}", user_kubeconfig.display()))?;
+    let kc = crate::cluster::client::read_kubeconfig("--kubeconfig", user_kubeconfig)?;
     let ctx_name = context
         .map(str::to_string)
         .or(kc.current_context.clone())

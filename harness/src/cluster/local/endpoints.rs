@@ -23,8 +23,7 @@ pub fn webhook(layout: &Layout, port: u16) -> Result<WebhookEndpoint> {
     let ca = layout.ca_cert();
     Ok(WebhookEndpoint {
         base_url: format!("https://127.0.0.1:{port}"),
-        ca_pem: std::fs::read_to_string(&ca)
-            .with_context(|| format!("reading {}", ca.display()))?,
+        ca_pem: crate::input::read(&ca)?,
     })
 }
 
@@ -35,7 +34,7 @@ pub async fn scheduler_metrics(layout: &Layout, port: u16) -> Result<String> {
     crate::init_crypto();
     let read = |f: &str| {
         let path = layout.pki(f);
-        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+        crate::input::bytes_flag("", &path)
     };
     let mut pem = read("client-admin.crt")?;
     pem.extend(read("client-admin.key")?);

@@ -160,8 +160,7 @@ fn read_dir_stages(dir: &Path) -> Result<Vec<(&'static str, String)>> {
         .iter()
         .map(|(file, _)| {
             let path: PathBuf = dir.join(file);
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text = crate::input::read(&path)?;
             Ok((*file, text))
         })
         .collect()

@@ -81,8 +81,7 @@ pub fn json_path(dir: &Path, mode: &str) -> PathBuf {
 }
 
 pub fn load(path: &Path) -> Result<EclReport> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::input::read(path)?;
     let r: EclReport = serde_json::from_str(&text)
         .with_context(|| format!("{}: not an ECL report", path.display()))?;
     anyhow::ensure!(
