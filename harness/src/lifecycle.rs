@@ -243,7 +243,10 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     let kubectl = cluster.tools()?.kubectl;
     let kc = cluster.kubeconfig().to_path_buf();
     let built = cluster.built();
-    let release = crate::k8s::K8sRelease::parse(&cluster.state.k8s_version)?;
+    // The minor: a pulled node image may run another patch release
+    // (kindest/node v1.37.0) than the one the harness builds.
+    let v = &cluster.state.k8s_version;
+    let release = crate::k8s::K8sRelease::parse(v.rsplit_once('.').map_or(v.as_str(), |(m, _)| m))?;
     let cert_manager = if built {
         install::certmanager::images_available(&cluster.tools()?.docker).await
     } else {

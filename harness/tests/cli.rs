@@ -183,12 +183,35 @@ fn interrupting_up_tears_everything_down() {
 #[test]
 fn a_component_that_fails_to_start_is_named_with_its_log() {
     let env = Env::new();
+    // An unknown gate is now refused before anything starts (exit 2) …
     let out = env.run(&[
         "up",
         "--name",
         "badgate",
         "--feature-gates",
         "NoSuchGateAnywhere=true",
+    ]);
+    assert_code(&out, 2);
+    assert!(text(&out).contains("NoSuchGateAnywhere"), "{}", text(&out));
+    assert!(
+        !env.dir("badgate").exists(),
+        "the preflight made a state dir"
+    );
+    // … so an API server that dies at start-up is one that reports the
+    // right version and then exits complaining.
+    let bin = env.state.path().join("fake-apiserver");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Kubernetes v1.37.1'; exit 0; fi\necho 'E1126 start-up refused: NoSuchGateAnywhere' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = env.run(&[
+        "up",
+        "--name",
+        "badgate",
+        "--bin",
+        &format!("kube-apiserver={}", bin.display()),
     ]);
     assert_code(&out, 1);
     let all = text(&out);
@@ -336,7 +359,12 @@ fn tools_list_reports_every_binary() {
             "runc",
             "bridge",
             "host-local",
-            "loopback"
+            "loopback",
+            "kubeadm",
+            "kube-proxy",
+            "crictl",
+            "coredns",
+            "kind"
         ]
     );
 }

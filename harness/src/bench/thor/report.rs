@@ -13,6 +13,11 @@ use crate::bench::thor::cost;
 use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::output::{JunitCase, JunitSuite, junit_xml, markdown_table_head, xml_escape};
 
+mod compare;
+mod repeats;
+pub use compare::{compare_junit, compare_markdown};
+use repeats::repeats_markdown;
+
 pub use crate::bench::thor::cost::write_timelines;
 
 /// Each followed identity's requests as APF and the audit log counted
@@ -344,7 +349,7 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
 }
 
 /// The metrics of the repeats table, in this order (those a run has).
-const REPEAT_ROWS: &[&str] = &[
+pub(crate) const REPEAT_ROWS: &[&str] = &[
     "api_requests_total",
     "thor_agent_requests",
     "thor_agent_writes",
@@ -361,94 +366,6 @@ const REPEAT_ROWS: &[&str] = &[
     "wall_s",
 ];
 
-/// Medians, min–max and CV per mode, and each mode ÷ the reference with
-/// its interval and verdict (`ModeSummary::stats`, `vs_reference`).
-fn repeats_markdown(r: &ThorResult) -> String {
-    let mut s = String::new();
-    let Some(st) = &r.statistics else {
-        return s;
-    };
-    let n = st.rounds.len();
-    if n < 2 {
-        return s;
-    }
-    let modes: Vec<&String> = r.modes.keys().collect();
-    let others: Vec<&String> = modes
-        .iter()
-        .copied()
-        .filter(|m| **m != st.reference)
-        .collect();
-    let _ = writeln!(
-        s,
-        "\n### {n} rounds, interleaved (seed {}; replay with `--seed {}`)\n",
-        st.seed, st.seed
-    );
-    let _ = writeln!(
-        s,
-        "Per mode: median [min–max] over the rounds, and CV (sd ÷ mean). Each mode ÷ {}: {} ({} resamples, {:.0} % interval). Minimum effects: {}. `↑`/`↓` higher/lower, `~` no significant difference.{}\n",
-        st.reference,
-        st.method,
-        st.resamples,
-        st.confidence * 100.0,
-        st.rule,
-        if n < crate::stats::FEW_ROUNDS {
-            format!(
-                " With {n} rounds a bootstrap interval is narrower than its nominal 95 % (it spans the per-round ratios): read the verdicts as indicative; {} or more rounds give a proper interval.",
-                crate::stats::FEW_ROUNDS
-            )
-        } else {
-            String::new()
-        }
-    );
-    let columns: Vec<String> = modes
-        .iter()
-        .map(|m| m.to_string())
-        .chain(others.iter().map(|m| format!("{m} ÷ {}", st.reference)))
-        .collect();
-    markdown_table_head(&mut s, "metric", &columns);
-    for metric in REPEAT_ROWS {
-        if !modes
-            .iter()
-            .any(|m| r.modes[*m].stats.contains_key(*metric))
-        {
-            continue;
-        }
-        let _ = write!(s, "| {metric} |");
-        for m in &modes {
-            let cell = r.modes[*m].stats.get(*metric).map_or("—".into(), |x| {
-                format!(
-                    "{} [{}–{}] cv {:.1} %",
-                    fmt_num(x.median),
-                    fmt_num(x.min),
-                    fmt_num(x.max),
-                    x.cv_pct
-                )
-            });
-            let _ = write!(s, " {cell} |");
-        }
-        for m in &others {
-            let cell = r.modes[*m]
-                .vs_reference
-                .get(*metric)
-                .map_or("—".into(), |j| {
-                    format!(
-                        "×{:.3} [{:.3}–{:.3}] {} {}",
-                        j.ratio.ratio,
-                        j.ratio.ci_low,
-                        j.ratio.ci_high,
-                        j.verdict.mark(),
-                        j.verdict.word()
-                    )
-                });
-            let _ = write!(s, " {cell} |");
-        }
-        s.push('\n');
-    }
-    let order: Vec<String> = st.rounds.iter().map(|r| r.join(", ")).collect();
-    let _ = writeln!(s, "\nRun order: {}.", order.join(" | "));
-    s
-}
-
 pub fn junit(r: &ThorResult) -> String {
     let cases = r
         .modes
@@ -464,87 +381,6 @@ pub fn junit(r: &ThorResult) -> String {
     junit_xml(&[JunitSuite {
         name: format!("harness bench thor {}", r.scenario),
         time: None,
-        cases,
-    }])
-}
-
-pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
-    use crate::bench::thor::compare::Status;
-    let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
-    let failed = verdicts.iter().filter(|v| !v.pass).count();
-    let mut also = Vec::new();
-    for (st, what) in [
-        (Status::Improved, "lower"),
-        (Status::NotCompared, "mode(s) not compared"),
-        (Status::NotInBaseline, "metric(s) not in the baseline"),
-    ] {
-        if count(st) > 0 {
-            also.push(format!("{} {what}", count(st)));
-        }
-    }
-    let mut s = format!(
-        "\n### Compared with {}: {}{}\n\n",
-        baseline.display(),
-        if failed == 0 {
-            "no regressions".to_string()
-        } else {
-            format!("{failed} regression(s)")
-        },
-        if also.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", also.join(", "))
-        }
-    );
-    if verdicts.iter().any(|v| v.judged.is_some()) {
-        let _ = writeln!(
-            s,
-            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (ratio of medians, unpaired percentile bootstrap, {} resamples) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); pods, containers, objects and the Thor identity's writes must stay in their recorded range. The intervals shown are against the recorded runs themselves.\n",
-            crate::stats::CONFIDENCE * 100.0,
-            crate::stats::RESAMPLES,
-            crate::bench::thor::result::RULE_TEXT
-        );
-    }
-    s.push_str("| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n");
-    let num = |x: f64| {
-        if x.is_finite() {
-            fmt_num(x)
-        } else {
-            "—".into()
-        }
-    };
-    for v in verdicts {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} {} |",
-            v.mode,
-            v.metric,
-            num(v.baseline),
-            v.current.map_or("—".into(), num),
-            match (v.pass, v.status) {
-                (false, _) => "**REGRESSION**",
-                (true, Status::Improved) => "lower",
-                (true, Status::NotCompared) => "not compared",
-                (true, Status::NotInBaseline) => "new",
-                _ => "ok",
-            },
-            v.note
-        );
-    }
-    s
-}
-
-pub fn compare_junit(verdicts: &[Verdict]) -> String {
-    let cases = verdicts
-        .iter()
-        .map(|v| {
-            let c = JunitCase::new(format!("compare.{}", v.mode), &v.metric);
-            if v.pass { c } else { c.failed(&v.note) }
-        })
-        .collect();
-    junit_xml(&[JunitSuite {
-        name: "harness bench compare".into(),
-        time: Some(0.0),
         cases,
     }])
 }

@@ -338,6 +338,9 @@ mod tests {
     fn a_token_kubeconfig_keeps_the_cluster_and_makes_its_ca_absolute() {
         let dir = tempfile::tempdir().unwrap();
         let kc = dir.path().join("user.kubeconfig");
+        // The files a kubeconfig names are read (bounded) with it.
+        std::fs::create_dir_all(dir.path().join("pki")).unwrap();
+        std::fs::write(dir.path().join("pki/ca.crt"), "not checked here\n").unwrap();
         std::fs::write(
             &kc,
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c1\n  cluster:\n    server: https://10.1.2.3:6443\n    certificate-authority: pki/ca.crt\n- name: c2\n  cluster:\n    server: https://other:6443\n    insecure-skip-tls-verify: true\ncontexts:\n- name: a\n  context: {cluster: c1, user: u}\n- name: b\n  context: {cluster: c2, user: u}\ncurrent-context: a\nusers:\n- name: u\n  user: {token: secret}\n",

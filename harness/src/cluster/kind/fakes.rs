@@ -86,11 +86,14 @@ impl FakeCommands {
 pub const DOCKER: &str = r#"case "$1" in
   info) printf '29.0.0\n' ;;
   inspect) printf 'running 4242\n' ;;
+  image) printf 'sha256:0fa4e\n' ;;
   exec) printf 'etcd_server_has_leader 1\n' ;;
   *) printf 'fake docker: unexpected %s\n' "$1" >&2; exit 2 ;;
 esac
 "#;
 
+/// (`docker image inspect` finds every image: the pinned node image is
+/// there, so `--kind-images auto` uses it.)
 /// kind v0.33.0 with no clusters; `create` succeeds; nodes are
 /// `<name>-control-plane` and `<name>-worker`.
 pub const KIND: &str = r#"case "$1 $2" in

@@ -18,6 +18,7 @@ pub mod config;
 /// and, with the `testkit` feature, for its integration tests.
 #[cfg(any(test, feature = "testkit"))]
 pub mod fakes;
+pub mod images;
 pub mod network;
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -161,7 +162,7 @@ impl KindCluster {
             )));
         }
         let kind_name = kind_cluster_name(&spec.name);
-        let built = choose_images(spec.images, &profile, &tools).await?;
+        let built = images::choose(spec.images, &profile, &tools).await?;
         let existing = commands::run(&plan::get_clusters(&tools)).await?;
         if commands::lines(&existing).contains(&kind_name) {
             return Err(bad_input(format!(
@@ -265,7 +266,7 @@ impl KindCluster {
             if built { Duration::ZERO } else { wait },
         );
         if built {
-            ensure_network(&tools.docker).await?;
+            images::ensure_network(&tools.docker).await?;
             create.env.push((
                 "KIND_EXPERIMENTAL_DOCKER_NETWORK".into(),
                 BUILT_NETWORK.into(),
@@ -306,48 +307,16 @@ impl KindCluster {
         self.state.images == "built"
     }
 
+    /// Import an image archive (OCI or docker) into every node's
+    /// containerd, in the `k8s.io` namespace the kubelet uses.
+    pub async fn load_archive(&self, archive: &Path) -> Result<()> {
+        images::load_archive(self, archive).await
+    }
+
     /// Record that cert-manager is not installed, and why.
     pub fn set_cert_manager_absent(&mut self, why: String) -> Result<()> {
         self.state.cert_manager_absent = Some(why);
         self.save()
-    }
-
-    /// Import an image archive (OCI or docker) into every node's
-    /// containerd, in the `k8s.io` namespace the kubelet uses.
-    pub async fn load_archive(&self, archive: &Path) -> Result<()> {
-        let tools = self.tools()?;
-        for n in &self.state.nodes {
-            let file = std::fs::File::open(archive)
-                .with_context(|| format!("opening {}", archive.display()))?;
-            let out = tokio::process::Command::new(&tools.docker)
-                .envs(crate::tools::engine::env())
-                .args([
-                    "exec",
-                    "-i",
-                    n,
-                    "ctr",
-                    "--namespace=k8s.io",
-                    "images",
-                    "import",
-                    "--all-platforms",
-                    "--digests",
-                    "-",
-                ])
-                .stdin(std::process::Stdio::from(file))
-                .kill_on_drop(true)
-                .output()
-                .await
-                .with_context(|| format!("loading {} into {n}", archive.display()))?;
-            if !out.status.success() {
-                bail!(
-                    "loading {} into node {n} failed ({}):\n{}",
-                    archive.display(),
-                    out.status,
-                    commands::tail(&out, 10)
-                );
-            }
-        }
-        Ok(())
     }
 
     fn save(&self) -> Result<()> {
@@ -441,78 +410,6 @@ impl KindCluster {
         std::fs::remove_dir_all(&self.root)
             .with_context(|| format!("removing {}", self.root.display()))
     }
-}
-
-/// Which node image `start` uses: None for the profile's pinned one, or
-/// the one built here.
-async fn choose_images(
-    want: KindImages,
-    profile: &config::Profile,
-    tools: &KindTools,
-) -> Result<Option<crate::tools::kindnode::BuiltNode>> {
-    let pinned_here = || async {
-        let inspect = commands::Cmd::new(&tools.docker, &["image", "inspect", &profile.node_image]);
-        if commands::output(&inspect)
-            .await
-            .is_ok_and(|o| o.status.success())
-        {
-            return Ok(());
-        }
-        let pull = commands::Cmd::new(&tools.docker, &["pull", &profile.node_image]);
-        match tokio::time::timeout(Duration::from_secs(600), commands::output(&pull)).await {
-            Ok(Ok(o)) if o.status.success() => Ok(()),
-            Ok(Ok(o)) => Err(commands::tail(&o, 2).trim().to_string()),
-            Ok(Err(e)) => Err(format!("{e:#}")),
-            Err(_) => Err("no answer within 600 s".to_string()),
-        }
-    };
-    let build = match want {
-        KindImages::Pulled => false,
-        KindImages::Built => true,
-        KindImages::Auto => match pinned_here().await {
-            Ok(()) => false,
-            Err(why) => {
-                eprintln!(
-                    "harness: {} cannot be pulled ({why}); building the node image here (--kind-images built)",
-                    profile.node_image
-                );
-                true
-            }
-        },
-    };
-    if !build {
-        return Ok(None);
-    }
-    let release = crate::k8s::K8sRelease::parse(&profile.minor)?;
-    let node = tokio::task::spawn_blocking(move || crate::tools::kindnode::ensure(release))
-        .await
-        .context("the node image build panicked")??;
-    Ok(Some(node))
-}
-
-/// The network built-image clusters share, made when missing.
-async fn ensure_network(docker: &Path) -> Result<()> {
-    let inspect = commands::Cmd::new(docker, &["network", "inspect", BUILT_NETWORK]);
-    if commands::output(&inspect).await?.status.success() {
-        return Ok(());
-    }
-    commands::run(&commands::Cmd::new(
-        docker,
-        &[
-            "network",
-            "create",
-            "--driver",
-            "bridge",
-            "--opt",
-            "com.docker.network.bridge.enable_ip_masquerade=false",
-            "--label",
-            "harness.kind=built-images",
-            BUILT_NETWORK,
-        ],
-    ))
-    .await
-    .with_context(|| format!("creating docker network {BUILT_NETWORK}"))?;
-    Ok(())
 }
 
 /// After Ctrl-C during `up`: delete the kind cluster and state of `name`

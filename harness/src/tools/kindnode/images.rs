@@ -166,6 +166,12 @@ pub fn kubeadm_images(
     Ok(out)
 }
 
+/// The agnhost image's name (a real node's and kind nodes' built here);
+/// its tag is the Kubernetes release whose agnhost it holds.
+pub fn agnhost_name(k8s_version: &str) -> String {
+    format!("harness.local/agnhost:v{k8s_version}")
+}
+
 /// The images the harness installs on a kind cluster it built: the JobSet
 /// and Kueue controllers (entrypoint `/manager` and user 65532, as
 /// upstream's distroless `static:nonroot` images: their Deployments ask
@@ -176,7 +182,7 @@ pub fn harness_image(c: Component, k8s: K8sRelease, bin: &Path) -> ImageSpec {
     match c {
         Component::Agnhost => {
             let mut s = binary_image(
-                crate::cluster::local::realnode::image::image_name(&v),
+                agnhost_name(&v),
                 c,
                 bin,
                 k8s,

@@ -13,7 +13,7 @@ use crate::tools::oci::{ImageSpec, write_archive as write_oci};
 /// The image's name in containerd's `k8s.io` namespace; its tag is the
 /// Kubernetes release whose agnhost it holds.
 pub fn image_name(k8s_version: &str) -> String {
-    format!("harness.local/agnhost:v{k8s_version}")
+    crate::tools::kindnode::images::agnhost_name(k8s_version)
 }
 
 /// The image of `agnhost` (a static binary) named `name`.

@@ -1,0 +1,98 @@
+//! The Markdown of repeated runs: each metric's median, min–max and
+//! coefficient of variation per mode, and each mode ÷ the reference with
+//! its interval and verdict (stats.rs's rule).
+
+use std::fmt::Write;
+
+use crate::bench::thor::charts::fmt_num;
+use crate::bench::thor::report::REPEAT_ROWS;
+use crate::bench::thor::result::ThorResult;
+use crate::output::markdown_table_head;
+
+/// Medians, min–max and CV per mode, and each mode ÷ the reference with
+/// its interval and verdict (`ModeSummary::stats`, `vs_reference`).
+pub(super) fn repeats_markdown(r: &ThorResult) -> String {
+    let mut s = String::new();
+    let Some(st) = &r.statistics else {
+        return s;
+    };
+    let n = st.rounds.len();
+    if n < 2 {
+        return s;
+    }
+    let modes: Vec<&String> = r.modes.keys().collect();
+    let others: Vec<&String> = modes
+        .iter()
+        .copied()
+        .filter(|m| **m != st.reference)
+        .collect();
+    let _ = writeln!(
+        s,
+        "\n### {n} rounds, interleaved (seed {}; replay with `--seed {}`)\n",
+        st.seed, st.seed
+    );
+    let _ = writeln!(
+        s,
+        "Per mode: median [min–max] over the rounds, and CV (sd ÷ mean). Each mode ÷ {}: {} ({} resamples, {:.0} % interval). Minimum effects: {}. `↑`/`↓` higher/lower, `~` no significant difference.{}\n",
+        st.reference,
+        st.method,
+        st.resamples,
+        st.confidence * 100.0,
+        st.rule,
+        if n < crate::stats::FEW_ROUNDS {
+            format!(
+                " With {n} rounds a bootstrap interval is narrower than its nominal 95 % (it spans the per-round ratios): read the verdicts as indicative; {} or more rounds give a proper interval.",
+                crate::stats::FEW_ROUNDS
+            )
+        } else {
+            String::new()
+        }
+    );
+    let columns: Vec<String> = modes
+        .iter()
+        .map(|m| m.to_string())
+        .chain(others.iter().map(|m| format!("{m} ÷ {}", st.reference)))
+        .collect();
+    markdown_table_head(&mut s, "metric", &columns);
+    for metric in REPEAT_ROWS {
+        if !modes
+            .iter()
+            .any(|m| r.modes[*m].stats.contains_key(*metric))
+        {
+            continue;
+        }
+        let _ = write!(s, "| {metric} |");
+        for m in &modes {
+            let cell = r.modes[*m].stats.get(*metric).map_or("—".into(), |x| {
+                format!(
+                    "{} [{}–{}] cv {:.1} %",
+                    fmt_num(x.median),
+                    fmt_num(x.min),
+                    fmt_num(x.max),
+                    x.cv_pct
+                )
+            });
+            let _ = write!(s, " {cell} |");
+        }
+        for m in &others {
+            let cell = r.modes[*m]
+                .vs_reference
+                .get(*metric)
+                .map_or("—".into(), |j| {
+                    format!(
+                        "×{:.3} [{:.3}–{:.3}] {} {}",
+                        j.ratio.ratio,
+                        j.ratio.ci_low,
+                        j.ratio.ci_high,
+                        j.verdict.mark(),
+                        j.verdict.word()
+                    )
+                });
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    let order: Vec<String> = st.rounds.iter().map(|r| r.join(", ")).collect();
+    let _ = writeln!(s, "\nRun order: {}.", order.join(" | "));
+    s
+}
