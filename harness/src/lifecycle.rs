@@ -423,8 +423,14 @@ pub enum Down {
 pub fn down(name: &str, keep: bool) -> Result<Down> {
     let dir = crate::cluster::state::cluster_dir(name);
     crate::cluster::state::validate_name(name)?;
-    if dir.is_dir() && !dir.join("state.json").exists() {
+    if dir.is_dir() && std::fs::symlink_metadata(dir.join("state.json")).is_err() {
         let _lock = crate::cluster::state::lock(name)?;
+        // A start that died (or was abandoned) before writing its state
+        // may have started components: stop what runs from the dir.
+        crate::cluster::state::stop_pids(
+            &crate::cluster::state::processes_under(&dir),
+            Duration::from_secs(10),
+        );
         if !keep {
             std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
         }

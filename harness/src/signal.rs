@@ -7,6 +7,20 @@ use std::future::Future;
 /// The exit code after Ctrl-C or SIGTERM (128 + SIGINT), as shells report.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// The exit code after SIGTERM (128 + 15), for runners that tell the two
+/// apart (the suite runner).
+pub const EXIT_TERMINATED: i32 = 143;
+
+/// The exit code for a signal `interrupted` named: 130 after SIGINT, 143
+/// after SIGTERM.
+pub fn exit_code_of(sig: &str) -> i32 {
+    if sig == "terminated" {
+        EXIT_TERMINATED
+    } else {
+        EXIT_INTERRUPTED
+    }
+}
+
 /// What a raced future came to.
 #[derive(Debug)]
 pub enum Raced<T> {
@@ -55,8 +69,8 @@ pub async fn race<T>(fut: impl Future<Output = T>) -> Raced<T> {
 }
 
 /// For test binaries, whose trials run on threads of their own: on SIGINT
-/// or SIGTERM, print `what`, run `teardown`, and exit with
-/// EXIT_INTERRUPTED. Installed once per process.
+/// or SIGTERM, print `what`, run `teardown`, and exit with 130 (SIGINT) or
+/// 143 (SIGTERM). Installed once per process.
 pub fn exit_on_interrupt(what: String, teardown: impl FnOnce() + Send + 'static) {
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -68,13 +82,19 @@ pub fn exit_on_interrupt(what: String, teardown: impl FnOnce() + Send + 'static)
         let sig = rt.block_on(interrupted());
         eprintln!("{sig}: {what}");
         teardown();
-        std::process::exit(EXIT_INTERRUPTED);
+        std::process::exit(exit_code_of(sig));
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_codes_tell_the_signals_apart() {
+        assert_eq!(exit_code_of("interrupted"), 130);
+        assert_eq!(exit_code_of("terminated"), 143);
+    }
 
     #[tokio::test]
     async fn a_finished_future_wins() {

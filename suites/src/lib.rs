@@ -125,22 +125,56 @@ pub fn kind_started(name: &str) {
     }
 }
 
-/// Once per process: on Ctrl-C, stop every cluster `Fixture::start` made
-/// and delete every kind cluster `kind_started` recorded.
+/// Set when the suite runner handles SIGINT/SIGTERM itself (it calls
+/// `abandon_all` after the suites' `after`s).
+static RUNNER_HANDLES_SIGNALS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn runner_handles_signals() {
+    RUNNER_HANDLES_SIGNALS.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Once per process (unless the suite runner handles signals): on Ctrl-C,
+/// stop every cluster this process made.
 fn interrupt_tears_down() {
+    if RUNNER_HANDLES_SIGNALS.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        harness::signal::exit_on_interrupt("tearing down the suite's clusters".into(), || {
-            let names = STARTED.lock().map(|s| s.clone()).unwrap_or_default();
-            for n in names {
-                let _ = lifecycle::abandon_local(&n);
-            }
-            let kinds = STARTED_KIND.lock().map(|s| s.clone()).unwrap_or_default();
-            for n in kinds {
-                let _ = harness::cluster::kind::abandon(&n);
-            }
-        });
+        harness::signal::exit_on_interrupt("tearing down the suite's clusters".into(), abandon_all);
     });
+}
+
+/// Stop every cluster this process made: those `Fixture::start` and
+/// `kind_started` recorded, and any other state dir named `…-<pid>`
+/// (`unique_name`: clusters trials start themselves, and half-made ones).
+/// A cluster another thread of this process is still starting holds its
+/// name's lock: its processes are found under its dir, stopped, and the
+/// dir removed.
+pub fn abandon_all() {
+    let names = STARTED.lock().map(|s| s.clone()).unwrap_or_default();
+    for n in names {
+        let _ = lifecycle::abandon_local(&n);
+    }
+    let kinds = STARTED_KIND.lock().map(|s| s.clone()).unwrap_or_default();
+    for n in kinds {
+        let _ = harness::cluster::kind::abandon(&n);
+    }
+    let suffix = format!("-{}", std::process::id());
+    let ours = harness::cluster::state::list_dirs()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.ends_with(&suffix));
+    for n in ours {
+        if lifecycle::down(&n, false).is_err() {
+            let dir = harness::cluster::state::cluster_dir(&n);
+            let pids = harness::cluster::state::processes_under(&dir);
+            harness::cluster::state::stop_pids(&pids, Duration::from_secs(10));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    harness::cluster::state::clean_stale_locks();
 }
 
 /// The spec of a test binary's cluster: small nodes, default version.

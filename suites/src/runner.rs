@@ -18,6 +18,12 @@
 //! runs as soon as its last selected test is done, so its clusters stop
 //! while the other suites go on, and at the latest when the run ends. An
 //! `after` that fails fails the run (exit 101).
+//!
+//! SIGINT and SIGTERM are handled like the CLI's (`harness::signal`): no
+//! test starts any more, the `after` of every suite a test of which had
+//! started runs (stopping its clusters), then every cluster this process
+//! made is stopped and its state dir removed, and the run exits 130
+//! (SIGINT) or 143 (SIGTERM).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -176,18 +182,24 @@ pub fn will_run(args: &Arguments, kind: &str, name: &str, ignored: bool) -> bool
     }
 }
 
-/// A suite's `after`, run once: by its last test or by the end of the run.
+/// A suite's `after`, run once: by its last test, by the end of the run,
+/// or on SIGINT/SIGTERM.
 struct Ending {
     suite: &'static str,
     left: AtomicUsize,
+    /// A test of the suite got its turn (its `after` has something to
+    /// tear down).
+    started: std::sync::atomic::AtomicBool,
     after: Mutex<Option<After>>,
     errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Ending {
     fn run(&self) {
-        let after = self.after.lock().ok().and_then(|mut a| a.take());
-        if let Some(after) = after
+        // Held while `after` runs: a signal's teardown that comes now
+        // waits for it to finish instead of exiting under it.
+        let mut slot = self.after.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(after) = slot.take()
             && let Err(e) = after()
         {
             eprintln!("error: after the {} suite: {e}", self.suite);
@@ -222,6 +234,7 @@ pub fn main(builds: &[Build]) -> ! {
         let ending = Arc::new(Ending {
             suite: suite.name,
             left: AtomicUsize::new(selected),
+            started: std::sync::atomic::AtomicBool::new(false),
             after: Mutex::new(Some(suite.after)),
             errors: errors.clone(),
         });
@@ -247,7 +260,10 @@ pub fn main(builds: &[Build]) -> ! {
                         let _lane = lane
                             .as_ref()
                             .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
-                        let _turn = slots.take(index, quiet);
+                        let Some(_turn) = slots.take(index, quiet) else {
+                            return Err("not started: the run was interrupted".into());
+                        };
+                        ending.started.store(true, Ordering::SeqCst);
                         body()
                     };
                     if counts {
@@ -261,6 +277,7 @@ pub fn main(builds: &[Build]) -> ! {
         }
         endings.push(ending);
     }
+    on_signal_tear_down(slots.clone(), endings.clone());
     // Every test waits in its own thread; the slots say how many run.
     args.test_threads = Some(trials.len().max(1));
     let conclusion = libtest_mimic::run(&args, trials);
@@ -272,6 +289,31 @@ pub fn main(builds: &[Build]) -> ! {
         std::process::exit(101);
     }
     conclusion.exit()
+}
+
+/// On SIGINT or SIGTERM: start no more tests, run the `after` of every
+/// suite that started a test, stop every cluster this process made, and
+/// exit 130 or 143.
+fn on_signal_tear_down(slots: Arc<Slots>, endings: Vec<Arc<Ending>>) {
+    // This handler does what the fixtures' own would, and more.
+    crate::runner_handles_signals();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        let sig = rt.block_on(harness::signal::interrupted());
+        eprintln!("\n{sig}: no more tests start; tearing down every started suite");
+        slots.stop();
+        for e in endings.iter().filter(|e| e.started.load(Ordering::SeqCst)) {
+            eprintln!("{sig}: after the {} suite", e.suite);
+            e.run();
+        }
+        crate::abandon_all();
+        std::process::exit(harness::signal::exit_code_of(sig));
+    });
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub struct Slots {
 }
 
 struct State {
+    /// Set on SIGINT/SIGTERM: no test starts any more.
+    stopped: bool,
     running: usize,
     quiet_running: bool,
     /// Waiting tests by index: quiet or not.
@@ -34,6 +36,7 @@ impl Slots {
         Slots {
             n: n.max(1),
             state: Mutex::new(State {
+                stopped: false,
                 running: 0,
                 quiet_running: false,
                 waiting: BTreeMap::new(),
@@ -44,12 +47,25 @@ impl Slots {
         }
     }
 
+    /// No test starts from now on: every `take` waiting or to come
+    /// returns None.
+    pub fn stop(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).stopped = true;
+        self.changed.notify_all();
+    }
+
     /// Wait for the turn of the `index`-th test of the run: alone when
-    /// `quiet`.
-    pub fn take(&self, index: usize, quiet: bool) -> Turn<'_> {
+    /// `quiet`. None once the run is stopped (the test must not start).
+    pub fn take(&self, index: usize, quiet: bool) -> Option<Turn<'_>> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.waiting.insert(index, quiet);
         loop {
+            if s.stopped {
+                s.waiting.remove(&index);
+                drop(s);
+                self.changed.notify_all();
+                return None;
+            }
             let first = s.waiting.keys().next() == Some(&index);
             let room = if quiet {
                 s.running == 0
@@ -69,7 +85,7 @@ impl Slots {
         drop(s);
         // The next in line may go too.
         self.changed.notify_all();
-        Turn { slots: self, quiet }
+        Some(Turn { slots: self, quiet })
     }
 }
 
@@ -102,7 +118,7 @@ mod tests {
         let most_quiet = Arc::new(AtomicUsize::new(0));
         // Hold every slot until all threads wait, so order is by index.
         let gates: Vec<_> = (0..n)
-            .map(|k| slots.take(usize::MAX - n + k, false))
+            .map(|k| slots.take(usize::MAX - n + k, false).unwrap())
             .collect();
         let handles: Vec<_> = (n..n + quiet.len())
             .rev()
@@ -115,7 +131,7 @@ mod tests {
                 );
                 let q = quiet[i - n];
                 std::thread::spawn(move || {
-                    let _turn = slots.take(i, q);
+                    let _turn = slots.take(i, q).unwrap();
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(30));
@@ -157,6 +173,29 @@ mod tests {
         assert!(most >= 2, "others ran side by side: {most}");
         assert_eq!(most_quiet, 1);
         assert_eq!(order, (0..7).collect::<Vec<_>>());
+    }
+
+    /// Issue 30: once stopped, a waiting test and every later one do not
+    /// start; the running one keeps its turn.
+    #[test]
+    fn stopped_slots_start_nothing() {
+        let slots = Arc::new(Slots::new(1));
+        let running = slots.take(0, false).unwrap();
+        let waiting = {
+            let slots = slots.clone();
+            std::thread::spawn(move || slots.take(1, false).is_some())
+        };
+        while slots.state.lock().unwrap().waiting.is_empty() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        slots.stop();
+        assert!(
+            !waiting.join().unwrap(),
+            "a waiting test started after stop"
+        );
+        drop(running);
+        assert!(slots.take(2, true).is_none());
+        assert_eq!(slots.state.lock().unwrap().started, vec![0]);
     }
 
     #[test]

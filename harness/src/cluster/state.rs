@@ -98,6 +98,11 @@ impl Drop for NameLock {
         // longer that file and opens it afresh (see `try_lock_path`).
         if same_file(&self.file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
+            // And the lock directory once it is empty (`lock` makes it
+            // again when it is gone under it).
+            if let Some(dir) = self.path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 }
@@ -144,9 +149,18 @@ fn try_lock_path(path: &Path) -> std::io::Result<Option<NameLock>> {
 pub fn lock(name: &str) -> Result<NameLock> {
     validate_name(name)?;
     let dir = locks_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| state_dir_error(&dir, e))?;
     let path = dir.join(format!("{name}.lock"));
-    match try_lock_path(&path).map_err(|e| state_dir_error(&dir, e))? {
+    let mut tries = 0;
+    let held = loop {
+        std::fs::create_dir_all(&dir).map_err(|e| state_dir_error(&dir, e))?;
+        match try_lock_path(&path) {
+            // The directory was removed by a holder that finished between
+            // our create and our open: make it again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 10 => tries += 1,
+            r => break r.map_err(|e| state_dir_error(&dir, e))?,
+        }
+    };
+    match held {
         Some(l) => Ok(l),
         None => Err(bad_input(format!(
             "cluster {name:?} is being started or stopped by another harness process right now \
@@ -292,17 +306,25 @@ mod tests {
     #[test]
     fn lock_files_go_with_their_holder() {
         let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("x.lock");
+        let locks = d.path().join(".locks");
+        let path = locks.join("x.lock");
+        std::fs::create_dir_all(&locks).unwrap();
         let held = try_lock_path(&path).unwrap().unwrap();
         assert!(path.is_file());
         assert!(try_lock_path(&path).unwrap().is_none(), "locked twice");
         drop(held);
         assert!(!path.exists(), "the lock file outlived its holder");
-        // A stale file (its holder died: no lock on it) is taken.
+        // The lock directory goes with its last file.
+        assert!(!locks.exists());
+        // A stale file (its holder died: no lock on it) is taken, and
+        // goes with its new holder; another's file is left alone.
+        std::fs::create_dir_all(&locks).unwrap();
         std::fs::write(&path, "").unwrap();
+        std::fs::write(locks.join("y.lock"), "").unwrap();
         let again = try_lock_path(&path).unwrap().unwrap();
         drop(again);
         assert!(!path.exists());
+        assert!(locks.join("y.lock").exists());
     }
 
     #[test]
