@@ -232,85 +232,118 @@ fn a_component_that_fails_to_start_is_named_with_its_log() {
     assert!(!env.dir("badgate").exists());
 }
 
+/// Each usage error exits 2 with its own message: a substring per case
+/// (clap's "unexpected argument" for a flag that was removed would not
+/// say it), issue 30.
 #[test]
 fn usage_errors_exit_2() {
     let env = Env::new();
-    for args in [
-        &["up", "--feature-gates", "Foo=maybe"][..],
-        &["up", "--k8s-version", "1.20"],
-        &["up", "--name", "Bad_Name"],
-        &["up", "--runtime-config", "nonsense"],
-        &["down", "--name", "never-existed"],
-        &["tools", "list", "--bin", "nope=/x"],
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--counts-only",
-        ],
-        &["no-such-command"],
+    let smoke = ["bench", "thor", "--scenario", "suites/thor/smoke.yaml"];
+    let bench = |extra: &[&'static str]| -> Vec<&'static str> {
+        smoke.iter().chain(extra).copied().collect()
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["up", "--feature-gates", "Foo=maybe"],
+            "--feature-gates: Foo=maybe: the value must be true or false",
+        ),
+        (
+            vec!["up", "--k8s-version", "1.20"],
+            "unsupported Kubernetes version \"1.20\"",
+        ),
+        (
+            vec!["up", "--name", "Bad_Name"],
+            "invalid cluster name \"Bad_Name\"",
+        ),
+        (
+            vec!["up", "--runtime-config", "nonsense"],
+            "--runtime-config: \"nonsense\" is not GROUP/VERSION=true|false",
+        ),
+        (
+            vec!["down", "--name", "never-existed"],
+            "no cluster named \"never-existed\"",
+        ),
+        (
+            vec!["tools", "list", "--bin", "nope=/x"],
+            "--bin nope: unknown binary",
+        ),
+        (bench(&["--counts-only"]), "--compare"),
+        (
+            vec!["no-such-command"],
+            "unrecognized subcommand 'no-such-command'",
+        ),
         // A cluster the harness did not start is never stopped.
-        &["down", "--provider", "existing"],
-        &["down", "--kubeconfig", "/some/kubeconfig"],
+        (
+            vec!["down", "--provider", "existing"],
+            "--provider existing: the harness never stops a cluster it did not start",
+        ),
+        (
+            vec!["down", "--kubeconfig", "/some/kubeconfig"],
+            "/some/kubeconfig: the harness never stops a cluster it did not start",
+        ),
         // --provider existing needs its kubeconfig; its flags need it.
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--provider",
-            "existing",
-        ],
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--audit-log",
-            "/var/log/audit.log",
-        ],
+        (
+            bench(&["--provider", "existing"]),
+            "--provider existing needs --kubeconfig FILE",
+        ),
+        (
+            bench(&["--audit-log", "/var/log/audit.log"]),
+            "are for --provider existing",
+        ),
         // --dry-run plans a run on an existing cluster; APF identities
-        // need --attribution apf and say their form.
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--dry-run",
-        ],
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--provider",
-            "existing",
-            "--kubeconfig",
-            "/k",
-            "--apf-identity",
-            "user:x",
-        ],
-        &[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--provider",
-            "existing",
-            "--kubeconfig",
-            "/k",
-            "--attribution",
-            "apf",
-            "--apf-identity",
+        // need --attribution apf and say their form (checked before the
+        // kubeconfig is read).
+        (
+            bench(&["--dry-run"]),
+            "--dry-run is for --provider existing",
+        ),
+        (
+            bench(&[
+                "--provider",
+                "existing",
+                "--kubeconfig",
+                "/k",
+                "--apf-identity",
+                "user:x",
+            ]),
+            "--apf-identity needs --attribution apf",
+        ),
+        (
+            bench(&[
+                "--provider",
+                "existing",
+                "--kubeconfig",
+                "/k",
+                "--attribution",
+                "apf",
+                "--apf-identity",
+                "robot:r2",
+            ]),
             "robot:r2",
-        ],
-        &["status", "--kubeconfig", "/some/kubeconfig"],
-        &["status", "--provider", "existing", "--name", "dev"],
-    ] {
-        let out = env.run(args);
-        assert_code(&out, 2);
-        assert!(!out.stderr.is_empty(), "no message for {args:?}");
+        ),
+        (
+            vec!["status", "--kubeconfig", "/some/kubeconfig"],
+            "--kubeconfig and the other existing-cluster flags need --provider existing",
+        ),
+        (
+            vec!["status", "--provider", "existing", "--name", "dev"],
+            "--name is for the local provider's clusters",
+        ),
+    ];
+    for (args, says) in cases {
+        // From the repository, where the scenario path leads somewhere
+        // (from harness/ every bench case failed on the missing file).
+        let out = env
+            .cmd(&args)
+            .current_dir(common::repo_root())
+            .output()
+            .expect("running harness");
+        let t = assert_code(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(says),
+            "{args:?} does not say {says:?}:\n{t}"
+        );
     }
 }
 

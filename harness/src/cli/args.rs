@@ -133,9 +133,19 @@ impl ExistingArgs {
                 "--etcd-cert/--etcd-key/--etcd-ca need --etcd-metrics-url",
             ));
         }
-        // Every file flag is read (or, for the growing audit log, opened)
-        // through the bounded reader now: a FIFO or a device is refused
-        // naming its flag before any request is made.
+        use harness::cluster::existing::apf::{Attribution, Identity};
+        let attribution = Attribution::parse(&self.attribution)?;
+        if attribution != Attribution::Apf && !self.apf_identities.is_empty() {
+            return Err(bad_input("--apf-identity needs --attribution apf"));
+        }
+        let apf_identities = self
+            .apf_identities
+            .iter()
+            .map(|s| Identity::parse(s))
+            .collect::<Result<Vec<_>>>()?;
+        // The flags agree; now every file they name is read (the growing
+        // audit log only opened) through the bounded reader: a FIFO or a
+        // device is refused naming its flag before any request is made.
         harness::cluster::client::read_kubeconfig("--kubeconfig", &kubeconfig)?;
         for (flag, path) in [
             ("--etcd-cert", self.etcd_cert.as_ref()),
@@ -151,16 +161,6 @@ impl ExistingArgs {
         {
             harness::input::open_stream("--audit-log", log)?;
         }
-        use harness::cluster::existing::apf::{Attribution, Identity};
-        let attribution = Attribution::parse(&self.attribution)?;
-        if attribution != Attribution::Apf && !self.apf_identities.is_empty() {
-            return Err(bad_input("--apf-identity needs --attribution apf"));
-        }
-        let apf_identities = self
-            .apf_identities
-            .iter()
-            .map(|s| Identity::parse(s))
-            .collect::<Result<Vec<_>>>()?;
         Ok(harness::cluster::existing::ExistingOptions {
             attribution,
             apf_identities,
