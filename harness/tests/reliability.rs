@@ -69,7 +69,11 @@ impl World {
         env: &[(&str, &str)],
         limit: Duration,
     ) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        // HARNESS_TEST_BIN runs the cases against another build (an older
+        // one, to see them fail there).
+        let bin = std::env::var_os("HARNESS_TEST_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_harness").into());
+        let mut cmd = Command::new(bin);
         cmd.args(
             args.iter()
                 .map(|a| a.as_ref().to_owned())
@@ -94,6 +98,14 @@ impl World {
                 break s.code();
             }
             if started.elapsed() > limit {
+                // SIGTERM first: a harness that started something tears it
+                // down; SIGKILL only if it does not end.
+                // SAFETY: kill(2) of the child this test spawned.
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                let t = Instant::now();
+                while child.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(20) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -111,6 +123,15 @@ impl World {
             ),
             took,
         }
+    }
+}
+
+/// Whatever a run left running from the world (a component started by a
+/// build that did not check first) is stopped with it.
+impl Drop for World {
+    fn drop(&mut self) {
+        let left = harness::cluster::state::processes_under(self.tmp.path());
+        harness::cluster::state::stop_pids(&left, Duration::from_secs(10));
     }
 }
 
@@ -175,6 +196,11 @@ fn run_cases(w: &World, cases: Vec<Case>) {
         }
         if r.out.contains("panicked") {
             problems.push("PANIC".into());
+        }
+        let running = harness::cluster::state::processes_under(w.tmp.path());
+        if !running.is_empty() {
+            problems.push(format!("left running: pids {running:?}"));
+            harness::cluster::state::stop_pids(&running, Duration::from_secs(10));
         }
         println!(
             "{:<64} {:>5} {:>5} {:>7.3}s  {}",

@@ -14,6 +14,10 @@ pub struct Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Line 0: a finding with no place in a file (a `--set` flag's).
+        if self.line == 0 {
+            return write!(f, "{}: {}: {}", self.file, self.path, self.message);
+        }
         write!(
             f,
             "{}:{}:{}: {}: {}",

@@ -465,8 +465,22 @@ pub fn check_file(
 ) -> (usize, Option<ThorScenario>, Vec<Finding>) {
     let mut scenario = None;
     let mut seen = 0;
+    // Per `--set`: its key, and the first part of it the file lacked (the
+    // field the flag created).
+    let mut set_paths: Vec<(String, Option<String>)> = Vec::new();
     let (documents, mut findings) = crate::schema::check_yaml(file, text, |ctx, v| {
         seen += 1;
+        set_paths = overrides
+            .iter()
+            .map(|(k, _)| {
+                let mut at = Some(v);
+                let created = (0..k.len()).find_map(|n| {
+                    at = at.and_then(|x| x.get(&k[n]));
+                    at.is_none().then(|| k[..=n].join("."))
+                });
+                (k.join("."), created)
+            })
+            .collect();
         let (s, mut f) = check(ctx, &apply_overrides(v, overrides));
         if seen > 1 {
             let msg = format!("a scenario is one YAML document; this is document {seen}");
@@ -483,6 +497,21 @@ pub fn check_file(
             path: "(document)".into(),
             message: "empty scenario: a scenario is one YAML document".into(),
         });
+    }
+    // A finding about a field a `--set` gave is the flag's, not a line
+    // of the file (it would point at whatever line holds the parent).
+    let under = |path: &str, k: &str| {
+        path == k || path.starts_with(&format!("{k}.")) || path.starts_with(&format!("{k}["))
+    };
+    for f in &mut findings {
+        let by_set = set_paths.iter().find_map(|(k, created)| {
+            let hit = under(&f.path, k) || created.as_deref().is_some_and(|c| under(&f.path, c));
+            hit.then(|| k.clone())
+        });
+        if let Some(k) = by_set {
+            f.file = format!("--set {k}");
+            (f.line, f.column) = (0, 0);
+        }
     }
     (documents, scenario, findings)
 }
@@ -573,5 +602,31 @@ mod tests {
             "{:?}",
             problems(&old)
         );
+    }
+
+    /// Issue 30: a bad `--set` key is reported as the flag's, not at the
+    /// line of whatever holds its parent.
+    #[test]
+    fn a_bad_set_key_is_reported_as_the_flag() {
+        let text = include_str!("../../../../suites/thor/smoke.yaml");
+        for (set, says) in [
+            (
+                "bogus.key=1",
+                "--set bogus.key: bogus: unknown field \"bogus\"",
+            ),
+            (
+                "thor.bogus=1",
+                "--set thor.bogus: thor.bogus: unknown field \"bogus\"",
+            ),
+        ] {
+            let ov = parse_overrides(&[set.into()]).unwrap();
+            let (_, _, findings) = check_file("smoke.yaml", text, &ov);
+            let all: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+            assert!(all.iter().any(|f| f.starts_with(says)), "{set}: {all:?}");
+            assert!(
+                !all.iter().any(|f| f.starts_with("smoke.yaml:")),
+                "{set}: {all:?}"
+            );
+        }
     }
 }
