@@ -284,6 +284,9 @@ pub fn main(builds: &[Build]) -> ! {
     for e in &endings {
         e.run();
     }
+    // What a failed trial left (a half-made cluster dir, its processes)
+    // does not outlive the run either (issue 30).
+    crate::abandon_all();
     let failed = errors.lock().map(|e| !e.is_empty()).unwrap_or(true);
     if failed {
         std::process::exit(101);

@@ -53,6 +53,10 @@ fn suite(_: &libtest_mimic::Arguments) -> Suite {
                     .unwrap();
                 std::fs::write(marks.join("component.pid"), c.id().to_string()).unwrap();
                 std::fs::write(marks.join("first.started"), "").unwrap();
+                if std::env::var_os("SUITES_INTERRUPT_FAIL").is_some() {
+                    // A trial that fails and leaves its half-made cluster.
+                    return Err("failed half-way".into());
+                }
                 std::thread::sleep(Duration::from_secs(600));
                 Ok(())
             }),
@@ -143,9 +147,51 @@ fn one(sig: i32, want: i32) -> String {
     )
 }
 
+/// A run that ends normally after a failed trial: what the trial left is
+/// stopped and removed too.
+fn failed_trial() -> String {
+    let marks = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--test-threads", "1"])
+        .env(CHILD, marks.path())
+        .env("SUITES_INTERRUPT_FAIL", "1")
+        .env("HARNESS_STATE_DIR", state.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let pid: i32 = std::fs::read_to_string(marks.path().join("component.pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    struct Reap(i32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) of the process this test's child started.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+    let _reap = Reap(pid);
+    assert_eq!(out.code(), Some(101), "a failed trial fails the run");
+    assert!(marks.path().join("second.started").exists());
+    wait_for(
+        "the failed trial's component stops",
+        Duration::from_secs(15),
+        || !alive(pid),
+    );
+    let left: Vec<_> = std::fs::read_dir(state.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in the state dir: {left:?}");
+    format!("a failed trial: exit 101, its component {pid} stopped, state dir empty")
+}
+
 fn parent() {
     for (sig, want) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
         println!("{}", one(sig, want));
     }
-    println!("test result: ok. 2 passed");
+    println!("{}", failed_trial());
+    println!("test result: ok. 3 passed");
 }
