@@ -77,8 +77,8 @@ async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::
 /// refused, naming `what` — the flag it came from, or "kubeconfig"), its
 /// relative file references made absolute against its directory as
 /// kube's own reader does, and every file it references (CA, client
-/// certificate and key, token file) checked the same way before kube
-/// reads it.
+/// certificate and key, token file) that exists checked the same way
+/// before kube reads it.
 pub fn read_kubeconfig(what: &str, path: &Path) -> Result<kube::config::Kubeconfig> {
     let text = crate::input::read_flag(what, path)?;
     let mut kc = kube::config::Kubeconfig::from_yaml(&text).map_err(|e| {
@@ -90,7 +90,12 @@ pub fn read_kubeconfig(what: &str, path: &Path) -> Result<kube::config::Kubeconf
             if Path::new(f.as_str()).is_relative() {
                 *f = dir.join(f.as_str()).display().to_string();
             }
-            crate::input::check(&format!("{what} {}: {field}", path.display()), Path::new(f))?;
+            // A missing file is left to kube (it reads only the chosen
+            // context's, and a stale entry elsewhere is no harm); one that
+            // is there must be a regular file within the limit.
+            if std::fs::metadata(f.as_str()).is_ok() {
+                crate::input::check(&format!("{what} {}: {field}", path.display()), Path::new(f))?;
+            }
         }
         Ok(())
     };
@@ -210,6 +215,14 @@ mod tests {
             msg.contains("certificate-authority /dev/zero: not a regular file"),
             "{msg}"
         );
+        // A file that is not there is kube's to report (for the context
+        // it uses), not a reason to refuse the whole kubeconfig.
+        std::fs::write(
+            &kc,
+            kubeconfig_text("c", "https://127.0.0.1:1", Path::new("gone/ca.crt"), None),
+        )
+        .unwrap();
+        read_kubeconfig("--kubeconfig", &kc).unwrap();
         let e = read_kubeconfig("--kubeconfig", Path::new("/dev/zero")).unwrap_err();
         assert!(
             e.to_string()
