@@ -348,24 +348,6 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     s
 }
 
-/// The metrics of the repeats table, in this order (those a run has).
-pub(crate) const REPEAT_ROWS: &[&str] = &[
-    "api_requests_total",
-    "thor_agent_requests",
-    "thor_agent_writes",
-    "eclccserver_requests",
-    "etcd_writes_total",
-    "etcd.put_bytes",
-    "apiserver_etcd_cpu_s",
-    "pods_created",
-    "containers_created",
-    "pod_startup_ms.p99",
-    "instance_start_ms.p99",
-    "api_latency_ms.mutating.p99",
-    "api_latency_ms.read-only.p99",
-    "wall_s",
-];
-
 pub fn junit(r: &ThorResult) -> String {
     let cases = r
         .modes

@@ -9,7 +9,27 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::cluster::kind::commands::{self, KindTools};
-use crate::cluster::kind::{BUILT_NETWORK, KindCluster, KindImages, config};
+
+/// Where the node image (and the controllers' images) come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum KindImages {
+    /// The profile's pinned `kindest/node` digest and the release images,
+    /// pulled by Docker and the nodes.
+    Pulled,
+    /// Made here (`tools install --kind`): no registry needed.
+    Built,
+    /// Pulled when the pinned node image is in the engine or can be
+    /// pulled, else built.
+    #[default]
+    Auto,
+}
+
+/// The docker network built-image clusters use: made by the harness with
+/// masquerading off (an engine started with `--iptables=false` cannot
+/// masquerade, and nothing here leaves the machine), named to kind with
+/// KIND_EXPERIMENTAL_DOCKER_NETWORK. Shared by the harness's kind clusters.
+pub const BUILT_NETWORK: &str = "harness-kind";
+use crate::cluster::kind::config;
 
 /// Which node image `start` uses: None for the profile's pinned one, or
 /// the one built here.
@@ -85,12 +105,11 @@ pub async fn ensure_network(docker: &Path) -> Result<()> {
 
 /// Import an image archive (OCI or docker) into every node's
 /// containerd, in the `k8s.io` namespace the kubelet uses.
-pub async fn load_archive(cluster: &KindCluster, archive: &Path) -> Result<()> {
-    let tools = cluster.tools()?;
-    for n in &cluster.state.nodes {
+pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Result<()> {
+    for n in nodes {
         let file = std::fs::File::open(archive)
             .with_context(|| format!("opening {}", archive.display()))?;
-        let out = tokio::process::Command::new(&tools.docker)
+        let out = tokio::process::Command::new(docker)
             .envs(crate::tools::engine::env())
             .args([
                 "exec",

@@ -21,6 +21,8 @@ pub mod fakes;
 pub mod images;
 pub mod network;
 
+pub use images::{BUILT_NETWORK, KindImages};
+
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -43,20 +45,6 @@ pub const PROVIDER: &str = "kind";
 /// The kind cluster behind harness cluster `name`.
 pub fn kind_cluster_name(name: &str) -> String {
     format!("harness-{name}")
-}
-
-/// Where the node image (and the controllers' images) come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum KindImages {
-    /// The profile's pinned `kindest/node` digest and the release images,
-    /// pulled by Docker and the nodes.
-    Pulled,
-    /// Made here (`tools install --kind`): no registry needed.
-    Built,
-    /// Pulled when the pinned node image is in the engine or can be
-    /// pulled, else built.
-    #[default]
-    Auto,
 }
 
 /// What `up --provider kind` asks for.
@@ -105,12 +93,6 @@ pub struct KindState {
 fn pulled() -> String {
     "pulled".to_string()
 }
-
-/// The docker network built-image clusters use: made by the harness with
-/// masquerading off (an engine started with `--iptables=false` cannot
-/// masquerade, and nothing here leaves the machine), named to kind with
-/// KIND_EXPERIMENTAL_DOCKER_NETWORK. Shared by the harness's kind clusters.
-pub const BUILT_NETWORK: &str = "harness-kind";
 
 pub struct KindCluster {
     pub state: KindState,
@@ -296,7 +278,9 @@ impl KindCluster {
         self.save()?;
         if built {
             let step = Step::start("giving each node a bridge network of its pod subnet");
-            network::setup(self, tools).await?;
+            let client =
+                crate::cluster::client::client_from_kubeconfig(&self.state.kubeconfig).await?;
+            network::setup(client, &self.state.nodes, tools, || self.check_containers()).await?;
             step.done("done");
         }
         Ok(())
@@ -310,7 +294,7 @@ impl KindCluster {
     /// Import an image archive (OCI or docker) into every node's
     /// containerd, in the `k8s.io` namespace the kubelet uses.
     pub async fn load_archive(&self, archive: &Path) -> Result<()> {
-        images::load_archive(self, archive).await
+        images::load_archive(&self.tools()?.docker, &self.state.nodes, archive).await
     }
 
     /// Record that cert-manager is not installed, and why.

@@ -16,9 +16,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-use crate::cluster::kind::KindCluster;
 use crate::cluster::kind::commands::{self, Cmd, KindTools};
-use crate::cluster::provider::Cluster;
 use crate::poll::Poll;
 
 /// Where the conflist goes in each node.
@@ -78,13 +76,17 @@ fn node_net(n: &Node) -> Option<NodeNet> {
 
 /// Wait for every node's pod subnet, then write each node's conflist and
 /// routes.
-pub async fn setup(cluster: &KindCluster, tools: &KindTools) -> Result<Vec<NodeNet>> {
-    let client = cluster.client().await?;
+pub async fn setup(
+    client: kube::Client,
+    nodes: &[String],
+    tools: &KindTools,
+    alive: impl FnMut() -> Result<()> + Send,
+) -> Result<Vec<NodeNet>> {
     let api: Api<Node> = Api::all(client);
-    let want = cluster.state.nodes.len();
+    let want = nodes.len();
     let nets = Poll::new("every node's pod subnet", Duration::from_secs(180))
         .every(Duration::from_secs(1))
-        .alive(|| cluster.check_containers())
+        .alive(alive)
         .until_state(|| async {
             let list = match api.list(&ListParams::default()).await {
                 Ok(l) => l,
@@ -102,11 +104,11 @@ pub async fn setup(cluster: &KindCluster, tools: &KindTools) -> Result<Vec<NodeN
         })
         .await?;
     for me in &nets {
-        if !cluster.state.nodes.contains(&me.name) {
+        if !nodes.contains(&me.name) {
             bail!(
                 "node {} is not one of the cluster's containers ({})",
                 me.name,
-                cluster.state.nodes.join(", ")
+                nodes.join(", ")
             );
         }
         let mut script = String::from(

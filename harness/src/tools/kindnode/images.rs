@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::k8s::K8sRelease;
-use crate::tools::Component;
+use crate::tools::component::Component;
 use crate::tools::oci::ImageSpec;
 use crate::tools::versions::{COREDNS_VERSION, ETCD_VERSION};
 

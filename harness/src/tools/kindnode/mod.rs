@@ -28,8 +28,9 @@ use sha2::{Digest, Sha256};
 
 use crate::k8s::K8sRelease;
 use crate::progress::Step;
+use crate::tools::component::Component;
+use crate::tools::resolve::Resolver;
 use crate::tools::versions::KIND_VERSION;
-use crate::tools::{Component, Resolver};
 
 /// Bumped when the assembly (node.rs, images.rs) changes what it makes.
 const REVISION: u32 = 1;

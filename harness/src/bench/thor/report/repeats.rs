@@ -5,9 +5,26 @@
 use std::fmt::Write;
 
 use crate::bench::thor::charts::fmt_num;
-use crate::bench::thor::report::REPEAT_ROWS;
 use crate::bench::thor::result::ThorResult;
 use crate::output::markdown_table_head;
+
+/// The metrics of the repeats table, in this order (those a run has).
+const REPEAT_ROWS: &[&str] = &[
+    "api_requests_total",
+    "thor_agent_requests",
+    "thor_agent_writes",
+    "eclccserver_requests",
+    "etcd_writes_total",
+    "etcd.put_bytes",
+    "apiserver_etcd_cpu_s",
+    "pods_created",
+    "containers_created",
+    "pod_startup_ms.p99",
+    "instance_start_ms.p99",
+    "api_latency_ms.mutating.p99",
+    "api_latency_ms.read-only.p99",
+    "wall_s",
+];
 
 /// Medians, min–max and CV per mode, and each mode ÷ the reference with
 /// its interval and verdict (`ModeSummary::stats`, `vs_reference`).
