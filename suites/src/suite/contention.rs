@@ -16,7 +16,11 @@ use std::sync::OnceLock;
 
 type Outcome = std::result::Result<ThorResult, String>;
 
-fn bench(modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
+/// A bench on clusters named `<prefix>-<pid>-<mode>-<round>`: each bench
+/// of this suite has its own prefix, as they run at once and in a
+/// seed-shuffled mode order (two with the same prefix would race for one
+/// cluster name).
+fn bench(prefix: &str, modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
     let rt = crate::runtime().map_err(|e| format!("{e:#}"))?;
     let opts = ThorBenchOptions {
         scenario: crate::repo_root().join("suites/thor/contention.yaml"),
@@ -24,7 +28,7 @@ fn bench(modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
         repeat: 1,
         seed: None,
         bins: Default::default(),
-        cluster_prefix: crate::unique_name("t-cont"),
+        cluster_prefix: crate::unique_name(prefix),
         overrides,
         out: None,
         scrape: false,
@@ -39,6 +43,7 @@ fn run() -> &'static Outcome {
     static R: OnceLock<Outcome> = OnceLock::new();
     R.get_or_init(|| {
         bench(
+            "t-cont",
             vec![Mode::Baseline, Mode::JobsetGang, Mode::JobsetKueue],
             Vec::new(),
         )
@@ -131,17 +136,14 @@ fn gang_queueing_trips_hpccs_scheduling_timeout() -> Result<()> {
     static R: OnceLock<Outcome> = OnceLock::new();
     let r = R.get_or_init(|| {
         bench(
+            "t-cont-timeout",
             vec![Mode::JobsetGang],
             vec!["thor.schedulingTimeoutSecs=5".into()],
         )
     });
     let c = of(r, Mode::JobsetGang)?;
-    // The queued instance fails. On a loaded machine (every suite at once
-    // on 2 cores: seen in CI, 2026-11-26) the first instance's pods can
-    // also wait past 5 s and fail the same way; what must hold is that
-    // both ended and that HPCC's timeout, nothing else, failed them.
     ensure!(
-        c.instances_failed >= 1 && c.instances_completed + c.instances_failed == 2,
+        c.instances_completed == 1 && c.instances_failed == 1,
         "jobset-gang with a 5 s scheduling timeout: {} completed, {} failed",
         c.instances_completed,
         c.instances_failed
