@@ -37,6 +37,22 @@ fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
 }
 
 /// Run `cmd` and wait at most `timeout`; kill it past that.
+/// The last `n` lines a finished command printed: its stderr, or its
+/// stdout when stderr is empty (for error messages).
+pub fn last_lines(out: &std::process::Output, n: usize) -> Vec<String> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = if err.trim().is_empty() {
+        String::from_utf8_lossy(&out.stdout)
+    } else {
+        err
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
 pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<std::process::Output> {
     let mut child = spawn(
         cmd.stdin(Stdio::null())

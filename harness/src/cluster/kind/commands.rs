@@ -167,14 +167,7 @@ impl Cmd {
 /// The last `n` lines of a command's stderr (or stdout when stderr is
 /// empty), indented, for error messages.
 pub fn tail(out: &Output, n: usize) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let text = if err.trim().is_empty() {
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    } else {
-        err.into_owned()
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..]
+    crate::tools::exec::last_lines(out, n)
         .iter()
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()

@@ -38,18 +38,11 @@ fn check(args: &[&str], out: Output) -> Result<Output> {
     if out.status.success() {
         return Ok(out);
     }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let text = if err.trim().is_empty() {
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    } else {
-        err.into_owned()
-    };
-    let lines: Vec<&str> = text.lines().collect();
     bail!(
         "`{}` failed ({}):\n{}",
         describe(args),
         out.status,
-        lines[lines.len().saturating_sub(25)..].join("\n")
+        crate::tools::exec::last_lines(&out, 25).join("\n")
     )
 }
 
@@ -57,17 +50,6 @@ fn check(args: &[&str], out: Output) -> Result<Output> {
 pub fn run(docker: &Path, args: &[&str]) -> Result<Output> {
     let out = command(docker, args)
         .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {}", describe(args)))?;
-    check(args, out)
-}
-
-/// Run with `input` as standard input.
-pub fn run_with_stdin(docker: &Path, args: &[&str], input: &Path) -> Result<Output> {
-    let file =
-        std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    let out = command(docker, args)
-        .stdin(Stdio::from(file))
         .output()
         .with_context(|| format!("running {}", describe(args)))?;
     check(args, out)
