@@ -178,6 +178,35 @@ fn interrupting_up_tears_everything_down() {
     );
     assert!(none_running(&procs), "a component survived the interrupt");
     assert!(!env.dir(name).exists(), "state dir left behind");
+    // Not only those seen when the API server appeared: nothing at all
+    // runs from the state dir (a component started after that moment, a
+    // child of one), issue 30.
+    let left = processes_naming(env.state.path());
+    assert!(
+        left.is_empty(),
+        "still running from the state dir: {left:?}"
+    );
+}
+
+/// Every live process whose command line names a path under `dir`, with
+/// that command line.
+fn processes_naming(dir: &std::path::Path) -> Vec<(i32, String)> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .next()?
+                .to_string();
+            (cmd.contains(&needle) && state != "Z").then_some((pid, cmd))
+        })
+        .collect()
 }
 
 #[test]

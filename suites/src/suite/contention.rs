@@ -121,6 +121,13 @@ fn kueue_admits_one_at_a_time() -> Result<()> {
     completes(Mode::JobsetKueue)?;
     let c = contention(Mode::JobsetKueue)?;
     ensure!(c.kueue_requests > 0, "jobset-kueue: Kueue made no requests");
+    // One at a time, from the pod timeline: the second instance's first
+    // pod was created after the first instance's pods ended (issue 30).
+    ensure!(
+        c.most_instances_at_once == 1,
+        "jobset-kueue: {} instances had pods at once; Kueue should admit one at a time",
+        c.most_instances_at_once
+    );
     let r = run().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let md = harness::bench::thor::report::markdown(r, None);
     ensure!(md.contains("### Contention"), "no contention table:\n{md}");

@@ -222,7 +222,22 @@ fn who_creates_what() -> Result<()> {
         by(gang, "jobset-controller", "create jobs") == 2 * ng,
         "gang: Job creates by the JobSet controller"
     );
-    ensure!(gang.gang_start_ms.is_some(), "gang start latency measured");
+    // Measured, not merely present (it is set for every gang run): a
+    // start took time, the percentiles are ordered, and no instance
+    // started after the mode's run ended (issue 30).
+    let gs = gang
+        .gang_start_ms
+        .as_ref()
+        .context("gang start latency measured")?;
+    ensure!(
+        gs.p50 > 0.0
+            && gs.p50 <= gs.p90
+            && gs.p90 <= gs.p99
+            && gs.p99 <= gs.max
+            && gs.max <= gang.wall_s * 1000.0,
+        "gang start latency not measured or out of order: {gs:?} (mode wall {:.1} s)",
+        gang.wall_s
+    );
     // Pods always come from the job controller.
     for m in [base, js, gang] {
         ensure!(

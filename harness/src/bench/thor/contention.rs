@@ -61,6 +61,11 @@ pub struct Contention {
     /// The cure's own API requests: the scheduler's and Kueue's.
     pub scheduler_requests: u64,
     pub kueue_requests: u64,
+    /// The most instances with a Thor pod alive at one moment (from the
+    /// pod timeline): 1 when a queue ran them one at a time (instance B's
+    /// first pod created after A's pods ended).
+    #[serde(default)]
+    pub most_instances_at_once: u32,
 }
 
 struct Instance<'a> {
@@ -157,6 +162,35 @@ pub fn deadlock(pods: &[PodTimes], expected: u32, end: Instant) -> Option<Deadlo
         }
     }
     None
+}
+
+/// The most instances alive at one moment: an instance lives from its
+/// first Thor pod's creation to its last pod's end (`end` for a pod that
+/// had not ended). Touching ends do not overlap.
+pub fn most_instances_at_once(pods: &[PodTimes], expected: u32, end: Instant) -> u32 {
+    let mut edges: Vec<(Instant, i32)> = Vec::new();
+    for i in instances(pods, expected).values() {
+        let Some(from) = i.pods.iter().map(|p| p.created).min() else {
+            continue;
+        };
+        let to = i
+            .pods
+            .iter()
+            .map(|p| p.ended.unwrap_or(end))
+            .max()
+            .unwrap_or(end)
+            .max(from);
+        edges.push((from, 1));
+        edges.push((to, -1));
+    }
+    // An end before a start at the same instant.
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as u32
 }
 
 /// Pod-seconds bound before their instance was fully placed.
@@ -265,6 +299,34 @@ mod tests {
             running: bound.map(at),
             ended: ended.map(at),
         }
+    }
+
+    /// Issue 30: serialisation is read from the pod timeline — B's first
+    /// pod after A's last ended is one at a time; any overlap is two.
+    #[test]
+    fn instances_at_once_from_the_pod_timeline() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(100);
+        let later = |mut p: PodTimes, s: u64| {
+            p.created = t0 + Duration::from_secs(s);
+            p
+        };
+        let serial = vec![
+            pod(t0, "a", "thormanager", Some(1), Some(30)),
+            pod(t0, "a", "thorworker", Some(2), Some(30)),
+            later(pod(t0, "b", "thormanager", Some(31), Some(60)), 30),
+            later(pod(t0, "b", "thorworker", Some(32), None), 31),
+        ];
+        assert_eq!(most_instances_at_once(&serial, 2, end), 1);
+        let mut overlapping = serial.clone();
+        // B's manager created one second before A's last pod ended.
+        overlapping[2].created = t0 + Duration::from_secs(29);
+        assert_eq!(most_instances_at_once(&overlapping, 2, end), 2);
+        // A pod that never ended keeps its instance alive to the end.
+        let mut stuck = serial;
+        stuck[1].ended = None;
+        assert_eq!(most_instances_at_once(&stuck, 2, end), 2);
+        assert_eq!(most_instances_at_once(&[], 2, end), 0);
     }
 
     /// Room for one instance of three pods, two managers first: each

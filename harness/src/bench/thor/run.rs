@@ -398,6 +398,7 @@ pub async fn run_mode(
             wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
             scheduler_requests: of(crate::cluster::local::identity::SCHEDULER_USER),
             kueue_requests: of(crate::cluster::local::identity::KUEUE_USER),
+            most_instances_at_once: contention::most_instances_at_once(&pods, expected, end),
         }
     });
     let thor_agent_writes = w

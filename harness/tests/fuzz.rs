@@ -1,0 +1,375 @@
+//! Bounded fuzzing of the parsers (issue 30, item 10) on the stable
+//! toolchain: cargo-fuzz needs nightly and libFuzzer's instrumentation,
+//! which neither CI's toolchain nor a user's `cargo test` has. Each target
+//! takes a seed — the repository's own files of its kind and the corpus in
+//! `harness/fuzz/corpus/<target>/` — applies 1–8 mutations (byte edits,
+//! splices of another seed, YAML/JSON tokens that broke parsers before:
+//! anchors, merge keys, 1e400, deep nesting, NUL), and runs the parser on
+//! it. A panic or a run over `SLOW` is a crash: the input is written to
+//! `harness/fuzz/crashes/<target>/` (commit it to
+//! `harness/fuzz/regressions/<target>/` once fixed; every regression input
+//! is replayed first, on every run).
+//!
+//! Budget: `HARNESS_FUZZ_SECONDS` per target (default 2; CI-sized: 60),
+//! seed `HARNESS_FUZZ_SEED` (default: from the clock, printed). Prints
+//! executions and crashes per target.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use harness::validate::FileKind;
+
+/// A single execution slower than this is a hang.
+const SLOW: Duration = Duration::from_secs(2);
+/// Inputs stay this small: what breaks a parser breaks it small.
+const MAX_LEN: usize = 64 * 1024;
+
+fn repo() -> PathBuf {
+    harness::paths::repo_root(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+/// xorshift64*: deterministic from the printed seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Tokens that parsers of YAML, JSON, Prometheus text and `--set` met
+/// badly before (issue 16's corpus).
+const TOKENS: &[&str] = &[
+    "&a ",
+    "*a",
+    "<<: *a\n",
+    "<<: [*a, *a]\n",
+    "1e400",
+    "-1e400",
+    ".inf",
+    ".nan",
+    "---\n",
+    "...\n",
+    "{",
+    "}",
+    "[",
+    "]",
+    "[[[[[[[[[[",
+    "{{{{{{{{",
+    "\"",
+    "'",
+    "\\u0000",
+    "\0",
+    "\u{feff}",
+    ": ",
+    "- ",
+    "\n  ",
+    "\n    - ",
+    "? ",
+    "!!binary ",
+    "!!str ",
+    "%YAML 1.2\n",
+    "#",
+    "|\n  ",
+    ">-\n  ",
+    "18446744073709551616",
+    "-0",
+    "0x1F",
+    "NaN",
+    "null",
+    "~",
+    "true",
+    "=",
+    ".",
+    "..",
+    "a.b.c=",
+    "=x",
+    "{\"a\":",
+    "# TYPE x histogram\n",
+    "x_bucket{le=\"+Inf\"} ",
+    "{le=\"",
+    "\"} 1e309\n",
+    " -Inf\n",
+    "\r\n",
+    "\t",
+    "é",
+    "\u{10ffff}",
+];
+
+fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
+    let mut b = seed.to_vec();
+    for _ in 0..1 + rng.below(8) {
+        let at = rng.below(b.len() + 1);
+        match rng.below(7) {
+            0 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                b[i] = rng.next() as u8;
+            }
+            1 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                let n = 1 + rng.below(16.min(b.len() - i));
+                b.drain(i..i + n);
+            }
+            2 => {
+                let t = TOKENS[rng.below(TOKENS.len())].as_bytes();
+                b.splice(at..at, t.iter().copied());
+            }
+            3 if !other.is_empty() => {
+                // Splice a piece of another seed.
+                let i = rng.below(other.len());
+                let n = 1 + rng.below(256.min(other.len() - i));
+                b.splice(at..at, other[i..i + n].iter().copied());
+            }
+            4 if !b.is_empty() => {
+                // Repeat a piece (nesting, long runs).
+                let i = rng.below(b.len());
+                let n = 1 + rng.below(32.min(b.len() - i));
+                let piece = b[i..i + n].to_vec();
+                for _ in 0..1 + rng.below(64) {
+                    b.splice(at.min(b.len())..at.min(b.len()), piece.iter().copied());
+                }
+            }
+            5 => b.truncate(at),
+            _ => {
+                const JUNK: &[u8] = b":-[]{}&*!|>'\"%@`\n#,?0=.";
+                b.insert(at, JUNK[rng.below(JUNK.len())]);
+            }
+        }
+        b.truncate(MAX_LEN);
+    }
+    b
+}
+
+/// One parser under test.
+struct Target {
+    name: &'static str,
+    /// Repository files that are seeds of this target.
+    seeds: &'static [&'static str],
+    run: fn(&[u8]),
+}
+
+fn text(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
+}
+
+fn check(kind: FileKind, rel: &str, data: &[u8]) {
+    let _ = harness::validate::check_text(&repo(), rel, kind, &text(data));
+}
+
+const TARGETS: &[Target] = &[
+    Target {
+        name: "yaml",
+        seeds: &[
+            "manifests/audit-policy.yaml",
+            "suites/gang/all-or-nothing.yaml",
+        ],
+        run: |d| {
+            let _ = harness::yaml::parse(&text(d));
+            let _ = harness::yaml::documents(&text(d), "fuzz.yaml");
+        },
+    },
+    Target {
+        name: "scenario",
+        seeds: &["suites/thor/smoke.yaml", "suites/thor/contention.yaml"],
+        run: |d| {
+            let _ = harness::workload::thor::scenario::check_file("fuzz.yaml", &text(d), &[]);
+        },
+    },
+    Target {
+        name: "baseline",
+        seeds: &["baselines/local/1.37/smoke.json"],
+        run: |d| check(FileKind::Baseline, "baselines/local/1.37/fuzz.json", d),
+    },
+    Target {
+        name: "kind-config",
+        seeds: &[
+            "kind-configs/baseline-1.37.yaml",
+            "kind-configs/baseline-1.36.yaml",
+        ],
+        run: |d| check(FileKind::KindConfig, "kind-configs/fuzz-1.37.yaml", d),
+    },
+    Target {
+        name: "gang-case",
+        seeds: &[
+            "suites/gang/all-or-nothing.yaml",
+            "suites/gang/delete-cascades.yaml",
+        ],
+        run: |d| check(FileKind::GangCase, "suites/gang/fuzz.yaml", d),
+    },
+    Target {
+        name: "audit-event",
+        seeds: &[],
+        run: |d| {
+            for line in text(d).lines() {
+                if let Ok(e) = serde_json::from_str::<harness::cluster::audit::AuditEvent>(line) {
+                    let _ = e.key();
+                }
+            }
+        },
+    },
+    Target {
+        name: "prometheus-text",
+        seeds: &[],
+        run: |d| {
+            let samples = harness::metrics::prom::parse(&text(d));
+            let buckets: Vec<(f64, f64)> = samples
+                .iter()
+                .filter_map(|s| Some((s.labels.get("le")?.parse().ok()?, s.value)))
+                .collect();
+            let _ = harness::metrics::prom::histogram_quantile(0.99, &buckets);
+        },
+    },
+    Target {
+        name: "set-overrides",
+        seeds: &[],
+        run: |d| {
+            let items: Vec<String> = text(d).lines().map(str::to_string).collect();
+            if let Ok(ov) = harness::workload::thor::overrides::parse_overrides(&items) {
+                let smoke = include_str!("../../suites/thor/smoke.yaml");
+                let _ = harness::workload::thor::scenario::check_file("smoke.yaml", smoke, &ov);
+            }
+        },
+    },
+];
+
+fn files_in(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_file() && !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| Some((e.path(), std::fs::read(e.path()).ok()?)))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run `t` on `data`: Err with what went wrong (panic message or time).
+fn execute(t: &Target, data: &[u8]) -> Result<Duration, String> {
+    let started = Instant::now();
+    let r = std::panic::catch_unwind(|| (t.run)(data));
+    let took = started.elapsed();
+    match r {
+        Err(p) => Err(format!(
+            "panic: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+        Ok(()) if took > SLOW => Err(format!("slow: {:.2} s", took.as_secs_f64())),
+        Ok(()) => Ok(took),
+    }
+}
+
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+#[test]
+fn parsers_survive_mutated_inputs() {
+    let secs: u64 = std::env::var("HARNESS_FUZZ_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let seed: u64 = std::env::var("HARNESS_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+        | 1;
+    println!("fuzz: seed {seed} (HARNESS_FUZZ_SEED), {secs} s per target (HARNESS_FUZZ_SECONDS)");
+    // Panics are caught and reported below, not printed per execution.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut crashes = Vec::new();
+    println!(
+        "{:<16} {:>6} {:>11} {:>9} {:>8} {:>8}",
+        "target", "seeds", "executions", "exec/s", "slowest", "crashes"
+    );
+    for t in TARGETS {
+        let root = repo();
+        let mut seeds: Vec<Vec<u8>> = t
+            .seeds
+            .iter()
+            .map(|rel| {
+                std::fs::read(root.join(rel)).unwrap_or_else(|e| {
+                    std::panic::set_hook(Box::new(|i| eprintln!("{i}")));
+                    panic!("seed {rel}: {e}")
+                })
+            })
+            .collect();
+        seeds.extend(
+            files_in(&fuzz_dir().join("corpus").join(t.name))
+                .into_iter()
+                .map(|(_, d)| d),
+        );
+        assert!(!seeds.is_empty(), "{}: no seed", t.name);
+        let mut found = 0;
+        // Every regression input first: each crashed once.
+        for (path, data) in files_in(&fuzz_dir().join("regressions").join(t.name)) {
+            if let Err(e) = execute(t, &data) {
+                crashes.push(format!("{}: regression {}: {e}", t.name, path.display()));
+                found += 1;
+            }
+        }
+        let mut rng = Rng(seed ^ fnv(t.name.as_bytes()));
+        let (mut execs, mut slowest) = (0u64, Duration::ZERO);
+        let started = Instant::now();
+        for s in &seeds {
+            if let Ok(d) = execute(t, s) {
+                slowest = slowest.max(d);
+            }
+            execs += 1;
+        }
+        while started.elapsed() < Duration::from_secs(secs) {
+            let a = &seeds[rng.below(seeds.len())];
+            let b = &seeds[rng.below(seeds.len())];
+            let input = mutate(&mut rng, a, b);
+            match execute(t, &input) {
+                Ok(d) => slowest = slowest.max(d),
+                Err(e) => {
+                    let dir = fuzz_dir().join("crashes").join(t.name);
+                    std::fs::create_dir_all(&dir).unwrap();
+                    let p = dir.join(format!("{:016x}", fnv(&input)));
+                    std::fs::write(&p, &input).unwrap();
+                    crashes.push(format!("{}: {e} (input {})", t.name, p.display()));
+                    found += 1;
+                }
+            }
+            execs += 1;
+        }
+        let el = started.elapsed().as_secs_f64();
+        println!(
+            "{:<16} {:>6} {:>11} {:>9.0} {:>7.3}s {:>8}",
+            t.name,
+            seeds.len(),
+            execs,
+            execs as f64 / el,
+            slowest.as_secs_f64(),
+            found
+        );
+    }
+    std::panic::set_hook(hook);
+    assert!(
+        crashes.is_empty(),
+        "{} crash(es):\n{}",
+        crashes.len(),
+        crashes.join("\n")
+    );
+}
