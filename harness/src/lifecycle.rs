@@ -393,14 +393,14 @@ pub fn abandon_local(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Stop every local cluster whose name starts with `prefix` (a benchmark's
-/// clusters, after Ctrl-C).
+/// Stop every cluster, of any provider, whose name starts with `prefix` (a
+/// benchmark's clusters, after Ctrl-C), half-made ones too.
 pub fn down_all(prefix: &str) -> Result<()> {
     for name in crate::cluster::state::list_clusters()?
         .into_iter()
         .filter(|n| n.starts_with(prefix))
     {
-        abandon_local(&name)?;
+        down(&name, false)?;
     }
     Ok(())
 }

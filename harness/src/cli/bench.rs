@@ -110,11 +110,17 @@ pub struct BenchThorArgs {
     /// Length of the CPU profile, in seconds.
     #[arg(long, default_value_t = 20)]
     pub profile_seconds: u32,
-    /// local: a fresh local cluster per mode; existing: the cluster of
-    /// --kubeconfig, which the harness never starts or stops (each mode
-    /// in a namespace of its own, removed after).
+    /// local: a fresh local cluster per mode; kind: a fresh kind cluster
+    /// per mode (its profile from kind-configs/, Thor's pods as real
+    /// containers on the worker); existing: the cluster of --kubeconfig,
+    /// which the harness never starts or stops (each mode in a namespace
+    /// of its own, removed after).
     #[arg(long, value_enum, default_value = "local")]
     pub provider: BenchProvider,
+    /// With --provider kind: where the node and controller images come
+    /// from (pulled, built here, or auto), as `up --kind-images`.
+    #[arg(long, value_enum)]
+    pub kind_images: Option<harness::cluster::kind::KindImages>,
     #[command(flatten)]
     pub existing: ExistingArgs,
     /// With --provider existing: probe, print every object the run would
@@ -141,6 +147,7 @@ pub struct BenchThorArgs {
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchProvider {
     Local,
+    Kind,
     Existing,
 }
 
@@ -228,13 +235,26 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
         ));
     }
+    if args.kind_images.is_some() && args.provider != BenchProvider::Kind {
+        return Err(bad_input("--kind-images is for --provider kind"));
+    }
     let existing = match args.provider {
-        BenchProvider::Local if args.existing.any() || args.yes => {
+        BenchProvider::Local | BenchProvider::Kind if args.existing.any() || args.yes => {
             return Err(bad_input(
                 "--kubeconfig, --context, --audit-log, --etcd-*, --attribution, --apf-identity and --yes are for --provider existing",
             ));
         }
-        BenchProvider::Local => None,
+        BenchProvider::Kind if args.real_node => {
+            return Err(bad_input(
+                "--real-node: kind nodes are real nodes already; Thor's pods run on the kind worker",
+            ));
+        }
+        BenchProvider::Kind if args.profile.is_some() || !args.bins.is_empty() => {
+            return Err(bad_input(
+                "--profile and --bin are for --provider local: a kind cluster runs its node image's binaries",
+            ));
+        }
+        BenchProvider::Local | BenchProvider::Kind => None,
         BenchProvider::Existing => {
             if args.profile.is_some() {
                 return Err(bad_input(
@@ -250,6 +270,15 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         }
     };
     let root = harness::paths::repo_root(&std::env::current_dir()?);
+    let kind = match args.provider {
+        BenchProvider::Kind => Some(thor::KindBench {
+            images: args.kind_images.unwrap_or_default(),
+            root: root.clone().ok_or_else(|| {
+                bad_input("--provider kind reads kind-configs/: run from inside the repository")
+            })?,
+        }),
+        _ => None,
+    };
     let opts = ThorBenchOptions {
         scenario: args.scenario.clone(),
         modes,
@@ -269,6 +298,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         },
         existing,
         real_node: args.real_node,
+        kind,
     };
     // Every check before any cluster starts.
     thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
@@ -294,7 +324,19 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
                 }
                 None => {
                     eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-                    harness::lifecycle::down_all(&opts.cluster_prefix)?;
+                    match opts.kind {
+                        // A `kind create` cut short has node containers
+                        // and no state yet: abandon deletes by kind name.
+                        Some(_) => {
+                            for name in harness::cluster::state::list_clusters()?
+                                .into_iter()
+                                .filter(|n| n.starts_with(&opts.cluster_prefix))
+                            {
+                                harness::cluster::kind::abandon(&name)?;
+                            }
+                        }
+                        None => harness::lifecycle::down_all(&opts.cluster_prefix)?,
+                    }
                 }
             }
             return Ok(EXIT_INTERRUPTED);

@@ -89,12 +89,13 @@ pub async fn status(args: &StatusArgs) -> Result<i32> {
             ));
         }
         BenchProvider::Existing => return existing(args).await,
-        BenchProvider::Local if args.existing.any() => {
+        BenchProvider::Local | BenchProvider::Kind if args.existing.any() => {
             return Err(error::bad_input(
                 "--kubeconfig and the other existing-cluster flags need --provider existing",
             ));
         }
-        BenchProvider::Local => {}
+        // The state registry holds both providers' clusters.
+        BenchProvider::Local | BenchProvider::Kind => {}
     }
     let names = match &args.name {
         Some(n) => vec![n.clone()],

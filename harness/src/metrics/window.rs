@@ -102,6 +102,37 @@ pub struct WindowFigures {
     pub apf_agreement: BTreeMap<String, Agreement>,
 }
 
+impl WindowFigures {
+    /// Rename every client identity by `f` (names that carry one run's
+    /// cluster or namespace, made comparable across runs); identities that
+    /// become one are added up.
+    pub fn rename_clients(&mut self, f: impl Fn(&str) -> String) {
+        fn rekey<V>(
+            m: &mut BTreeMap<String, V>,
+            f: &impl Fn(&str) -> String,
+            add: impl Fn(&mut V, V),
+        ) {
+            for (k, v) in std::mem::take(m) {
+                match m.entry(f(&k)) {
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(v);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut e) => add(e.get_mut(), v),
+                }
+            }
+        }
+        fn merge(a: &mut BTreeMap<String, u64>, b: BTreeMap<String, u64>) {
+            for (k, n) in b {
+                *a.entry(k).or_default() += n;
+            }
+        }
+        rekey(&mut self.api_requests_by_client, &f, |a, b| *a += b);
+        rekey(&mut self.api_requests_by_client_request, &f, merge);
+        rekey(&mut self.failed_requests, &f, merge);
+        rekey(&mut self.apf_agreement, &f, |_, _| {});
+    }
+}
+
 /// What a window samples besides its two snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
@@ -339,5 +370,36 @@ impl Window {
             elapsed,
             timeline,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renamed_clients_that_become_one_are_added_up() {
+        let mut w = WindowFigures::default();
+        for (who, n) in [
+            ("system:node:c1-worker", 3),
+            ("system:node:c2-worker", 4),
+            ("kubectl", 1),
+        ] {
+            w.api_requests_by_client.insert(who.into(), n);
+            w.api_requests_by_client_request
+                .insert(who.into(), BTreeMap::from([("get pods".to_string(), n)]));
+        }
+        w.rename_clients(|c| c.replace("c1-", "").replace("c2-", ""));
+        assert_eq!(
+            w.api_requests_by_client,
+            BTreeMap::from([
+                ("kubectl".to_string(), 1),
+                ("system:node:worker".to_string(), 7)
+            ])
+        );
+        assert_eq!(
+            w.api_requests_by_client_request["system:node:worker"]["get pods"],
+            7
+        );
     }
 }

@@ -35,6 +35,7 @@ fn bench(prefix: &str, modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
         profiles: None,
         existing: None,
         real_node: false,
+        kind: None,
     };
     rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
 }

@@ -71,6 +71,7 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
         profiles: None,
         existing: Some(t),
         real_node: false,
+        kind: None,
     }
 }
 

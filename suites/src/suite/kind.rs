@@ -9,101 +9,24 @@
 //! run to completion; cert-manager's absence said (or a Certificate
 //! issued where its images exist); a real container's exit code; audit
 //! events from the host's audit log; CPU and RSS of every component read
-//! through `docker exec`; `down` leaves no container, volume or state.
+//! through `docker exec`; a claim of the default class bound and mounted;
+//! the Thor smoke as on an existing cluster and, in the first minor's lane,
+//! `bench thor --provider kind` on fresh clusters (kind_bench.rs); `down`
+//! leaves no container, volume or state.
 //! Where no engine answers, the trials are listed as ignored with why.
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
-use harness::cluster::kind::{KindCluster, KindImages};
 use harness::k8s::K8sRelease;
-use harness::poll::Poll;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
 use libtest_mimic::Arguments;
-use serde_json::json;
 
 use crate::runner::{Suite, Test};
-
-/// The minors the suite brings up: `$HARNESS_KIND_MINORS` (comma
-/// separated), else every minor the harness runs.
-fn minors() -> Vec<&'static str> {
-    let all: Vec<&'static str> = harness::k8s::K8S_RELEASES.iter().map(|r| r.minor).collect();
-    match std::env::var("HARNESS_KIND_MINORS") {
-        Ok(v) if !v.trim().is_empty() => all
-            .into_iter()
-            .filter(|m| v.split(',').any(|w| w.trim() == *m))
-            .collect(),
-        _ => all,
-    }
-}
-
-/// A shared kind cluster and the runtime its trials use.
-struct KindFx {
-    rt: tokio::runtime::Runtime,
-    cluster: KindCluster,
-}
-
-type Cell = OnceLock<std::result::Result<KindFx, String>>;
-static SHARED: Mutex<BTreeMap<&'static str, &'static Cell>> = Mutex::new(BTreeMap::new());
-
-fn name(minor: &str) -> String {
-    crate::unique_name(&format!("kind-{}", minor.replace('.', "")))
-}
-
-/// The cluster of `minor`, brought up on first use.
-fn shared(minor: &'static str) -> Result<&'static KindFx> {
-    let cell: &'static Cell = {
-        let mut map = SHARED.lock().map_err(|e| anyhow::anyhow!("{e}"))?;
-        map.entry(minor)
-            .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
-    };
-    cell.get_or_init(|| start(minor).map_err(|e| format!("{e:#}")))
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("the kind {minor} cluster did not come up: {e}"))
-}
-
-fn start(minor: &str) -> Result<KindFx> {
-    let rt = crate::runtime()?;
-    let name = name(minor);
-    crate::kind_started(&name);
-    let opts = harness::lifecycle::KindUpOptions {
-        spec: harness::cluster::kind::KindSpec {
-            name: name.clone(),
-            config: crate::repo_root().join(format!("kind-configs/gang-{minor}.yaml")),
-            k8s_version: Some(minor.to_string()),
-            wait: Duration::from_secs(300),
-            images: KindImages::Auto,
-        },
-        kueue: false,
-        timeout: Duration::from_secs(300),
-    };
-    let cluster = rt
-        .block_on(harness::lifecycle::up_kind(&opts))
-        .with_context(|| format!("harness up --provider kind --name {name}"))?;
-    Ok(KindFx { rt, cluster })
-}
-
-/// `docker exec NODE sh -c SCRIPT`, its standard output.
-fn exec(fx: &KindFx, node: &str, script: &str) -> Result<String> {
-    let docker = fx.cluster.tools()?.docker;
-    let out = std::process::Command::new(docker)
-        .envs(harness::tools::engine::env())
-        .args(["exec", node, "sh", "-c", script])
-        .output()
-        .context("docker exec")?;
-    ensure!(
-        out.status.success(),
-        "docker exec {node} sh -c {script:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
+use crate::suite::kind_fx::{KindFx, SHARED, exec, minors, shared};
+use crate::suite::kind_workloads;
 
 /// The command line of the process named `comm` in `node`.
 fn cmdline(fx: &KindFx, node: &str, comm: &str) -> Result<String> {
@@ -195,91 +118,6 @@ fn nodes_ready_with_the_profiles_gates(minor: &'static str) -> Result<()> {
     Ok(())
 }
 
-fn jobset_admitted_by_its_webhook_runs_to_completion(minor: &'static str) -> Result<()> {
-    let fx = shared(minor)?;
-    let image = agnhost(fx)?;
-    fx.rt.block_on(async {
-        let client = fx.cluster.client().await?;
-        let gvk = GroupVersionKind::gvk("jobset.x-k8s.io", "v1alpha2", "JobSet");
-        let ar = ApiResource::from_gvk(&gvk);
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-        // JobSet's validating webhook (not the CRD schema) refuses a
-        // success policy naming a replicated job that does not exist
-        // (pkg/webhooks/jobset_webhook.go).
-        let mut bad = jobset("t-bad", &image);
-        bad["spec"]["successPolicy"] = json!({"operator": "All", "targetReplicatedJobs": ["nope"]});
-        let refused = api
-            .create(&PostParams::default(), &serde_json::from_value(bad)?)
-            .await;
-        match refused {
-            Ok(_) => bail!("a JobSet whose success policy names no replicated job was accepted"),
-            Err(e) => ensure!(
-                format!("{e}").contains("does not appear in .spec.ReplicatedJobs"),
-                "refused, but not by JobSet's webhook: {e}"
-            ),
-        }
-        api.create(
-            &PostParams::default(),
-            &serde_json::from_value(jobset("t-ok", &image))?,
-        )
-        .await
-        .context("creating a JobSet")?;
-        Poll::new("JobSet t-ok Completed", Duration::from_secs(180))
-            .tolerate_errors()
-            .until(|| async {
-                let j = api.get("t-ok").await?;
-                let conds = j.data["status"]["conditions"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                if conds
-                    .iter()
-                    .any(|c| c["type"] == "Failed" && c["status"] == "True")
-                {
-                    bail!("JobSet t-ok failed: {conds:?}");
-                }
-                Ok(conds
-                    .iter()
-                    .any(|c| c["type"] == "Completed" && c["status"] == "True")
-                    .then_some(()))
-            })
-            .await
-    })
-}
-
-fn jobset(name: &str, image: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"replicatedJobs": [{
-            "name": "w",
-            "replicas": 2,
-            "template": {"spec": {
-                "completions": 1, "parallelism": 1, "backoffLimit": 0,
-                "template": {"spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "c", "image": image, "imagePullPolicy": "Never",
-                        "args": ["entrypoint-tester", "done"],
-                    }],
-                }},
-            }},
-        }]},
-    })
-}
-
-/// The agnhost image loaded into the nodes.
-fn agnhost(fx: &KindFx) -> Result<String> {
-    ensure!(
-        fx.cluster.built(),
-        "this trial runs agnhost from the image the harness loads into built nodes; the cluster's nodes were pulled"
-    );
-    Ok(harness::cluster::local::realnode::image::image_name(
-        &fx.cluster.state.k8s_version,
-    ))
-}
-
 fn cert_manager_absence_is_reported(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
     match &fx.cluster.state.cert_manager_absent {
@@ -304,45 +142,6 @@ fn cert_manager_absence_is_reported(minor: &'static str) -> Result<()> {
             fx.cluster.state.name
         ),
     }
-}
-
-fn a_real_containers_exit_code_is_reported(minor: &'static str) -> Result<()> {
-    let fx = shared(minor)?;
-    let image = agnhost(fx)?;
-    fx.rt.block_on(async {
-        let client = fx.cluster.client().await?;
-        let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
-        let pods: Api<Pod> = Api::namespaced(client, "default");
-        // agnhost's `fake-gitserver` is not asked for: an unknown
-        // subcommand makes agnhost exit 1 — a real process's exit code.
-        let job: Job = serde_json::from_value(json!({
-            "metadata": {"name": "t-exit"},
-            "spec": {"backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": image, "imagePullPolicy": "Never",
-                                "args": ["no-such-command"]}],
-            }}},
-        }))?;
-        jobs.create(&PostParams::default(), &job).await?;
-        let code = Poll::new("t-exit's container terminated", Duration::from_secs(120))
-            .tolerate_errors()
-            .until(|| async {
-                let list = pods
-                    .list(&ListParams::default().labels("job-name=t-exit"))
-                    .await?;
-                Ok(list.items.iter().find_map(|p| {
-                    p.status
-                        .as_ref()?
-                        .container_statuses
-                        .as_ref()?
-                        .iter()
-                        .find_map(|s| s.state.as_ref()?.terminated.as_ref().map(|t| t.exit_code))
-                }))
-            })
-            .await?;
-        ensure!(code != 0, "agnhost no-such-command exited 0");
-        Ok(())
-    })
 }
 
 fn audit_events_come_from_the_hosts_log(minor: &'static str) -> Result<()> {
@@ -404,33 +203,6 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
         ensure!(u.cpu_s > 0.0, "{comp}: CPU {} s", u.cpu_s);
         ensure!(u.rss_peak_mib > 1.0, "{comp}: RSS {} MiB", u.rss_peak_mib);
     }
-    Ok(())
-}
-
-/// The Thor smoke on the kind cluster, used as an existing cluster: HPCC's
-/// pods (the real-node templates: agnhost in HPCC's pod specs) run as real
-/// containers on the worker's kubelet, in baseline and JobSet modes.
-fn thor_smoke_on_the_kind_workers(minor: &'static str) -> Result<()> {
-    let fx = shared(minor)?;
-    let c = &fx.cluster;
-    agnhost(fx)?;
-    let worker = c
-        .state
-        .nodes
-        .iter()
-        .find(|n| n.ends_with("-worker"))
-        .context("the gang profile has a worker node")?;
-    let r = crate::suite::thor_real::smoke_as_an_existing_cluster(
-        &c.state.kubeconfig,
-        &c.state.audit_log,
-        &c.state.k8s_version,
-        &[
-            harness::workload::thor::Mode::Baseline,
-            harness::workload::thor::Mode::Jobset,
-        ],
-        &format!("system:node:{worker}"),
-    )?;
-    ensure!(r.modes.len() == 2, "modes run: {:?}", r.modes.keys());
     Ok(())
 }
 
@@ -498,14 +270,18 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 8] = [
+        let trials: [(&str, Trial); 9] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
             ),
             (
                 "jobset_admitted_by_its_webhook_runs_to_completion",
-                jobset_admitted_by_its_webhook_runs_to_completion,
+                kind_workloads::jobset_admitted_by_its_webhook_runs_to_completion,
+            ),
+            (
+                "a_claim_of_the_default_class_is_bound_and_mounted",
+                kind_workloads::a_claim_of_the_default_class_is_bound_and_mounted,
             ),
             (
                 "cert_manager_absence_is_reported",
@@ -513,7 +289,7 @@ pub fn suite(_args: &Arguments) -> Suite {
             ),
             (
                 "a_real_containers_exit_code_is_reported",
-                a_real_containers_exit_code_is_reported,
+                kind_workloads::a_real_containers_exit_code_is_reported,
             ),
             (
                 "audit_events_come_from_the_hosts_log",
@@ -525,11 +301,17 @@ pub fn suite(_args: &Arguments) -> Suite {
             ),
             (
                 "thor_smoke_on_the_kind_workers",
-                thor_smoke_on_the_kind_workers,
+                kind_workloads::thor_smoke_on_the_kind_workers,
             ),
             ("down_leaves_nothing", down_leaves_nothing),
         ];
-        for (n, f) in trials {
+        // One bench on fresh clusters (two kind clusters of their own), in
+        // the first minor's lane only: it costs as much as the rest.
+        let bench: Option<(&str, Trial)> = (minor == minors[0]).then_some((
+            "bench_thor_on_fresh_kind_clusters",
+            crate::suite::kind_bench::bench_thor_on_fresh_kind_clusters,
+        ));
+        for (n, f) in trials.into_iter().chain(bench) {
             tests.push(
                 Test::new(format!("kind_{m}_{n}"), move || {
                     crate::trial_result(f(minor))

@@ -29,6 +29,7 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
             profiles: None,
             existing: None,
             real_node: false,
+            kind: None,
         };
         rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
     })

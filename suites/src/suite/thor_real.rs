@@ -32,6 +32,7 @@ fn options(modes: Vec<Mode>, existing: Option<ExistingTarget>) -> ThorBenchOptio
         profiles: None,
         existing,
         real_node: true,
+        kind: None,
     }
 }
 
@@ -39,7 +40,7 @@ fn options(modes: Vec<Mode>, existing: Option<ExistingTarget>) -> ThorBenchOptio
 /// work done, only the real kubelet reporting pods (no kwok shortcut), its
 /// volume reads, and HPCC's identities costing what their calls predict
 /// (the node kind changes none of HPCC's own requests).
-fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
+pub fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
     ensure!(
         m.graphs == m.workunits,
         "{mode}: {} graphs of {} workunits ran",
@@ -81,7 +82,7 @@ fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
     crate::suite::thor::identities_cost_what_their_calls_predict(mode, m)
 }
 
-fn report(r: &ThorResult, node_user: &str) {
+pub fn report(r: &ThorResult, node_user: &str) {
     for (mode, sum) in &r.modes {
         let m = &sum.result;
         let node = m.window.api_requests_by_client.get(node_user).copied();

@@ -12,6 +12,7 @@ pub mod dry_run;
 pub mod existing;
 pub mod report;
 pub mod result;
+pub mod rounds;
 pub mod run;
 
 use std::collections::BTreeMap;
@@ -20,14 +21,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::bench::thor::result::{
-    ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib, summarize,
-};
+use crate::bench::thor::result::ThorResult;
+use crate::bench::thor::rounds::Runs;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
 use crate::metrics::pprof;
-use crate::progress::Step;
 use crate::tools::Component;
 use crate::workload::thor::Mode;
 use crate::workload::thor::scenario::{self, ThorScenario};
@@ -60,6 +59,15 @@ pub struct ThorBenchOptions {
     /// Thor's pods on real nodes (`--real-node`), whatever the scenario
     /// says.
     pub real_node: bool,
+    /// Run on fresh kind clusters (`--provider kind`) instead of local ones.
+    pub kind: Option<KindBench>,
+}
+
+/// `bench thor --provider kind`: where the node images come from and the
+/// repository whose kind-configs/ give each mode's cluster.
+pub struct KindBench {
+    pub images: crate::cluster::kind::KindImages,
+    pub root: PathBuf,
 }
 
 /// What `bench thor` checks before it starts any cluster: the scenario
@@ -78,7 +86,8 @@ pub fn preflight(
     record: bool,
 ) -> Result<Preflight> {
     let mut s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
-    s.cluster.real_node |= opts.real_node;
+    // kind's nodes are real kubelets.
+    s.cluster.real_node |= opts.real_node || opts.kind.is_some();
     if let Some(out) = &opts.out {
         std::fs::create_dir_all(out)
             .and_then(|()| tempfile::NamedTempFile::new_in(out).map(|_| ()))
@@ -93,9 +102,10 @@ pub fn preflight(
             )
         })?;
         let profile = baseline::variant(&s.cluster.control_plane.label(), s.cluster.real_node);
-        let provider = match opts.existing {
-            Some(_) => crate::cluster::existing::PROVIDER,
-            None => "local",
+        let provider = match (&opts.existing, &opts.kind) {
+            (Some(_), _) => crate::cluster::existing::PROVIDER,
+            (None, Some(_)) => "kind",
+            (None, None) => "local",
         };
         let path = baseline::path_of(root, provider, &s.cluster.k8s_minor, &s.name, &profile);
         if !path.starts_with(root.join("baselines")) {
@@ -153,38 +163,6 @@ fn kubectl_component(s: &ThorScenario) -> Component {
     }
 }
 
-/// How the scenario models HPCC and the nodes, for the Result.
-fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
-    let control_plane = s.cluster.control_plane.describe().into_iter();
-    let mut model = BTreeMap::from([
-        ("kubectl".to_string(), s.kubectl.version.clone()),
-        (
-            "kubectl_discovery_cache".to_string(),
-            format!("{:?}", s.kubectl.discovery_cache).to_lowercase(),
-        ),
-        (
-            baseline::KUBELET_KEY.to_string(),
-            match s.cluster.real_node {
-                true => baseline::REAL_KUBELET.to_string(),
-                false => s.kubelet.name().to_string(),
-            },
-        ),
-        (
-            "jobset_dns_hostnames".to_string(),
-            s.jobset.enable_dns_hostnames.to_string(),
-        ),
-        ("compile_jobs".to_string(), s.compile.enabled.to_string()),
-        ("linger_period".to_string(), s.thor.linger_period.clone()),
-        ("workunits".to_string(), s.workunits.to_string()),
-        (
-            "graphs_per_workunit".to_string(),
-            s.graphs_per_workunit.to_string(),
-        ),
-    ]);
-    model.extend(control_plane.map(|(k, v)| (format!("control_plane.{k}"), v)));
-    model
-}
-
 /// `--dry-run` on an existing cluster: the probe, then what each mode
 /// would create and call (bench::thor::dry_run); nothing is created.
 pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
@@ -225,30 +203,11 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         }
         return r;
     }
+    if let Some(kind) = &opts.kind {
+        return on_kind(opts, kind.images, &kind.root, &mut s, &modes).await;
+    }
     let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(&s)).await?;
-    let started = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let mut result = ThorResult {
-        schema: RESULT_SCHEMA.into(),
-        scenario: s.name.clone(),
-        scenario_file: opts.scenario.display().to_string(),
-        provider: "local".into(),
-        k8s_version: k8s.version.into(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        started,
-        num_workers: s.thor.num_workers,
-        num_workers_per_pod: s.thor.num_workers_per_pod,
-        max_graphs: s.thor.max_graphs,
-        graph_duration: s.graph_duration.clone(),
-        model: model_of(&s),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: None,
-        timelines: Vec::new(),
-        statistics: None,
-    };
     let profile_req = match (&opts.profiles, &opts.out) {
         (Some((kinds, seconds)), Some(out)) => Some(pprof::Request {
             kinds: kinds.clone(),
@@ -258,166 +217,69 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         (Some(_), None) => return Err(crate::error::bad_input("--profile needs --out")),
         _ => None,
     };
-    let rounds = schedule(&modes, opts.repeat, seed_of(opts));
-    result.statistics = Some(statistics(&rounds, seed_of(opts), &modes));
-    announce(&rounds, seed_of(opts));
-    let mut runs: BTreeMap<Mode, Vec<ModeResult>> = BTreeMap::new();
-    for (round, order) in rounds.iter().enumerate() {
-        let rep = round as u32;
-        for &mode in order {
-            let profile = profile_req
-                .as_ref()
-                .map(|r| (r, format!("{}-{rep}", mode.name())));
-            let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
-            let cluster = lifecycle::up(&UpOptions {
-                spec: mode_cluster(&s, k8s, mode, name.clone()),
-                bins: opts.bins.clone(),
-                timeout: Duration::from_secs(180),
-            })
-            .await?;
-            let step = step_of(&s, mode, rep, opts.repeat, "");
-            let r = lifecycle::while_alive(&cluster, async {
-                let site = run::Site::local(&cluster, mode).await?;
-                run::run_mode(&cluster, &site, &s, mode, &kubectl, opts.scrape, profile).await
-            })
-            .await;
-            let r = match r {
-                Ok((r, timeline)) => {
-                    cluster.down(false)?;
-                    result
-                        .timelines
-                        .push((mode.name().to_string(), rep as usize, timeline));
-                    r
-                }
-                Err(e) => {
-                    // Keep the logs: they say why.
-                    let dir = cluster.layout.root.clone();
-                    let down = cluster.down(true);
-                    let e = e.context(format!(
-                        "{} mode on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
-                        mode.name(),
-                        dir.display()
-                    ));
-                    return Err(match down {
-                        Ok(()) => e,
-                        Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
-                    });
-                }
-            };
-            step.done(&format!(
-                "{} API requests, {} etcd writes",
-                r.window.api_requests_total, r.window.etcd_writes_total
-            ));
-            add_run(&mut result, &mut runs, mode, r);
-            save_progress(&mut result, opts.out.as_deref())?;
-        }
-    }
-    Ok(result)
-}
-
-/// The run order: `repeat` rounds (at least one), each every mode once in
-/// an order shuffled from `seed` — so slow drift of a shared machine falls
-/// on every mode alike, and the same seed replays the same order.
-pub fn schedule(modes: &[Mode], repeat: u32, seed: u64) -> Vec<Vec<Mode>> {
-    let mut rng = crate::stats::Prng::new(seed);
-    (0..repeat.max(1))
-        .map(|_| {
-            let mut order = modes.to_vec();
-            rng.shuffle(&mut order);
-            order
+    let mut runs = Runs::start(&plan_of(opts, &modes), &s, "local", k8s.version, None);
+    for (rep, mode) in runs.order() {
+        let profile = profile_req
+            .as_ref()
+            .map(|r| (r, format!("{}-{rep}", mode.name())));
+        let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
+        let cluster = lifecycle::up(&UpOptions {
+            spec: mode_cluster(&s, k8s, mode, name.clone()),
+            bins: opts.bins.clone(),
+            timeout: Duration::from_secs(180),
         })
-        .collect()
-}
-
-/// `--seed`, or one from the clock (printed, and kept in the Result).
-fn seed_of(opts: &ThorBenchOptions) -> u64 {
-    static CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    opts.seed.unwrap_or_else(|| {
-        *CLOCK.get_or_init(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
+        .await?;
+        let step = runs.step(&s, mode, rep, "");
+        let r = lifecycle::while_alive(&cluster, async {
+            let site = run::Site::local(&cluster, mode).await?;
+            run::run_mode(&cluster, &site, &s, mode, &kubectl, opts.scrape, profile).await
         })
-    })
-}
-
-fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
-    Statistics {
-        seed,
-        rounds: rounds
-            .iter()
-            .map(|r| r.iter().map(|m| m.name().to_string()).collect())
-            .collect(),
-        reference: match modes.contains(&Mode::Baseline) {
-            true => Mode::Baseline.name().to_string(),
-            false => modes
-                .iter()
-                .min()
-                .map_or(String::new(), |m| m.name().to_string()),
-        },
-        method: result::METHOD.into(),
-        resamples: crate::stats::RESAMPLES,
-        confidence: crate::stats::CONFIDENCE,
-        bootstrap_seed: crate::stats::SEED,
-        rule: result::RULE_TEXT.into(),
+        .await;
+        let dir = cluster.layout.root.clone();
+        let (r, timeline) = end_of_run(cluster, r, &name, mode, &dir)?;
+        runs.add(step, mode, rep, r, timeline)?;
     }
+    Ok(runs.result)
 }
 
-fn announce(rounds: &[Vec<Mode>], seed: u64) {
-    let order: Vec<String> = rounds
-        .iter()
-        .map(|r| r.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))
-        .collect();
-    eprintln!(
-        "run order (seed {seed}; replay with --seed {seed}): {}",
-        order.join(" | ")
-    );
-}
-
-/// A finished run: into its mode's summary, every ratio recomputed.
-fn add_run(
-    result: &mut ThorResult,
-    runs: &mut BTreeMap<Mode, Vec<ModeResult>>,
+/// A run's cluster after its run: down when it went well; on failure kept
+/// (its logs say why) and the error says where.
+fn end_of_run<T>(
+    cluster: impl Cluster,
+    r: Result<T>,
+    name: &str,
     mode: Mode,
-    r: ModeResult,
-) {
-    let all = runs.entry(mode).or_default();
-    all.push(r);
-    result
-        .modes
-        .insert(mode.name().to_string(), summarize(all.clone()));
-    result.judge_modes();
-}
-
-/// The step line of one run of a mode.
-fn step_of(s: &ThorScenario, mode: Mode, rep: u32, repeat: u32, where_: &str) -> Step {
-    Step::start(format!(
-        "{} workunits × Thor {} ({} workers, {} at a time) in {} mode{}{where_}",
-        s.workunits,
-        s.name,
-        s.thor.num_workers,
-        s.thor.max_graphs,
-        mode.name(),
-        if repeat > 1 {
-            format!(", round {}/{repeat}", rep + 1)
-        } else {
-            String::new()
+    dir: &Path,
+) -> Result<T> {
+    match r {
+        Ok(v) => {
+            cluster.down(false)?;
+            Ok(v)
         }
-    ))
+        Err(e) => {
+            let down = cluster.down(true);
+            let e = e.context(format!(
+                "{} mode on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
+                mode.name(),
+                dir.display()
+            ));
+            Err(match down {
+                Ok(()) => e,
+                Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
+            })
+        }
+    }
 }
 
-/// Keep what the modes so far measured, in `out` (a later failure loses
-/// nothing).
-fn save_progress(result: &mut ThorResult, out: Option<&Path>) -> Result<()> {
-    result.harness_peak_rss_kib = peak_rss_kib();
-    if let Some(out) = out {
-        crate::output::write_atomic(
-            &out.join("result.json"),
-            serde_json::to_string_pretty(&result)? + "\n",
-        )?;
-        report::write_timelines(result, out)?;
+/// The runs' order and where their Result goes, from the options.
+fn plan_of<'a>(opts: &'a ThorBenchOptions, modes: &'a [Mode]) -> rounds::Plan<'a> {
+    rounds::Plan {
+        scenario_file: &opts.scenario,
+        modes,
+        repeat: opts.repeat,
+        seed: opts.seed,
+        out: opts.out.as_deref(),
     }
-    Ok(())
 }
 
 /// Every mode on an existing cluster: probe first (nothing is created
@@ -437,66 +299,123 @@ async fn on_existing(
     let k8s = existing::server_release(&caps)?;
     s.cluster.k8s_minor = k8s.minor.to_string();
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
-    let mut result = ThorResult {
-        schema: RESULT_SCHEMA.into(),
-        scenario: s.name.clone(),
-        scenario_file: opts.scenario.display().to_string(),
-        provider: crate::cluster::existing::PROVIDER.into(),
-        k8s_version: caps.server_version.trim_start_matches('v').to_string(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        started: time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-        num_workers: s.thor.num_workers,
-        num_workers_per_pod: s.thor.num_workers_per_pod,
-        max_graphs: s.thor.max_graphs,
-        graph_duration: s.graph_duration.clone(),
-        model: model_of(s),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: Some(caps),
-        timelines: Vec::new(),
-        statistics: None,
-    };
+    let version = caps.server_version.trim_start_matches('v').to_string();
+    let provider = crate::cluster::existing::PROVIDER;
+    let mut runs = Runs::start(&plan_of(opts, modes), s, provider, &version, Some(caps));
     let tokens = existing::token_dir()?;
-    let rounds = schedule(modes, opts.repeat, seed_of(opts));
-    result.statistics = Some(statistics(&rounds, seed_of(opts), modes));
-    announce(&rounds, seed_of(opts));
-    let mut runs: BTreeMap<Mode, Vec<ModeResult>> = BTreeMap::new();
-    for (round, order) in rounds.iter().enumerate() {
-        let rep = round as u32;
-        for &mode in order {
-            let site = existing::site(
-                &cluster,
-                target,
-                mode,
-                rep,
-                tokens.path(),
-                s.cluster.real_node,
-            )
-            .await?;
-            let step = step_of(
-                s,
-                mode,
-                rep,
-                opts.repeat,
-                &format!(" in namespace {}", site.namespace),
-            );
-            let (r, timeline) =
-                run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await?;
-            existing::cleanup(target).await?;
-            step.done(&format!(
-                "{} API requests, {} etcd writes",
-                r.window.api_requests_total, r.window.etcd_writes_total
-            ));
-            result
-                .timelines
-                .push((mode.name().to_string(), rep as usize, timeline));
-            add_run(&mut result, &mut runs, mode, r);
-            save_progress(&mut result, opts.out.as_deref())?;
-        }
+    for (rep, mode) in runs.order() {
+        let site = existing::site(
+            &cluster,
+            target,
+            mode,
+            rep,
+            tokens.path(),
+            s.cluster.real_node,
+        )
+        .await?;
+        let step = runs.step(s, mode, rep, &format!(" in namespace {}", site.namespace));
+        let (r, timeline) =
+            run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await?;
+        existing::cleanup(target).await?;
+        runs.add(step, mode, rep, r, timeline)?;
     }
-    Ok(result)
+    Ok(runs.result)
+}
+
+/// Every mode (× repeats) on a fresh kind cluster of the mode's profile
+/// (kind-configs/: baseline, jobset, gang; jobset-kueue on jobset with
+/// Kueue installed). Thor's pods are real containers on the worker's
+/// kubelet (agnhost, loaded by `up`); HPCC's identities are
+/// ServiceAccounts in a namespace of the run, exactly as on an existing
+/// cluster (existing::site); the window reads the kind nodes (the audit
+/// log on the host, etcd's metrics and each component's CPU and memory
+/// through `docker exec`).
+async fn on_kind(
+    opts: &ThorBenchOptions,
+    images: crate::cluster::kind::KindImages,
+    root: &Path,
+    s: &mut ThorScenario,
+    modes: &[Mode],
+) -> Result<ThorResult> {
+    use crate::cluster::existing::{ExistingCluster, ExistingOptions};
+    use crate::cluster::kind::{KindSpec, config};
+    s.cluster.real_node = true;
+    let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
+    let configs = modes
+        .iter()
+        .map(|&m| config::default_config(root, kind_profile(m), k8s.minor))
+        .collect::<Result<Vec<_>>>()?;
+    for c in &configs {
+        lifecycle::validate_kind_config(c)?;
+    }
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
+    let mut runs = Runs::start(&plan_of(opts, modes), s, "kind", k8s.version, None);
+    let tokens = existing::token_dir()?;
+    for (rep, mode) in runs.order() {
+        let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
+        let cluster = lifecycle::up_kind(&lifecycle::KindUpOptions {
+            spec: KindSpec {
+                name: name.clone(),
+                config: config::default_config(root, kind_profile(mode), k8s.minor)?,
+                k8s_version: Some(k8s.version.to_string()),
+                wait: Duration::from_secs(300),
+                images,
+            },
+            kueue: mode.needs_kueue(),
+            timeout: Duration::from_secs(300),
+        })
+        .await?;
+        // What the nodes run (a pulled image may be another patch).
+        runs.result.k8s_version = cluster.state.k8s_version.clone();
+        let target = existing::ExistingTarget {
+            cluster: ExistingOptions {
+                kubeconfig: cluster.state.kubeconfig.clone(),
+                audit_log: Some(cluster.state.audit_log.clone()),
+                ..Default::default()
+            },
+            run_id: crate::cluster::existing::site::new_run_id(),
+            yes: true,
+            node_image: crate::cluster::local::realnode::image::image_name(
+                &cluster.state.k8s_version,
+            ),
+        };
+        let step = runs.step(s, mode, rep, &format!(" on kind cluster {name}"));
+        let r = lifecycle::while_alive(&cluster, async {
+            let mut ex = ExistingCluster::attach(target.cluster.clone()).await?;
+            ex.run_id = target.run_id.clone();
+            let site = existing::site(&ex, &target, mode, rep, tokens.path(), true).await?;
+            run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await
+        })
+        .await;
+        let dir = cluster.root.clone();
+        let kind_prefix = format!("{}-", cluster.state.kind_cluster);
+        let (mut r, timeline) = end_of_run(cluster, r, &name, mode, &dir)?;
+        // Each run has its own cluster (node names) and namespace: named
+        // alike so that runs and modes line up by client.
+        let ns = format!(
+            "system:serviceaccount:{}:",
+            existing::namespace_of(&target.run_id, mode, rep)
+        );
+        let same = |c: &str| {
+            c.replace(&ns, "system:serviceaccount:<run>:")
+                .replace(&kind_prefix, "<kind>-")
+        };
+        r.window.rename_clients(same);
+        r.thor_agent_user = same(&r.thor_agent_user);
+        runs.add(step, mode, rep, r, timeline)?;
+    }
+    Ok(runs.result)
+}
+
+/// The kind profile a mode runs on: Thor's two shapes on the same
+/// cluster (baseline and jobset differ only in name), gang scheduling on
+/// the release's gang gates, Kueue beside JobSet.
+pub fn kind_profile(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Baseline => "baseline",
+        Mode::Jobset | Mode::JobsetKueue => "jobset",
+        Mode::JobsetGang => "gang",
+    }
 }
 
 /// A run checked against its stored baseline.
@@ -549,33 +468,4 @@ pub fn record(root: &Path, r: &ThorResult, scenario: &Path) -> Result<PathBuf> {
         .unwrap_or(scenario.to_path_buf());
     baseline::record(&path, r, &relative.display().to_string())?;
     Ok(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_round_runs_every_mode_once_in_a_replayable_order() {
-        let modes = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
-        let rounds = schedule(&modes, 10, 7);
-        assert_eq!(rounds.len(), 10);
-        for r in &rounds {
-            let mut sorted = r.clone();
-            sorted.sort();
-            assert_eq!(sorted, modes);
-        }
-        // Interleaved: not one order ten times.
-        assert!(rounds.iter().any(|r| r != &rounds[0]), "{rounds:?}");
-        assert_eq!(schedule(&modes, 10, 7), rounds);
-        assert_ne!(schedule(&modes, 10, 8), rounds);
-        assert_eq!(schedule(&modes, 0, 7).len(), 1);
-        let st = statistics(&rounds, 7, &modes);
-        assert_eq!(st.reference, "baseline");
-        assert_eq!(st.rounds[0].len(), 3);
-        assert_eq!(
-            statistics(&rounds, 7, &[Mode::JobsetGang, Mode::Jobset]).reference,
-            "jobset"
-        );
-    }
 }

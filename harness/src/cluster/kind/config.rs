@@ -224,7 +224,12 @@ pub fn effective(profile: &Profile, host_policy: &Path, host_audit_dir: &Path) -
 /// off, the harness gives each node a bridge network of its own pod subnet
 /// after `kind create` (KindCluster::setup_pod_network); kubeadm is told
 /// the etcd and CoreDNS tags built here; the kubelet runs on a cgroup v1
-/// host (`failCgroupV1: false`, which 1.35+ kubelets need there).
+/// host (`failCgroupV1: false`, which 1.35+ kubelets need there). The node
+/// has no `/kind/manifests/default-storage.yaml` (its local-path image
+/// cannot be had), so kind falls back on a default class `standard` of the
+/// in-tree `kubernetes.io/host-path` provisioner
+/// (kind's installstorage.addDefaultStorage): the controller manager's
+/// `--enable-hostpath-provisioner` makes that class provision.
 pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &str) {
     if let Some(nodes) = doc["nodes"].as_array_mut() {
         for n in nodes.iter_mut() {
@@ -237,7 +242,7 @@ pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &s
     doc["networking"]["disableDefaultCNI"] = json!(true);
     let patches = [
         format!(
-            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\netcd:\n  local:\n    imageTag: \"{etcd_tag}\"\ndns:\n  imageTag: \"{dns_tag}\"\n"
+            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\netcd:\n  local:\n    imageTag: \"{etcd_tag}\"\ndns:\n  imageTag: \"{dns_tag}\"\ncontrollerManager:\n  extraArgs:\n    - name: enable-hostpath-provisioner\n      value: \"true\"\n"
         ),
         "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
             .to_string(),
@@ -291,6 +296,10 @@ mod tests {
             )
         );
         assert!(text.iter().any(|t| t.contains("failCgroupV1: false")));
+        assert!(
+            text.iter()
+                .any(|t| t.contains("name: enable-hostpath-provisioner\n      value: \"true\""))
+        );
         // The profile's own feature gates survive.
         assert_eq!(doc["featureGates"], p.doc["featureGates"]);
     }

@@ -405,6 +405,18 @@ pub fn abandon(name: &str) -> Result<()> {
         Err(_) => {
             let dir = env.cluster_dir(name);
             if dir.exists() {
+                // A `kind create` cut short leaves node containers and
+                // no state: delete by kind's name (nothing to do if none).
+                if let Ok(tools) = commands::find_tools(&env.search_path) {
+                    commands::run_blocking(&plan::delete(
+                        &tools.kind,
+                        &kind_cluster_name(name),
+                        &dir.join("kubeconfig"),
+                    ))
+                    .with_context(|| {
+                        format!("deleting kind cluster {}", kind_cluster_name(name))
+                    })?;
+                }
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("removing {}", dir.display()))?;
             }

@@ -1,0 +1,261 @@
+//! The runs of one `bench thor`, whatever the provider: their order (rounds
+//! of every mode, shuffled from a printed seed), the Result they fill as
+//! each finishes (every mode's summary and ratios recomputed), and its
+//! copy in `--out` after every run, so a later failure loses nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::bench::thor::result::{
+    self, ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib, summarize,
+};
+use crate::bench::thor::{baseline, report};
+use crate::metrics::timeline::Timeline;
+use crate::progress::Step;
+use crate::workload::thor::Mode;
+use crate::workload::thor::scenario::ThorScenario;
+
+/// What the runs are and where they go.
+pub struct Plan<'a> {
+    pub scenario_file: &'a Path,
+    pub modes: &'a [Mode],
+    pub repeat: u32,
+    /// `--seed`; None: one from the clock (printed, kept in the Result).
+    pub seed: Option<u64>,
+    pub out: Option<&'a Path>,
+}
+
+/// The Result being filled, run by run.
+pub struct Runs {
+    pub result: ThorResult,
+    /// Each round: every mode once, in the order they run.
+    pub rounds: Vec<Vec<Mode>>,
+    repeat: u32,
+    by_mode: BTreeMap<Mode, Vec<ModeResult>>,
+    out: Option<PathBuf>,
+}
+
+impl Runs {
+    /// No run yet: the scenario, where it runs (`provider`, the server's
+    /// `k8s_version`, what an existing cluster offered) and the order,
+    /// printed with the seed that replays it.
+    pub fn start(
+        plan: &Plan,
+        s: &ThorScenario,
+        provider: &str,
+        k8s_version: &str,
+        capabilities: Option<crate::cluster::existing::probe::Capabilities>,
+    ) -> Runs {
+        let seed = plan.seed.unwrap_or_else(clock_seed);
+        let rounds = schedule(plan.modes, plan.repeat, seed);
+        announce(&rounds, seed);
+        let result = ThorResult {
+            schema: RESULT_SCHEMA.into(),
+            scenario: s.name.clone(),
+            scenario_file: plan.scenario_file.display().to_string(),
+            provider: provider.into(),
+            k8s_version: k8s_version.into(),
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+            started: time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            num_workers: s.thor.num_workers,
+            num_workers_per_pod: s.thor.num_workers_per_pod,
+            max_graphs: s.thor.max_graphs,
+            graph_duration: s.graph_duration.clone(),
+            model: model_of(s),
+            modes: BTreeMap::new(),
+            harness_peak_rss_kib: 0,
+            capabilities,
+            timelines: Vec::new(),
+            statistics: Some(statistics(&rounds, seed, plan.modes)),
+        };
+        Runs {
+            result,
+            rounds,
+            repeat: plan.repeat,
+            by_mode: BTreeMap::new(),
+            out: plan.out.map(Path::to_path_buf),
+        }
+    }
+
+    /// Every run in order: (round, mode).
+    pub fn order(&self) -> Vec<(u32, Mode)> {
+        self.rounds
+            .iter()
+            .enumerate()
+            .flat_map(|(rep, order)| order.iter().map(move |&m| (rep as u32, m)))
+            .collect()
+    }
+
+    /// The progress line of one run; `where_` says where it runs.
+    pub fn step(&self, s: &ThorScenario, mode: Mode, rep: u32, where_: &str) -> Step {
+        Step::start(format!(
+            "{} workunits × Thor {} ({} workers, {} at a time) in {} mode{}{where_}",
+            s.workunits,
+            s.name,
+            s.thor.num_workers,
+            s.thor.max_graphs,
+            mode.name(),
+            if self.repeat > 1 {
+                format!(", round {}/{}", rep + 1, self.repeat)
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    /// A finished run: its figures into its mode's summary (every ratio
+    /// recomputed), its timeline beside them, and the Result so far saved.
+    pub fn add(
+        &mut self,
+        step: Step,
+        mode: Mode,
+        rep: u32,
+        r: ModeResult,
+        timeline: Timeline,
+    ) -> Result<()> {
+        step.done(&format!(
+            "{} API requests, {} etcd writes",
+            r.window.api_requests_total, r.window.etcd_writes_total
+        ));
+        self.result
+            .timelines
+            .push((mode.name().to_string(), rep as usize, timeline));
+        let all = self.by_mode.entry(mode).or_default();
+        all.push(r);
+        self.result
+            .modes
+            .insert(mode.name().to_string(), summarize(all.clone()));
+        self.result.judge_modes();
+        self.result.harness_peak_rss_kib = peak_rss_kib();
+        if let Some(out) = &self.out {
+            crate::output::write_atomic(
+                &out.join("result.json"),
+                serde_json::to_string_pretty(&self.result)? + "\n",
+            )?;
+            report::write_timelines(&self.result, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// The run order: `repeat` rounds (at least one), each every mode once in
+/// an order shuffled from `seed` — so slow drift of a shared machine falls
+/// on every mode alike, and the same seed replays the same order.
+pub fn schedule(modes: &[Mode], repeat: u32, seed: u64) -> Vec<Vec<Mode>> {
+    let mut rng = crate::stats::Prng::new(seed);
+    (0..repeat.max(1))
+        .map(|_| {
+            let mut order = modes.to_vec();
+            rng.shuffle(&mut order);
+            order
+        })
+        .collect()
+}
+
+/// A seed from the clock, the same for the whole process.
+fn clock_seed() -> u64 {
+    static CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CLOCK.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
+    })
+}
+
+fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
+    Statistics {
+        seed,
+        rounds: rounds
+            .iter()
+            .map(|r| r.iter().map(|m| m.name().to_string()).collect())
+            .collect(),
+        reference: match modes.contains(&Mode::Baseline) {
+            true => Mode::Baseline.name().to_string(),
+            false => modes
+                .iter()
+                .min()
+                .map_or(String::new(), |m| m.name().to_string()),
+        },
+        method: result::METHOD.into(),
+        resamples: crate::stats::RESAMPLES,
+        confidence: crate::stats::CONFIDENCE,
+        bootstrap_seed: crate::stats::SEED,
+        rule: result::RULE_TEXT.into(),
+    }
+}
+
+fn announce(rounds: &[Vec<Mode>], seed: u64) {
+    let order: Vec<String> = rounds
+        .iter()
+        .map(|r| r.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))
+        .collect();
+    eprintln!(
+        "run order (seed {seed}; replay with --seed {seed}): {}",
+        order.join(" | ")
+    );
+}
+
+/// How the scenario models HPCC and the nodes, for the Result.
+fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
+    let control_plane = s.cluster.control_plane.describe().into_iter();
+    let mut model = BTreeMap::from([
+        ("kubectl".to_string(), s.kubectl.version.clone()),
+        (
+            "kubectl_discovery_cache".to_string(),
+            format!("{:?}", s.kubectl.discovery_cache).to_lowercase(),
+        ),
+        (
+            baseline::KUBELET_KEY.to_string(),
+            match s.cluster.real_node {
+                true => baseline::REAL_KUBELET.to_string(),
+                false => s.kubelet.name().to_string(),
+            },
+        ),
+        (
+            "jobset_dns_hostnames".to_string(),
+            s.jobset.enable_dns_hostnames.to_string(),
+        ),
+        ("compile_jobs".to_string(), s.compile.enabled.to_string()),
+        ("linger_period".to_string(), s.thor.linger_period.clone()),
+        ("workunits".to_string(), s.workunits.to_string()),
+        (
+            "graphs_per_workunit".to_string(),
+            s.graphs_per_workunit.to_string(),
+        ),
+    ]);
+    model.extend(control_plane.map(|(k, v)| (format!("control_plane.{k}"), v)));
+    model
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_round_runs_every_mode_once_in_a_replayable_order() {
+        let modes = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
+        let rounds = schedule(&modes, 10, 7);
+        assert_eq!(rounds.len(), 10);
+        for r in &rounds {
+            let mut sorted = r.clone();
+            sorted.sort();
+            assert_eq!(sorted, modes);
+        }
+        // Interleaved: not one order ten times.
+        assert!(rounds.iter().any(|r| r != &rounds[0]), "{rounds:?}");
+        assert_eq!(schedule(&modes, 10, 7), rounds);
+        assert_ne!(schedule(&modes, 10, 8), rounds);
+        assert_eq!(schedule(&modes, 0, 7).len(), 1);
+        let st = statistics(&rounds, 7, &modes);
+        assert_eq!(st.reference, "baseline");
+        assert_eq!(st.rounds[0].len(), 3);
+        assert_eq!(
+            statistics(&rounds, 7, &[Mode::JobsetGang, Mode::Jobset]).reference,
+            "jobset"
+        );
+    }
+}
