@@ -40,6 +40,21 @@ if [ "${1:-}" = stop ]; then
       say "stopped the private dockerd (pid $pid)"
     fi
     rm -f "$pidfile"
+    # The bridges it made (docker0, br-<network id>) outlive it: delete
+    # those the host did not have before, and put ip_forward back (the
+    # engine runs with --ip-forward=false; this only guards that).
+    if [ -f "$exec_root/links-before" ]; then
+      for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
+        case "$link" in docker0 | br-*) ;; *) continue ;; esac
+        grep -qx "$link" "$exec_root/links-before" || ip link delete "$link" 2>/dev/null || true
+      done
+      rm -f "$exec_root/links-before"
+    fi
+    if [ -f "$exec_root/ip_forward-before" ]; then
+      was=$(cat "$exec_root/ip_forward-before")
+      [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$was" ] || echo "$was" >/proc/sys/net/ipv4/ip_forward
+      rm -f "$exec_root/ip_forward-before"
+    fi
   fi
   exit 0
 fi
@@ -178,6 +193,10 @@ mv "$wrapper.tmp" "$wrapper"
 
 say "starting a private dockerd (data $dir/data, socket $sock, runtime wrapper dropping ${missing[*]:-nothing})"
 rm -f "$sock"
+# What the host had before: its network links and sysctls (stop puts the
+# links the engine made, docker0 and its networks' bridges, away again).
+ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' >"$exec_root/links-before" || true
+cat /proc/sys/net/ipv4/ip_forward >"$exec_root/ip_forward-before" 2>/dev/null || true
 nohup setsid dockerd \
   --host "unix://$sock" --group root \
   --data-root "$dir/data" --exec-root "$exec_root" --pidfile "$pidfile" \

@@ -20,7 +20,7 @@ pub fn bench_thor_on_fresh_kind_clusters(minor: &'static str) -> Result<()> {
         seed: None,
         bins: Default::default(),
         cluster_prefix: prefix.clone(),
-        overrides: vec![format!("cluster.k8sMinor={minor}")],
+        overrides: vec![format!("cluster.k8sMinor=\"{minor}\"")],
         out: None,
         scrape: false,
         profiles: None,

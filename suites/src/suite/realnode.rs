@@ -236,6 +236,18 @@ fn leftovers(dir: &std::path::Path) -> Vec<String> {
 }
 
 fn down_leaves_no_container_mount_or_interface() -> Result<()> {
+    // The host forwards no packets before (as a fresh machine may not): the
+    // bridge plugin turns forwarding on for the pod below, and down must
+    // turn it off again. The machine's own setting is put back after.
+    let forward = std::path::Path::new("/proc/sys/net/ipv4/ip_forward");
+    let machines = std::fs::read_to_string(forward)?;
+    std::fs::write(forward, "0\n")?;
+    let r = down_leaves_the_host_as_it_was(forward);
+    std::fs::write(forward, &machines)?;
+    r
+}
+
+fn down_leaves_the_host_as_it_was(forward: &std::path::Path) -> Result<()> {
     let rc = RealCluster::start("t-real-down")?;
     let fx = rc.fx();
     let dir = fx.cluster.layout.root.clone();
@@ -266,9 +278,17 @@ fn down_leaves_no_container_mount_or_interface() -> Result<()> {
             && running.iter().any(|l| l.starts_with("mount")),
         "a running pod should show a shim and mounts: {running:?}"
     );
+    let forwarding = std::fs::read_to_string(forward)?;
     rc.stop()?;
     let left = leftovers(&dir);
     ensure!(left.is_empty(), "down left: {left:#?}");
+    let after = std::fs::read_to_string(forward)?;
+    ensure!(
+        after.trim() == "0",
+        "net.ipv4.ip_forward was 0 before up, {} with a pod running, {} after down",
+        forwarding.trim(),
+        after.trim()
+    );
     ensure!(!dir.exists(), "down left {}", dir.display());
     eprintln!(
         "while running: {} processes and mounts of the node; after down: none",

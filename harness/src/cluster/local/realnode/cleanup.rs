@@ -178,6 +178,16 @@ pub fn cleanup(l: &Layout) -> Result<()> {
     }
     remove_stale_socket(Path::new(DEVICE_PLUGIN_SOCKET));
     remove_cni_results();
+    match crate::cluster::local::realnode::host::restore(
+        &crate::cluster::local::realnode::host::proc_sys(),
+        &d.host_before(),
+    ) {
+        Ok(changed) if !changed.is_empty() => {
+            tracing::info!("the host's settings put back: {}", changed.join(", "))
+        }
+        Ok(_) => {}
+        Err(e) => errors.push(format!("{e:#}")),
+    }
     if Path::new("/sys/class/net").join(BRIDGE).exists() {
         match std::process::Command::new("ip")
             .args(["link", "delete", BRIDGE])

@@ -20,6 +20,7 @@
 //!   so containerd never pulls it, and pods use `imagePullPolicy: Never`.
 
 pub mod cleanup;
+pub mod host;
 pub mod image;
 pub mod names;
 
@@ -86,6 +87,10 @@ impl NodeDirs {
     }
     pub fn pod_logs(&self) -> PathBuf {
         self.root.join("pod-logs")
+    }
+    /// The host's settings before the node changed them (host.rs).
+    pub fn host_before(&self) -> PathBuf {
+        self.root.join("host-before.json")
     }
     pub fn image_archive(&self) -> PathBuf {
         self.root.join("image.tar")
@@ -345,6 +350,9 @@ fn link_binaries(d: &NodeDirs, shim: &Path, runc: &Path, cni: &[(&str, &Path)]) 
 /// names they are called by, and its image archive.
 pub fn lay_out(l: &Layout, tools: &Tools, k8s_version: &str) -> Result<()> {
     let d = l.node();
+    std::fs::create_dir_all(d.root())
+        .with_context(|| format!("creating {}", d.root().display()))?;
+    host::record(&host::proc_sys(), &d.host_before())?;
     let cni = [
         ("bridge", tools.path(Component::CniBridge)?),
         ("host-local", tools.path(Component::CniHostLocal)?),
