@@ -151,7 +151,8 @@ impl Attributor {
             .or_default()
             .entry(key)
             .or_default() += 1;
-        if e.verb == "create"
+        // Server-side apply creates with a PATCH answered 201.
+        if (e.verb == "create" || (e.verb == "patch" && code == 201))
             && let Some(o) = &e.object_ref
             && o.subresource.is_empty()
             && e.response_status.as_ref().is_some_and(|s| s.code < 300)
@@ -190,6 +191,18 @@ mod tests {
         ] {
             assert!(!is_write_request(r), "{r}");
         }
+    }
+
+    #[test]
+    fn a_server_side_apply_that_creates_counts_as_created() {
+        let events = vec![
+            ev("1", "ResponseComplete", "w", "patch", "jobsets", "", 201),
+            ev("2", "ResponseComplete", "w", "patch", "jobsets", "", 200),
+            ev("3", "ResponseComplete", "w", "patch", "jobs", "status", 201),
+        ];
+        let a = attribute(&events, &["admin"]);
+        assert_eq!(a.created.get("jobsets"), Some(&1));
+        assert_eq!(a.created.get("jobs"), None);
     }
 
     #[test]

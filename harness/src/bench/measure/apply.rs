@@ -161,6 +161,34 @@ pub fn finished(obj: &Value) -> Option<bool> {
     }
 }
 
+/// How a finished object ended, for the report: "JobSet ns/name
+/// Completed" (its True condition of those `finished` reads; "Ready"
+/// for a StatefulSet, the phase for a pod).
+pub fn final_state(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap_or("?");
+    let ns = obj["metadata"]["namespace"].as_str();
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    let what = match ns {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    };
+    let state = obj["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| {
+            cs.iter()
+                .filter(|c| c["status"] == "True")
+                .filter_map(|c| c["type"].as_str())
+                .find(|t| ["Complete", "Completed", "Failed", "Available"].contains(t))
+        })
+        .or(obj["status"]["phase"].as_str())
+        .unwrap_or(if kind == "StatefulSet" {
+            "Ready"
+        } else {
+            "gone"
+        });
+    format!("{what} {state}")
+}
+
 /// A pod is settled when Running, Succeeded or Failed.
 pub fn pod_settled(pod: &Value) -> bool {
     matches!(
@@ -237,7 +265,11 @@ async fn established(admin: &kube::Client, crds: &[Value]) -> Result<()> {
 /// `finished`) and every pod of their namespaces is settled; one LIST
 /// per kind and namespace a second. Returns what is still waited for
 /// when the timeout passes as the error.
-pub async fn wait_finished(admin: &kube::Client, objs: &[Value], timeout: Duration) -> Result<()> {
+pub async fn wait_finished(
+    admin: &kube::Client,
+    objs: &[Value],
+    timeout: Duration,
+) -> Result<Vec<String>> {
     let wanted: Vec<String> = groups(objs);
     let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
     let discovery = Discovery::new(admin.clone())
@@ -288,6 +320,7 @@ pub async fn wait_finished(admin: &kube::Client, objs: &[Value], timeout: Durati
         .every(Duration::from_secs(1))
         .until_state(|| async {
             let mut pending: Vec<String> = Vec::new();
+            let mut ended: Vec<String> = Vec::new();
             for ((plural, ns), (ar, names)) in &watched {
                 let api: Api<DynamicObject> = match ns {
                     Some(ns) => Api::namespaced_with(admin.clone(), ns, ar),
@@ -301,8 +334,16 @@ pub async fn wait_finished(admin: &kube::Client, objs: &[Value], timeout: Durati
                     .collect();
                 for n in names {
                     // A Job gone already (ttlSecondsAfterFinished) is done.
-                    if by_name.get(n).is_some_and(|o| finished(o) == Some(false)) {
-                        pending.push(format!("{plural}/{n}"));
+                    match by_name.get(n) {
+                        Some(o) if finished(o) == Some(false) => {
+                            pending.push(format!("{plural}/{n}"))
+                        }
+                        Some(o) if ar.kind != "Pod" => {
+                            let mut o = o.clone();
+                            o["kind"] = ar.kind.clone().into();
+                            ended.push(final_state(&o));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -320,7 +361,7 @@ pub async fn wait_finished(admin: &kube::Client, objs: &[Value], timeout: Durati
                 }
             }
             Ok(match pending.is_empty() {
-                true => Ok(()),
+                true => Ok(ended),
                 false => Err(format!("waiting for {}", pending.join(", "))),
             })
         })
@@ -341,11 +382,12 @@ const SETTLING: &[(&str, &str, &str, &str)] = &[
 /// and every pod is Running or ended (`finished`) — what the command
 /// set going is inside the window. One LIST per kind a second; a kind
 /// the cluster does not serve is skipped.
-pub async fn wait_settled(admin: &kube::Client, timeout: Duration) -> Result<()> {
+pub async fn wait_settled(admin: &kube::Client, timeout: Duration) -> Result<Vec<String>> {
     Poll::new("the cluster to settle after the command", timeout)
         .every(Duration::from_secs(1))
         .until_state(|| async {
             let mut pending: Vec<String> = Vec::new();
+            let mut ended: Vec<String> = Vec::new();
             for (group, version, kind, plural) in SETTLING {
                 let ar = ApiResource {
                     group: group.to_string(),
@@ -373,11 +415,13 @@ pub async fn wait_settled(admin: &kube::Client, timeout: Duration) -> Result<()>
                             o.metadata.namespace.unwrap_or_default(),
                             o.metadata.name.unwrap_or_default()
                         ));
+                    } else if *kind != "Pod" {
+                        ended.push(final_state(&v));
                     }
                 }
             }
             Ok(match pending.is_empty() {
-                true => Ok(()),
+                true => Ok(ended),
                 false => Err(format!("waiting for {}", pending.join(", "))),
             })
         })
@@ -462,6 +506,12 @@ mod tests {
         // Not waited for by itself (its pods are).
         assert_eq!(finished(&obj("apps/v1", "DaemonSet", "x")), None);
         assert_eq!(finished(&obj("example.com/v1", "Job", "x")), None);
+        let mut js = with(
+            obj("jobset.x-k8s.io/v1alpha2", "JobSet", "s"),
+            cond("Completed", "True"),
+        );
+        js["metadata"]["namespace"] = "n".into();
+        assert_eq!(final_state(&js), "JobSet n/s Completed");
     }
 
     #[test]

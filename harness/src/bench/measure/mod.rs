@@ -281,6 +281,40 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     Ok(result)
 }
 
+/// How long the cluster must have been quiet before a window opens, and
+/// the longest the harness waits for that.
+const QUIET: Duration = Duration::from_secs(2);
+const QUIET_AT_MOST: Duration = Duration::from_secs(45);
+
+/// Wait until a fresh cluster has been quiet for `QUIET`: no request in
+/// the audit log but the harness's and lease renewals (the controller
+/// manager starts its controllers for a while after it is ready; their
+/// first LISTs and syncs are not the workload's). Returns the seconds
+/// waited; after `QUIET_AT_MOST` the window opens anyway.
+pub async fn wait_quiet(cluster: &impl Cluster) -> Result<f64> {
+    let harness = cluster.harness_users();
+    let started = Instant::now();
+    let mut offset = cluster.audit_end()?;
+    let mut quiet_since = Instant::now();
+    while started.elapsed() < QUIET_AT_MOST {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut busy = false;
+        offset = cluster.visit_audit(offset, &mut |e| {
+            let lease = e
+                .object_ref
+                .as_ref()
+                .is_some_and(|o| o.resource == "leases");
+            busy |= !lease && !harness.contains(&e.user.username);
+        })?;
+        if busy {
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= QUIET {
+            break;
+        }
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
 struct RunContext<'a> {
     opts: &'a MeasureOptions,
     variant: &'a Variant,
@@ -305,6 +339,7 @@ async fn run_one(
         Workload::Apply(_) => Some(cluster.client_as(WORKLOAD_USER).await?),
         Workload::Command(_) => None,
     };
+    wait_quiet(cluster).await?;
     let opts = Options {
         scrape: ctx.opts.scrape,
         agents: true,
@@ -324,31 +359,39 @@ async fn run_one(
                     ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
                 ];
                 let f = command::run(argv, &env, &out, ctx.opts.timeout).await?;
+                let mut settled = Vec::new();
                 if ctx.opts.settle && !f.timed_out {
                     let left = ctx.opts.timeout.saturating_sub(started.elapsed());
-                    if let Err(e) = apply::wait_settled(&admin, left).await {
-                        let msg = format!("{e:#}\n");
-                        let mut log = std::fs::OpenOptions::new()
-                            .append(true)
-                            .open(out.join("stderr.log"))?;
-                        std::io::Write::write_all(&mut log, msg.as_bytes())?;
-                        return Ok((124, true, f.wall_s));
+                    match apply::wait_settled(&admin, left).await {
+                        Ok(s) => settled = s,
+                        Err(e) => {
+                            let msg = format!("harness: {e:#}\n");
+                            let mut log = std::fs::OpenOptions::new()
+                                .append(true)
+                                .open(out.join("stderr.log"))?;
+                            std::io::Write::write_all(&mut log, msg.as_bytes())?;
+                            return Ok((124, true, f.wall_s, settled));
+                        }
                     }
                 }
-                Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s))
+                Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s, settled))
             }
             Workload::Apply(_) => {
                 std::fs::create_dir_all(&out)?;
                 let client = workload_client.as_ref().context("the workload's client")?;
                 // A refused apply or a wait past the timeout is the
                 // workload's result (exit 1, 124), its message in stderr.log.
+                let mut settled = Vec::new();
                 let (code, timed_out, text) = match apply::apply(client, &admin, ctx.manifests)
                     .await
                 {
                     Err(e) => (1, false, format!("applying: {e:#}\n")),
                     Ok(()) => {
                         match apply::wait_finished(&admin, ctx.manifests, ctx.opts.timeout).await {
-                            Ok(()) => (0, false, String::new()),
+                            Ok(s) => {
+                                settled = s;
+                                (0, false, String::new())
+                            }
                             Err(e) => {
                                 let msg = format!("{e:#}");
                                 let timed_out = msg.contains("not reached within");
@@ -359,13 +402,13 @@ async fn run_one(
                 };
                 std::fs::write(out.join("stdout.log"), "")?;
                 std::fs::write(out.join("stderr.log"), text)?;
-                Ok((code, timed_out, started.elapsed().as_secs_f64()))
+                Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))
             }
         }
     };
     let outcome = window.during(cluster, work).await;
     let closed = window.close(cluster).await?;
-    let (exit_code, timed_out, wall_s) = outcome?;
+    let (exit_code, timed_out, wall_s, settled) = outcome?;
     let mut w = closed.figures;
     // The harness's waited-for children are the command and its tree.
     if let Some(u) = w.resources.remove(crate::metrics::usage::KUBECTL) {
@@ -391,6 +434,7 @@ async fn run_one(
         exit_code,
         timed_out,
         wall_s,
+        settled,
         output: ctx.run_dir.to_string(),
         overhead,
     };

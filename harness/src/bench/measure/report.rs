@@ -64,6 +64,15 @@ pub fn markdown(r: &MeasureResult) -> String {
             o.cpu_pct,
         );
     }
+    for run in r.runs.iter().filter(|r| !r.settled.is_empty()) {
+        let _ = writeln!(
+            s,
+            "\n{} round {}: the window closed when {}.",
+            run.variant,
+            run.round + 1,
+            run.settled.join(", ")
+        );
+    }
     s.push_str(
         "\nClients are named by user and user agent; `workload` is the identity the command's KUBECONFIG (and `--apply`) uses, the harness's own requests are counted apart. The `workload` row of CPU and memory is the command and everything it ran.\n\n",
     );

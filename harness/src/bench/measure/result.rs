@@ -74,6 +74,10 @@ pub struct WorkloadRun {
     pub timed_out: bool,
     /// The command's (or the apply and its wait's) own wall time.
     pub wall_s: f64,
+    /// How what the workload made ended, as the wait last saw it
+    /// ("JobSet ns/name Completed", "Job ns/name Complete").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<String>,
     /// Its stdout.log and stderr.log, relative to the out folder.
     pub output: String,
     pub overhead: Overhead,
