@@ -32,11 +32,22 @@ pub struct MeasureArgs {
     /// wait until what they made has finished, instead of a command.
     #[arg(long, value_name = "DIR", conflicts_with = "variants")]
     pub apply: Option<PathBuf>,
+    /// Run Kueue's scheduling-performance runner (kueue-perf-runner,
+    /// built from the Kueue module) with this generator config (e.g.
+    /// suites/measure/kueue-perf/small.yaml) as the workload; implies
+    /// --kueue. Its own figures (summary.yaml: admission and finish times
+    /// per workload class) are kept beside the harness's.
+    #[arg(long, value_name = "CONFIG", conflicts_with = "apply")]
+    pub kueue_perf: Option<PathBuf>,
     /// An A/B variant: NAME='COMMAND' (run with sh -c) or NAME=@DIR
     /// (applied as --apply DIR). Give two or more; they run interleaved
     /// on fresh clusters, each ratio to the first with a 95 % interval
     /// and a verdict.
-    #[arg(long = "variant", value_name = "NAME=CMD|NAME=@DIR")]
+    #[arg(
+        long = "variant",
+        value_name = "NAME=CMD|NAME=@DIR",
+        conflicts_with = "kueue_perf"
+    )]
     pub variants: Vec<String>,
     /// Rounds: every variant once per round, in an order shuffled from
     /// --seed, each run on a fresh cluster.
@@ -107,21 +118,23 @@ impl MeasureArgs {
             !self.command.is_empty(),
             self.apply.is_some(),
             !self.variants.is_empty(),
+            self.kueue_perf.is_some(),
         ]
         .iter()
         .filter(|g| **g)
         .count();
         if given != 1 {
             return Err(bad_input(
-                "give exactly one of: a command after `--`, --apply DIR, or two or more --variant",
+                "give exactly one of: a command after `--`, --apply DIR, --kueue-perf CONFIG, or two or more --variant",
             ));
         }
         if !self.variants.is_empty() {
             return workload::parse_variants(&self.variants);
         }
-        let w = match &self.apply {
-            Some(dir) => Workload::Apply(dir.clone()),
-            None => Workload::Command(self.command.clone()),
+        let w = match (&self.apply, &self.kueue_perf) {
+            (Some(dir), _) => Workload::Apply(dir.clone()),
+            (_, Some(config)) => Workload::KueuePerf(config.clone()),
+            _ => Workload::Command(self.command.clone()),
         };
         Ok(vec![Variant {
             name: self.name.clone(),
@@ -144,7 +157,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         ..NodeSpec::default()
     };
     spec.control_plane = ControlPlane::of(args.control_plane);
-    spec.kueue = args.kueue.then(Default::default);
+    spec.kueue = (args.kueue || args.kueue_perf.is_some()).then(Default::default);
     let opts = MeasureOptions {
         name: args.name.clone(),
         variants,
@@ -257,6 +270,11 @@ mod tests {
         let v = a.variants().unwrap();
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].workload.describe(), "kubectl create job j --image=x");
+        let a = parse(&["harness", "measure", "--kueue-perf", "c.yaml"]);
+        assert_eq!(
+            a.variants().unwrap()[0].workload.describe(),
+            "--kueue-perf c.yaml"
+        );
         let a = parse(&["harness", "measure", "--apply", "d"]);
         assert_eq!(a.variants().unwrap()[0].workload.describe(), "--apply d");
         for bad in [

@@ -42,7 +42,9 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
     if rel.starts_with("baselines/") {
         return rel.ends_with(".json").then_some(FileKind::Baseline);
     }
-    if !is_yaml {
+    // Kueue's performance runner's generator configs: the runner's own
+    // format, read by it (`measure --kueue-perf`), no Kubernetes object.
+    if !is_yaml || rel.starts_with("suites/measure/kueue-perf/") {
         return None;
     }
     if rel.starts_with("kind-configs/") || text.contains("kind.x-k8s.io/") {

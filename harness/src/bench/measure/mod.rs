@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod command;
+pub mod kueue_perf;
 pub mod report;
 pub mod result;
 pub mod workload;
@@ -85,6 +86,14 @@ pub fn preflight(
             Workload::Apply(dir) => {
                 manifests.insert(v.name.clone(), apply::order(apply::load(dir)?));
             }
+            Workload::KueuePerf(config) => {
+                crate::input::read_flag("--kueue-perf", config)?;
+                if opts.spec.kueue.is_none() {
+                    return Err(bad_input(
+                        "--kueue-perf needs a cluster with Kueue (--kueue)",
+                    ));
+                }
+            }
         }
     }
     Ok(manifests)
@@ -138,6 +147,16 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     let k8s = K8sRelease::parse(&opts.spec.k8s_minor)?;
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
     writable(&opts.out)?;
+    let runner = match opts
+        .variants
+        .iter()
+        .any(|v| matches!(v.workload, Workload::KueuePerf(_)))
+    {
+        true => {
+            Some(lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::KueuePerfRunner).await?)
+        }
+        false => None,
+    };
     let path = path_with(&kubectl, &opts.out)?;
     let manifests = preflight(opts, &path)?;
     let seed = opts.seed.unwrap_or_else(clock_seed);
@@ -168,6 +187,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             .map(|v| (v.name.clone(), v.workload.describe()))
             .collect(),
         runs: Vec::new(),
+        kueue_runner: Vec::new(),
         figures: ThorResult {
             schema: FIGURES_SCHEMA.into(),
             scenario: format!("measure-{}", opts.name),
@@ -233,6 +253,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 run_dir: &run_dir,
                 path: &path,
                 manifests: manifests.get(&v.name).map(Vec::as_slice).unwrap_or(&[]),
+                runner: runner.as_deref(),
             };
             let r = lifecycle::while_alive(&cluster, run_one(&cluster, &ctx)).await;
             let (mode, mut run, timeline) = match r {
@@ -262,6 +283,16 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 mode.window.api_requests_total,
                 mode.window.etcd_writes_total
             ));
+            if let Workload::KueuePerf(_) = &v.workload {
+                let summary = opts.out.join(&run.output).join("kueue-perf/summary.yaml");
+                if run.exit_code == 0 {
+                    result.kueue_runner.push(kueue_perf::read_summary(
+                        &summary,
+                        &v.name,
+                        round as u32,
+                    )?);
+                }
+            }
             result.runs.push(run);
             result
                 .figures
@@ -322,6 +353,8 @@ struct RunContext<'a> {
     run_dir: &'a str,
     path: &'a std::ffi::OsStr,
     manifests: &'a [serde_json::Value],
+    /// Kueue's performance runner, for `--kueue-perf`.
+    runner: Option<&'a Path>,
 }
 
 /// One run on a fresh cluster: the pod watch, the window, the workload,
@@ -337,7 +370,7 @@ async fn run_one(
     tokio::time::sleep(Duration::from_millis(300)).await;
     let workload_client = match &ctx.variant.workload {
         Workload::Apply(_) => Some(cluster.client_as(WORKLOAD_USER).await?),
-        Workload::Command(_) => None,
+        Workload::Command(_) | Workload::KueuePerf(_) => None,
     };
     wait_quiet(cluster).await?;
     let opts = Options {
@@ -348,9 +381,26 @@ async fn run_one(
     let mut window = Window::open_with(cluster, opts).await?;
     let work = async {
         let started = Instant::now();
-        match &ctx.variant.workload {
-            Workload::Command(argv) => {
-                let env = vec![
+        let perf_argv;
+        let command = match &ctx.variant.workload {
+            Workload::Command(argv) => Some(argv),
+            Workload::KueuePerf(config) => {
+                let runner = ctx.runner.context("Kueue's performance runner")?;
+                let dir = out.join("kueue-perf");
+                std::fs::create_dir_all(&dir)?;
+                perf_argv = kueue_perf::argv(
+                    runner,
+                    &std::path::absolute(config)?,
+                    &dir,
+                    ctx.opts.timeout.as_secs(),
+                );
+                Some(&perf_argv)
+            }
+            Workload::Apply(_) => None,
+        };
+        match command {
+            Some(argv) => {
+                let mut env = vec![
                     (
                         "KUBECONFIG".to_string(),
                         cluster.kubeconfig_of(WORKLOAD_USER).display().to_string(),
@@ -358,6 +408,9 @@ async fn run_one(
                     ("HARNESS_RUN_ID".to_string(), run_id.clone()),
                     ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
                 ];
+                if let Workload::KueuePerf(_) = &ctx.variant.workload {
+                    env.extend(kueue_perf::env(&out));
+                }
                 let f = command::run(argv, &env, &out, ctx.opts.timeout).await?;
                 let mut settled = Vec::new();
                 if ctx.opts.settle && !f.timed_out {
@@ -376,7 +429,7 @@ async fn run_one(
                 }
                 Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s, settled))
             }
-            Workload::Apply(_) => {
+            None => {
                 std::fs::create_dir_all(&out)?;
                 let client = workload_client.as_ref().context("the workload's client")?;
                 // A refused apply or a wait past the timeout is the

@@ -76,6 +76,32 @@ pub fn markdown(r: &MeasureResult) -> String {
     s.push_str(
         "\nClients are named by user and user agent; `workload` is the identity the command's KUBECONFIG (and `--apply`) uses, the harness's own requests are counted apart. The `workload` row of CPU and memory is the command and everything it ran.\n\n",
     );
+    s.push_str(&kueue_runner(r));
     s.push_str(&thor::markdown(&r.figures, None));
+    s
+}
+
+/// Kueue's performance runner's own figures, per run and workload class.
+fn kueue_runner(r: &MeasureResult) -> String {
+    let mut s = String::new();
+    if r.kueue_runner.is_empty() {
+        return s;
+    }
+    s.push_str("### Kueue's performance runner, its own figures (summary.yaml)\n\n| variant | round | workload class | workloads | evictions | mean time to admission (ms) | mean time to finish (ms) |\n|---|---:|---|---:|---:|---:|---:|\n");
+    for f in &r.kueue_runner {
+        for (class, c) in &f.workload_classes {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {class} | {} | {} | {} | {} |",
+                f.variant,
+                f.round + 1,
+                c.count,
+                c.total_evictions,
+                c.average_time_to_admission_ms,
+                c.average_time_to_finish_ms
+            );
+        }
+    }
+    s.push_str("\nThe runner times each Workload from the first event its own watch saw of it to the events that show it admitted and finished; the harness's window runs from before the runner starts until the cluster has settled after it exits (its start-up, queue set-up and clean-up included).\n\n");
     s
 }

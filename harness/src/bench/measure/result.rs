@@ -92,6 +92,9 @@ pub struct MeasureResult {
     /// Variant → what it runs.
     pub variants: BTreeMap<String, String>,
     pub runs: Vec<WorkloadRun>,
+    /// Kueue's performance runner's own figures, per run (`--kueue-perf`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kueue_runner: Vec<crate::bench::measure::kueue_perf::RunnerFigures>,
     /// Every run's figures, as the Thor benchmark's Result keeps them.
     pub figures: ThorResult,
 }

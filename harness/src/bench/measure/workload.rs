@@ -18,6 +18,9 @@ pub enum Workload {
     /// A folder of manifests applied as the workload's identity, then
     /// waited for (bench::measure::apply).
     Apply(PathBuf),
+    /// Kueue's scheduling-performance runner with this generator config
+    /// (bench::measure::kueue_perf); the cluster runs Kueue.
+    KueuePerf(PathBuf),
 }
 
 impl Workload {
@@ -33,6 +36,7 @@ impl Workload {
                 .collect::<Vec<_>>()
                 .join(" "),
             Workload::Apply(dir) => format!("--apply {}", dir.display()),
+            Workload::KueuePerf(config) => format!("--kueue-perf {}", config.display()),
         }
     }
 }
