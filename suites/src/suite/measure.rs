@@ -237,6 +237,74 @@ fn one_vs_ten_completions_differ_significantly() -> Result<()> {
     Ok(())
 }
 
+/// Kueue's scheduling-performance runner under `measure --kueue-perf`
+/// with our small generator config: its own figures are read (every
+/// workload it generated admitted and finished), and the harness counts
+/// its requests under its own identity beside Kueue's.
+fn kueue_perf_runner_runs_and_its_figures_are_read() -> Result<()> {
+    let config = crate::repo_root().join("suites/measure/kueue-perf/small.yaml");
+    let v = Variant {
+        name: "kueue-small".into(),
+        workload: Workload::KueuePerf(config.clone()),
+    };
+    let (mut opts, _out) = options("kueue-perf", vec![v], 1)?;
+    opts.spec.kueue = Some(Default::default());
+    let r = run(&opts)?;
+    ensure!(
+        r.runs[0].exit_code == 0,
+        "the runner exited {}",
+        r.runs[0].exit_code
+    );
+    // What the config asks for: cohorts × queues × workloads per queue.
+    let doc = harness::yaml::documents(&std::fs::read_to_string(&config)?, "small.yaml")?;
+    let mut expected = 0;
+    for c in doc[0]["cohorts"].as_array().context("cohorts")? {
+        for q in c["queuesSets"].as_array().context("queuesSets")? {
+            for w in q["workloadsSets"].as_array().context("workloadsSets")? {
+                expected += c["count"].as_u64().unwrap_or(0)
+                    * q["count"].as_u64().unwrap_or(0)
+                    * w["count"].as_u64().unwrap_or(0)
+                    * w["workloads"].as_array().map_or(0, |x| x.len() as u64);
+            }
+        }
+    }
+    let f = r.kueue_runner.first().context("no runner figures read")?;
+    let counted: u64 = f.workload_classes.values().map(|c| c.count).sum();
+    ensure!(
+        counted == expected,
+        "the runner counted {counted} workloads, the config makes {expected}"
+    );
+    ensure!(
+        f.workload_classes
+            .values()
+            .all(|c| c.average_time_to_finish_ms >= c.average_time_to_admission_ms),
+        "{f:?}"
+    );
+    let m = &r.figures.modes["kueue-small"].result;
+    let runner = m
+        .window
+        .api_requests_by_client_request
+        .get("workload (kueue-perf-runner)");
+    let creates = runner
+        .and_then(|x| x.get("create workloads"))
+        .copied()
+        .unwrap_or(0);
+    ensure!(
+        creates == expected,
+        "the runner's Workload creates: {creates} of {expected}"
+    );
+    ensure!(
+        m.window
+            .api_requests_by_client
+            .get("kueue-controller (kueue)")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "Kueue made no request"
+    );
+    Ok(())
+}
+
 pub fn suite(_args: &Arguments) -> Suite {
     Suite::new(
         "measure",
@@ -256,6 +324,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "one_vs_ten_completions_differ_significantly",
                 one_vs_ten_completions_differ_significantly,
+            ),
+            Test::of(
+                "kueue_perf_runner_runs_and_its_figures_are_read",
+                kueue_perf_runner_runs_and_its_figures_are_read,
             ),
         ],
     )

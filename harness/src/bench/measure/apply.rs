@@ -374,15 +374,20 @@ const SETTLING: &[(&str, &str, &str, &str)] = &[
     ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
     ("apps", "v1", "Deployment", "deployments"),
     ("apps", "v1", "StatefulSet", "statefulsets"),
-    ("", "v1", "Pod", "pods"),
 ];
 
 /// After a command: wait, as `admin`, until every Job and JobSet of the
 /// cluster has finished, every Deployment and StatefulSet is available
 /// and every pod is Running or ended (`finished`) — what the command
-/// set going is inside the window. One LIST per kind a second; a kind
-/// the cluster does not serve is skipped.
-pub async fn wait_settled(admin: &kube::Client, timeout: Duration) -> Result<Vec<String>> {
+/// set going is inside the window. One LIST per kind a second (a kind
+/// the cluster does not serve is skipped); pods are read from the
+/// harness's pod watch, `unsettled_pods` (a LIST of thousands of pods a
+/// second would cost more than the workload).
+pub async fn wait_settled(
+    admin: &kube::Client,
+    unsettled_pods: impl Fn() -> Vec<String>,
+    timeout: Duration,
+) -> Result<Vec<String>> {
     Poll::new("the cluster to settle after the command", timeout)
         .every(Duration::from_secs(1))
         .until_state(|| async {
@@ -415,11 +420,12 @@ pub async fn wait_settled(admin: &kube::Client, timeout: Duration) -> Result<Vec
                             o.metadata.namespace.unwrap_or_default(),
                             o.metadata.name.unwrap_or_default()
                         ));
-                    } else if *kind != "Pod" {
+                    } else {
                         ended.push(final_state(&v));
                     }
                 }
             }
+            pending.extend(unsettled_pods().into_iter().map(|p| format!("pod {p}")));
             Ok(match pending.is_empty() {
                 true => Ok(ended),
                 false => Err(format!("waiting for {}", pending.join(", "))),

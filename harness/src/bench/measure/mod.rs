@@ -415,7 +415,15 @@ async fn run_one(
                 let mut settled = Vec::new();
                 if ctx.opts.settle && !f.timed_out {
                     let left = ctx.opts.timeout.saturating_sub(started.elapsed());
-                    match apply::wait_settled(&admin, left).await {
+                    let unsettled = || {
+                        tracker
+                            .snapshot()
+                            .into_iter()
+                            .filter(|p| p.running.is_none() && p.ended.is_none())
+                            .map(|p| p.name)
+                            .collect()
+                    };
+                    match apply::wait_settled(&admin, unsettled, left).await {
                         Ok(s) => settled = s,
                         Err(e) => {
                             let msg = format!("harness: {e:#}\n");
