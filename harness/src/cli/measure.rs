@@ -245,14 +245,18 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{Cli, Command};
     use clap::Parser;
 
+    /// `measure`'s flags alone, as the CLI parses them.
+    #[derive(Parser)]
+    struct Measure {
+        #[command(flatten)]
+        args: super::MeasureArgs,
+    }
+
     fn parse(args: &[&str]) -> super::MeasureArgs {
-        match Cli::try_parse_from(args).unwrap().command {
-            Command::Measure(a) => *a,
-            _ => panic!("not measure"),
-        }
+        let args: Vec<&str> = args.iter().copied().filter(|a| *a != "measure").collect();
+        Measure::try_parse_from(args).unwrap().args
     }
 
     #[test]
