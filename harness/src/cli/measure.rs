@@ -235,7 +235,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
             thor::baseline::record(
                 &path,
                 &result.figures,
-                &format!("measure {}", what.join("; ")),
+                &format!("{}{}", thor::baseline::MEASURE_PREFIX, what.join("; ")),
             )?;
             eprintln!("recorded {}", path.display());
         }

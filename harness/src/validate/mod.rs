@@ -129,7 +129,10 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::ThorScenario => Vec::new(),
             FileKind::Baseline => {
                 let (b, mut f) = crate::bench::thor::baseline::check(ctx, v);
+                // `harness measure --record` names its workload, not a
+                // scenario file.
                 if let Some(b) = b
+                    && !b.is_measure()
                     && let Err(why) = scenario_in_repo(root, &b.scenario)
                 {
                     f.push(ctx.finding(&[Seg::Key("scenario".into())], why));
