@@ -17,6 +17,7 @@ pub mod kubelet_real;
 pub mod kueue;
 pub mod local;
 pub mod logs;
+pub mod measure;
 pub mod realnode;
 pub mod thor;
 pub mod thor_real;

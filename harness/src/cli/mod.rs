@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod measure;
 mod status;
 mod tools;
 mod up;
@@ -40,6 +41,9 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Measure any workload — a command, a folder of manifests, A/B
+    /// variants — in the benchmark's measurement window on fresh clusters.
+    Measure(Box<measure::MeasureArgs>),
     /// Where each binary would come from right now, and what the kind provider would find.
     Doctor(tools::DoctorArgs),
 }
@@ -104,6 +108,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Validate(args) => validate::validate(&args),
         Command::Bench(c) => bench::run(c).await,
         Command::Doctor(args) => tools::doctor(&args).await,
+        Command::Measure(args) => measure::measure(&args).await,
     }
 }
 
@@ -119,6 +124,7 @@ mod tests {
             vec!["harness", "bench", "thor", "--help"],
             vec!["harness", "bench", "gang", "--help"],
             vec!["harness", "validate", "--help"],
+            vec!["harness", "measure", "--help"],
         ] {
             let e = Cli::try_parse_from(&cmd).unwrap_err();
             assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{cmd:?}");

@@ -44,6 +44,36 @@ pub fn is_write_request(key: &str) -> bool {
     )
 }
 
+/// A client identity as `measure` names it: the authenticated user and
+/// the product of its user agent ("kubectl/v1.37.1 (linux/amd64) …" →
+/// "kubectl"), so a load tool's own traffic is told from the controllers'
+/// even when both authenticate alike: "admin (kubectl)",
+/// "system:serviceaccount:kube-system:job-controller
+/// (kube-controller-manager)". No user agent: the user alone.
+pub fn client_key(user: &str, user_agent: &str) -> String {
+    let product = user_agent.split(['/', ' ']).next().unwrap_or("").trim();
+    // client-go names a program by its file: the harness's cached
+    // binaries carry their version ("kube-scheduler-1.37.1").
+    let product = match product.rsplit_once('-') {
+        Some((name, v))
+            if !name.is_empty()
+                && v.trim_start_matches('v')
+                    .starts_with(|c: char| c.is_ascii_digit())
+                && v.trim_start_matches('v')
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            name
+        }
+        _ => product,
+    };
+    if product.is_empty() {
+        user.to_string()
+    } else {
+        format!("{user} ({product})")
+    }
+}
+
 /// Attribute audit events to clients; `harness_users` are excluded from
 /// the totals and counted apart. Windows stream the log into an
 /// `Attributor` instead; this is its form for events in hand (tests).
@@ -59,6 +89,8 @@ pub fn attribute<S: AsRef<str>>(events: &[AuditEvent], harness_users: &[S]) -> A
 #[derive(Debug, Default)]
 pub struct Attributor {
     harness_users: Vec<String>,
+    /// Name clients by user and user agent (`client_key`), not by user.
+    by_agent: bool,
     seen: HashSet<String>,
     a: Attribution,
 }
@@ -72,6 +104,12 @@ impl Attributor {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    /// Clients named by user and user agent (`client_key`).
+    pub fn by_agent(mut self) -> Attributor {
+        self.by_agent = true;
+        self
     }
 
     pub fn add(&mut self, e: &AuditEvent) {
@@ -90,26 +128,31 @@ impl Attributor {
             return;
         }
         let key = e.key();
+        let client = match self.by_agent {
+            true => client_key(&e.user.username, &e.user_agent),
+            false => e.user.username.clone(),
+        };
         a.total += 1;
         *a.by_request.entry(key.clone()).or_default() += 1;
-        *a.by_client.entry(e.user.username.clone()).or_default() += 1;
+        *a.by_client.entry(client.clone()).or_default() += 1;
         for g in &e.user.groups {
             *a.by_group.entry(g.clone()).or_default() += 1;
         }
         let code = e.response_status.as_ref().map_or(0, |s| s.code);
         if code >= 400 && code != 404 && code != 409 {
             *a.failed
-                .entry(e.user.username.clone())
+                .entry(client.clone())
                 .or_default()
                 .entry(format!("{key} {code}"))
                 .or_default() += 1;
         }
         *a.by_client_request
-            .entry(e.user.username.clone())
+            .entry(client)
             .or_default()
             .entry(key)
             .or_default() += 1;
-        if e.verb == "create"
+        // Server-side apply creates with a PATCH answered 201.
+        if (e.verb == "create" || (e.verb == "patch" && code == 201))
             && let Some(o) = &e.object_ref
             && o.subresource.is_empty()
             && e.response_status.as_ref().is_some_and(|s| s.code < 300)
@@ -148,6 +191,58 @@ mod tests {
         ] {
             assert!(!is_write_request(r), "{r}");
         }
+    }
+
+    #[test]
+    fn a_server_side_apply_that_creates_counts_as_created() {
+        let events = vec![
+            ev("1", "ResponseComplete", "w", "patch", "jobsets", "", 201),
+            ev("2", "ResponseComplete", "w", "patch", "jobsets", "", 200),
+            ev("3", "ResponseComplete", "w", "patch", "jobs", "status", 201),
+        ];
+        let a = attribute(&events, &["admin"]);
+        assert_eq!(a.created.get("jobsets"), Some(&1));
+        assert_eq!(a.created.get("jobs"), None);
+    }
+
+    #[test]
+    fn clients_by_agent_are_user_and_product() {
+        assert_eq!(
+            client_key("admin", "kubectl/v1.37.1 (linux/amd64) kubernetes/abc"),
+            "admin (kubectl)"
+        );
+        assert_eq!(
+            client_key(
+                "system:serviceaccount:kube-system:job-controller",
+                "kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:job-controller"
+            ),
+            "system:serviceaccount:kube-system:job-controller (kube-controller-manager)"
+        );
+        assert_eq!(client_key("kwok-controller", ""), "kwok-controller");
+        assert_eq!(
+            client_key(
+                "system:kube-scheduler",
+                "kube-scheduler-1.37.1/v0.0.0 (linux/amd64)"
+            ),
+            "system:kube-scheduler (kube-scheduler)"
+        );
+        assert_eq!(client_key("k", "kwok-0.8.0/v0.0.0"), "k (kwok)");
+        assert_eq!(client_key("x", "k8s-2x/1"), "x (k8s-2x)");
+        assert_eq!(client_key("u", "Go-http-client/1.1"), "u (Go-http-client)");
+        // One user, two tools: two clients; the harness still set apart.
+        let mut kubectl = ev("1", "ResponseComplete", "w", "create", "jobs", "", 201);
+        kubectl.user_agent = "kubectl/v1.37.1".into();
+        let mut tool = ev("2", "ResponseComplete", "w", "list", "jobs", "", 200);
+        tool.user_agent = "kube-burner/1.0".into();
+        let mut mine = ev("3", "ResponseComplete", "admin", "list", "pods", "", 200);
+        mine.user_agent = "harness".into();
+        let mut a = Attributor::new(&["admin"]).by_agent();
+        [kubectl, tool, mine].iter().for_each(|e| a.add(e));
+        let a = a.finish();
+        assert_eq!(a.by_client["w (kubectl)"], 1);
+        assert_eq!(a.by_client["w (kube-burner)"], 1);
+        assert_eq!(a.by_client_request["w (kubectl)"]["create jobs"], 1);
+        assert_eq!((a.total, a.harness), (2, 1));
     }
 
     fn ev(

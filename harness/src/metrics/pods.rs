@@ -33,7 +33,7 @@ fn has_all(p: &PodTimes, labels: &[(&str, &str)]) -> bool {
         .all(|(k, v)| p.labels.get(*k).map(String::as_str) == Some(*v))
 }
 
-/// Watches the pods of one namespace until dropped.
+/// Watches the pods of one namespace (or of all) until dropped.
 pub struct PodTracker {
     pods: Arc<Mutex<HashMap<String, PodTimes>>>,
     task: tokio::task::JoinHandle<()>,
@@ -48,8 +48,17 @@ impl Drop for PodTracker {
 
 impl PodTracker {
     pub fn start(client: kube::Client, namespace: &str) -> PodTracker {
+        Self::watch(Api::namespaced(client, namespace))
+    }
+
+    /// The pods of every namespace (`measure`: a workload may make its
+    /// own namespaces).
+    pub fn start_all(client: kube::Client) -> PodTracker {
+        Self::watch(Api::all(client))
+    }
+
+    fn watch(api: Api<Pod>) -> PodTracker {
         let pods: Arc<Mutex<HashMap<String, PodTimes>>> = Arc::default();
-        let api: Api<Pod> = Api::namespaced(client, namespace);
         let sink = pods.clone();
         let task = tokio::spawn(async move {
             let mut stream = watcher(api, watcher::Config::default()).boxed();

@@ -145,6 +145,9 @@ pub struct Options {
     /// (cluster::existing::apf): alone where there is no audit log,
     /// checked against it where there is.
     pub apf: Option<ApfFlows>,
+    /// Name clients by user and user agent (metrics::attribution::
+    /// client_key) rather than by user: `measure`'s "requests by client".
+    pub agents: bool,
 }
 
 /// `WindowFigures.not_measured` entries other code looks for.
@@ -171,12 +174,16 @@ fn not_measured(cluster: &impl Cluster) -> Vec<String> {
 /// timeline.
 fn audit_attribution(
     cluster: &impl Cluster,
+    agents: bool,
     before: &Snapshot,
     opened_at: time::OffsetDateTime,
     timeline: &mut Timeline,
 ) -> Result<Attribution> {
     let harness = cluster.harness_users();
     let mut attributor = Attributor::new(&harness);
+    if agents {
+        attributor = attributor.by_agent();
+    }
     let mut spans = timeline::AuditSpans::new(opened_at, &harness);
     cluster.visit_audit(before.audit_offset, &mut |e| {
         attributor.add(&e);
@@ -301,7 +308,13 @@ impl Window {
         let mut not_measured = not_measured(cluster);
         let (attribution, source, apf_agreement) = match (cluster.audit_log().is_some(), apf) {
             (true, apf) => {
-                let a = audit_attribution(cluster, &before, this.opened_at, &mut timeline)?;
+                let a = audit_attribution(
+                    cluster,
+                    this.opts.agents,
+                    &before,
+                    this.opened_at,
+                    &mut timeline,
+                )?;
                 let agreement = apf
                     .map(|c| apf::agreement(&c, &a.by_client, &a.by_group))
                     .unwrap_or_default();

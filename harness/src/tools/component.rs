@@ -26,6 +26,10 @@ pub enum Component {
     /// The Kueue controller (sigs.k8s.io/kueue/cmd/kueue), started only on
     /// clusters asked for with `--kueue`.
     Kueue,
+    /// Kueue's scheduling-performance runner (the main package
+    /// test/performance/scheduler/runner of the same Kueue module): what
+    /// `measure --kueue-perf` runs.
+    KueuePerfRunner,
     /// The kubectl HPCC's platform image ships (1.29.7), which the Thor
     /// driver forks like thoragent does; not part of any cluster.
     HpccKubectl,
@@ -91,7 +95,7 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
 }
 
 impl Component {
-    pub const ALL: [Component; 23] = [
+    pub const ALL: [Component; 24] = [
         Component::Etcd,
         Component::KubeApiserver,
         Component::KubeControllerManager,
@@ -100,6 +104,7 @@ impl Component {
         Component::Kwok,
         Component::Jobset,
         Component::Kueue,
+        Component::KueuePerfRunner,
         Component::HpccKubectl,
         Component::Kubelet,
         Component::Agnhost,
@@ -162,6 +167,7 @@ impl Component {
             Component::Kwok => "kwok",
             Component::Jobset => "jobset-controller",
             Component::Kueue => "kueue-controller",
+            Component::KueuePerfRunner => "kueue-perf-runner",
             Component::HpccKubectl => "hpcc-kubectl",
             Component::Kubelet => "kubelet",
             Component::Agnhost => "agnhost",
@@ -243,7 +249,7 @@ impl Component {
             Component::Etcd => ETCD_VERSION.to_string(),
             Component::Kwok => KWOK_VERSION.to_string(),
             Component::Jobset => JOBSET_VERSION.to_string(),
-            Component::Kueue => KUEUE_VERSION.to_string(),
+            Component::Kueue | Component::KueuePerfRunner => KUEUE_VERSION.to_string(),
             Component::HpccKubectl => HPCC_KUBECTL_VERSION.to_string(),
             Component::Containerd | Component::ContainerdShim | Component::Ctr => {
                 CONTAINERD_VERSION.to_string()
@@ -315,6 +321,17 @@ impl Component {
                 cgo: false,
                 tags: &[],
             },
+            Component::KueuePerfRunner => GoSource {
+                tree: format!("kueue-{v}"),
+                module: "sigs.k8s.io/kueue",
+                module_version: format!("v{v}"),
+                package: "sigs.k8s.io/kueue/test/performance/scheduler/runner".into(),
+                staging_replaces: None,
+                ldflags: vec![],
+                main_go: None,
+                cgo: false,
+                tags: &[],
+            },
             // k8s.io/kubectl is published as v0.<minor>.<patch> for 1.<minor>.<patch>.
             Component::HpccKubectl => GoSource {
                 tree: format!("hpcc-kubectl-{v}"),
@@ -356,7 +373,10 @@ impl Component {
             Component::Kubectl | Component::HpccKubectl => Some(&["version", "--client"]),
             // agnhost prints "app version development"; the others of a
             // real node are read from their build information too.
-            Component::Jobset | Component::Kueue | Component::Agnhost => None,
+            Component::Jobset
+            | Component::Kueue
+            | Component::KueuePerfRunner
+            | Component::Agnhost => None,
             // kubeadm's `version` prints a Go struct; crictl's and
             // CoreDNS's versions are read from the build information too.
             Component::Kubeadm | Component::Crictl | Component::Coredns => None,
@@ -373,7 +393,7 @@ impl Component {
             Component::Kubectl | Component::HpccKubectl => "Client Version: v",
             Component::Kwok => "version v",
             Component::Jobset => "jobset ",
-            Component::Kueue => "kueue ",
+            Component::Kueue | Component::KueuePerfRunner => "kueue ",
             Component::Kind => "kind v",
             _ => "Kubernetes v",
         };

@@ -152,6 +152,10 @@ pub fn artifact(
         Component::Kueue => {
             Err("Kueue publishes its controller only as a container image, no binary".to_string())
         }
+        Component::KueuePerfRunner => Err(
+            "Kueue's performance runner is a test program: it is built from its module, never published"
+                .to_string(),
+        ),
         Component::Agnhost => {
             Err("agnhost is published only as a container image, no binary".to_string())
         }

@@ -42,7 +42,9 @@ fn classify(rel: &str, text: &str) -> Option<FileKind> {
     if rel.starts_with("baselines/") {
         return rel.ends_with(".json").then_some(FileKind::Baseline);
     }
-    if !is_yaml {
+    // Kueue's performance runner's generator configs: the runner's own
+    // format, read by it (`measure --kueue-perf`), no Kubernetes object.
+    if !is_yaml || rel.starts_with("suites/measure/kueue-perf/") {
         return None;
     }
     if rel.starts_with("kind-configs/") || text.contains("kind.x-k8s.io/") {
@@ -127,7 +129,10 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::ThorScenario => Vec::new(),
             FileKind::Baseline => {
                 let (b, mut f) = crate::bench::thor::baseline::check(ctx, v);
+                // `harness measure --record` names its workload, not a
+                // scenario file.
                 if let Some(b) = b
+                    && !b.is_measure()
                     && let Err(why) = scenario_in_repo(root, &b.scenario)
                 {
                     f.push(ctx.finding(&[Seg::Key("scenario".into())], why));

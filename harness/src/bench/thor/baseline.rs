@@ -130,6 +130,12 @@ impl Tolerance {
 
 impl Baseline {
     /// A v1 file: one value per metric, hand-set tolerances.
+    /// A baseline `harness measure --record` wrote: its `scenario` names
+    /// the workload ("measure NAME: COMMAND…"), its modes are variants.
+    pub fn is_measure(&self) -> bool {
+        self.scenario.starts_with(MEASURE_PREFIX)
+    }
+
     pub fn single_value(&self) -> bool {
         self.schema == SCHEMA_V1
     }
@@ -164,7 +170,8 @@ impl Baseline {
             out.push((vec![k("modes")], "no modes recorded".into()));
         }
         for (mode, metrics) in &self.modes {
-            if crate::workload::thor::Mode::parse(mode).is_none() {
+            // A `harness measure` baseline's modes are its variants.
+            if !self.is_measure() && crate::workload::thor::Mode::parse(mode).is_none() {
                 out.push((vec![k("modes"), k(mode)], format!("unknown mode {mode:?}")));
             }
             if metrics.is_empty() {
@@ -265,6 +272,9 @@ pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
         &variant(profile, real),
     )
 }
+
+/// How a `harness measure` baseline's `scenario` starts.
+pub const MEASURE_PREFIX: &str = "measure ";
 
 /// Where a Result records its kubelets (a kwok model's, or real ones).
 pub const KUBELET_KEY: &str = "kubelet";

@@ -81,6 +81,14 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
 type Row = (&'static str, fn(&ModeResult) -> f64);
 type TextRow = (&'static str, fn(&ModeResult) -> String);
 
+/// Words of the headline rows that only Thor runs have.
+const THOR_ONLY: &[&str] = &[
+    "Thor identity",
+    "of which writes",
+    "instance",
+    "worker pods",
+];
+
 /// Rows of the headline table: label and a value from a mode.
 fn rows() -> Vec<Row> {
     vec![
@@ -128,17 +136,24 @@ fn rows() -> Vec<Row> {
 pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
     let mut s = String::new();
     let modes: Vec<&String> = r.modes.keys().collect();
-    let _ = writeln!(
-        s,
-        "## Thor benchmark: {} — {} workers ({} per pod), {} at a time, graph {} — Kubernetes v{} ({})\n",
-        r.scenario,
-        r.num_workers,
-        r.num_workers_per_pod,
-        r.max_graphs,
-        r.graph_duration,
-        r.k8s_version,
-        r.provider
-    );
+    // `harness measure`'s figures have no Thor instances: their heading
+    // is the caller's, and Thor's rows and sections are left out.
+    let thor = r.is_thor();
+    if !thor {
+        s.push_str("### Figures\n\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "## Thor benchmark: {} — {} workers ({} per pod), {} at a time, graph {} — Kubernetes v{} ({})\n",
+            r.scenario,
+            r.num_workers,
+            r.num_workers_per_pod,
+            r.max_graphs,
+            r.graph_duration,
+            r.k8s_version,
+            r.provider
+        );
+    }
     let _ = writeln!(
         s,
         "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
@@ -178,23 +193,30 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         );
     }
     apf_agreement(&mut s, r);
-    let base = r.modes.get("baseline").map(|m| &m.result);
+    let reference = r.reference_mode().unwrap_or("baseline");
+    let base = r.modes.get(reference).map(|m| &m.result);
     let ratio_cols: Vec<&String> = modes
         .iter()
         .copied()
-        .filter(|m| m.as_str() != "baseline" && base.is_some())
+        .filter(|m| m.as_str() != reference && base.is_some())
         .collect();
     let columns: Vec<String> = modes
         .iter()
         .map(|m| m.to_string())
-        .chain(ratio_cols.iter().map(|m| format!("{m} / baseline")))
+        .chain(ratio_cols.iter().map(|m| format!("{m} / {reference}")))
         .collect();
-    let first = format!(
-        "per run of {} instances",
-        r.modes.values().next().map_or(0, |m| m.result.instances)
-    );
+    let first = match thor {
+        true => format!(
+            "per run of {} instances",
+            r.modes.values().next().map_or(0, |m| m.result.instances)
+        ),
+        false => "per run".to_string(),
+    };
     markdown_table_head(&mut s, &first, &columns);
     for (label, f) in rows() {
+        if !thor && THOR_ONLY.iter().any(|t| label.contains(t)) {
+            continue;
+        }
         let _ = write!(s, "| {label} |");
         for m in &modes {
             let _ = write!(s, " {} |", fmt_num(f(&r.modes[*m].result)));
@@ -271,8 +293,10 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         }
         s.push('\n');
     }
-    s.push_str("\n### Requests of the Thor identity\n\n");
-    for m in &modes {
+    if thor {
+        s.push_str("\n### Requests of the Thor identity\n\n");
+    }
+    for m in modes.iter().filter(|_| thor) {
         let reqs = r.modes[*m]
             .result
             .window

@@ -232,10 +232,24 @@ pub fn samples(runs: &[ModeResult]) -> BTreeMap<String, Vec<f64>> {
 }
 
 impl ThorResult {
-    /// The mode the others are divided by: baseline when it ran.
+    /// A Thor benchmark's Result (not `harness measure`'s figures, which
+    /// share the shape but have no Thor instances).
+    pub fn is_thor(&self) -> bool {
+        self.schema == RESULT_SCHEMA
+    }
+
+    /// The mode the others are divided by: baseline when it ran, else
+    /// the one `statistics` names, else the first.
     pub fn reference_mode(&self) -> Option<&str> {
         if self.modes.contains_key("baseline") {
             Some("baseline")
+        } else if let Some(r) = self
+            .statistics
+            .as_ref()
+            .map(|s| s.reference.as_str())
+            .filter(|r| self.modes.contains_key(*r))
+        {
+            Some(r)
         } else {
             self.modes.keys().next().map(String::as_str)
         }

@@ -23,6 +23,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
     // HPCC's eclccserver launching compile Jobs; RBAC in
     // manifests/hpcc/rbac/eclccserver.yaml.
     ("eclccserver", "eclccserver", &[]),
+    // What `harness measure` runs (its command's KUBECONFIG, what
+    // --apply applies): a cluster admin, named apart from the harness.
+    (WORKLOAD_USER, WORKLOAD_USER, &["system:masters"]),
     // A real node's kubelet (`up --real-node`): the Node authorizer and
     // NodeRestriction know it by this name and group.
     (KUBELET, NODE_USER, &["system:nodes"]),
@@ -30,6 +33,9 @@ pub const IDENTITIES: &[(&str, &str, &[&str])] = &[
 
 /// The user the harness acts as (its kubeconfig is what `up` prints).
 pub const ADMIN_USER: &str = "admin";
+
+/// The identity of the workload `harness measure` runs.
+pub const WORKLOAD_USER: &str = "workload";
 
 /// The scheduler's user name (the same on every cluster).
 pub const SCHEDULER_USER: &str = "system:kube-scheduler";

@@ -1,0 +1,107 @@
+//! `harness measure`'s Result: the figures of every run as the Thor
+//! benchmark keeps them (`figures`: one "mode" per variant, so the same
+//! report, statistics, baselines and comparison apply), and beside them
+//! what only a measured workload has — each run's exit code, wall time,
+//! output folder and the harness's own share of the cost.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::thor::result::ThorResult;
+
+pub const SCHEMA: &str = "harness.measure-result/v1";
+
+/// The harness's own cost in one run beside the workload's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Requests of the harness's identity in the window (its pod watch,
+    /// its scrapes, `--apply`'s wait) and of everyone else.
+    pub harness_requests: u64,
+    pub workload_requests: u64,
+    /// CPU seconds of the harness process, of the command and its
+    /// children (the `workload` row of `resources`), and of the control
+    /// plane's processes (every other row).
+    pub harness_cpu_s: f64,
+    pub workload_cpu_s: f64,
+    pub control_plane_cpu_s: f64,
+    /// harness ÷ everyone else's requests, harness ÷ (workload + control
+    /// plane) CPU, in percent.
+    pub requests_pct: f64,
+    pub cpu_pct: f64,
+}
+
+impl Overhead {
+    /// From a window's figures (the `workload` row already named).
+    pub fn of(w: &crate::metrics::WindowFigures) -> Overhead {
+        let cpu = |n: &str| w.resources.get(n).map_or(0.0, |u| u.cpu_s);
+        let harness_cpu_s = cpu(crate::metrics::usage::HARNESS);
+        let workload_cpu_s = cpu(WORKLOAD_ROW);
+        let control_plane_cpu_s = w
+            .resources
+            .iter()
+            .filter(|(n, _)| *n != crate::metrics::usage::HARNESS && *n != WORKLOAD_ROW)
+            .map(|(_, u)| u.cpu_s)
+            .sum();
+        let pct = |a: f64, b: f64| if b > 0.0 { a / b * 100.0 } else { 0.0 };
+        Overhead {
+            harness_requests: w.harness_requests,
+            workload_requests: w.api_requests_total,
+            harness_cpu_s,
+            workload_cpu_s,
+            control_plane_cpu_s,
+            requests_pct: pct(w.harness_requests as f64, w.api_requests_total as f64),
+            cpu_pct: pct(harness_cpu_s, workload_cpu_s + control_plane_cpu_s),
+        }
+    }
+}
+
+/// The `resources` row of the measured command and everything it ran
+/// (the harness's waited-for children: only the command in `measure`).
+pub const WORKLOAD_ROW: &str = "workload";
+
+/// One run of one variant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadRun {
+    pub variant: String,
+    /// 0-based round.
+    pub round: u32,
+    pub cluster: String,
+    /// The command's exit code (128 + signal when a signal ended it, 124
+    /// past the timeout); for `--apply`, 0 when it applied and finished,
+    /// 1 when the apply was refused, 124 when the wait timed out.
+    pub exit_code: i32,
+    pub timed_out: bool,
+    /// The command's (or the apply and its wait's) own wall time.
+    pub wall_s: f64,
+    /// How what the workload made ended, as the wait last saw it
+    /// ("JobSet ns/name Completed", "Job ns/name Complete").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<String>,
+    /// Its stdout.log and stderr.log, relative to the out folder.
+    pub output: String,
+    pub overhead: Overhead,
+}
+
+/// The whole measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasureResult {
+    pub schema: String,
+    /// `--name`: the baseline's name (`measure-NAME`).
+    pub name: String,
+    /// Variant → what it runs.
+    pub variants: BTreeMap<String, String>,
+    pub runs: Vec<WorkloadRun>,
+    /// Kueue's performance runner's own figures, per run (`--kueue-perf`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kueue_runner: Vec<crate::bench::measure::kueue_perf::RunnerFigures>,
+    /// Every run's figures, as the Thor benchmark's Result keeps them.
+    pub figures: ThorResult,
+}
+
+impl MeasureResult {
+    /// Exit 1 when any run's workload failed.
+    pub fn failed(&self) -> bool {
+        self.runs.iter().any(|r| r.exit_code != 0)
+    }
+}

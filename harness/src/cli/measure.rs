@@ -1,0 +1,303 @@
+//! `harness measure`: any workload inside the one measurement window on
+//! a fresh local cluster per run, reported as `bench thor` reports, with
+//! repeats, A/B variants and baselines.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use harness::bench::measure::workload::{self, Variant, Workload};
+use harness::bench::measure::{self, MeasureOptions, report};
+use harness::bench::thor;
+use harness::cluster::profile::{ControlPlane, Profile};
+use harness::cluster::{ClusterSpec, NodeSpec};
+use harness::error::{self, bad_input};
+use harness::k8s::K8sRelease;
+use harness::signal::{self, EXIT_INTERRUPTED, Raced};
+
+use crate::cli::args::{parse_bins, parse_profile};
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  harness measure -- kubectl create job hello --image=registry.k8s.io/pause:3.10\n  harness measure --apply suites/measure/manifests --kueue\n  harness measure --repeat 5 --variant one='kubectl create job a --image=x' --variant ten='kubectl apply -f ten.yaml'"
+)]
+pub struct MeasureArgs {
+    /// Name of the measurement: the report's title and the baseline's
+    /// file (baselines/<provider>/<minor>/measure-NAME.json).
+    #[arg(long, default_value = "workload")]
+    pub name: String,
+    /// Apply the manifests of this folder (CRDs first, then namespaces,
+    /// then configuration, then the rest) as the workload's identity and
+    /// wait until what they made has finished, instead of a command.
+    #[arg(long, value_name = "DIR", conflicts_with = "variants")]
+    pub apply: Option<PathBuf>,
+    /// Run Kueue's scheduling-performance runner (kueue-perf-runner,
+    /// built from the Kueue module) with this generator config (e.g.
+    /// suites/measure/kueue-perf/small.yaml) as the workload; implies
+    /// --kueue. Its own figures (summary.yaml: admission and finish times
+    /// per workload class) are kept beside the harness's.
+    #[arg(long, value_name = "CONFIG", conflicts_with = "apply")]
+    pub kueue_perf: Option<PathBuf>,
+    /// An A/B variant: NAME='COMMAND' (run with sh -c) or NAME=@DIR
+    /// (applied as --apply DIR). Give two or more; they run interleaved
+    /// on fresh clusters, each ratio to the first with a 95 % interval
+    /// and a verdict.
+    #[arg(
+        long = "variant",
+        value_name = "NAME=CMD|NAME=@DIR",
+        conflicts_with = "kueue_perf"
+    )]
+    pub variants: Vec<String>,
+    /// Rounds: every variant once per round, in an order shuffled from
+    /// --seed, each run on a fresh cluster.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Seed of the run order (printed by every run). Default: the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where result.json, report.md, report.html, junit.xml, the
+    /// timelines and each run's output (runs/<variant>-<round>/) go.
+    #[arg(long, default_value = "measure-out")]
+    pub out: PathBuf,
+    /// Kubernetes minor of the clusters.
+    #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
+    pub k8s_version: String,
+    /// Control-plane profile: default or tuned (as `up --control-plane`).
+    #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
+    pub control_plane: Profile,
+    /// Fake (kwok) nodes of each cluster.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// Pod capacity of each node.
+    #[arg(long, default_value_t = 110)]
+    pub node_pods: u32,
+    /// Also run Kueue (its controller as a process, its CRDs and webhooks
+    /// installed) on each cluster.
+    #[arg(long)]
+    pub kueue: bool,
+    /// Seconds the command (or --apply's wait) may take; past it the
+    /// command is stopped and the run's exit code is 124.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// End the window when the command exits, instead of when the cluster
+    /// has settled (every Job and JobSet finished, Deployments and
+    /// StatefulSets available, every pod Running or ended; the wait's
+    /// requests are the harness's, counted apart).
+    #[arg(long)]
+    pub no_settle: bool,
+    /// Add the API server's and etcd's own metrics to the timeline,
+    /// scraped every second (costs the API server CPU).
+    #[arg(long)]
+    pub scrape_metrics: bool,
+    /// Compare with the stored baseline (measure-NAME); exit 1 on a
+    /// regression.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: judge counts and sizes only.
+    #[arg(long, requires = "compare")]
+    pub counts_only: bool,
+    /// Store this run as the baseline measure-NAME.
+    #[arg(long)]
+    pub record: bool,
+    /// Use this binary: NAME=PATH. Repeatable.
+    #[arg(long = "bin", value_name = "NAME=PATH")]
+    pub bins: Vec<String>,
+    /// The command to measure and its arguments (after `--`). It runs
+    /// with KUBECONFIG (the `workload` identity, a cluster admin) and
+    /// HARNESS_RUN_ID set, the cluster's kubectl first on PATH.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl MeasureArgs {
+    /// The workloads the flags give: exactly one of a command, --apply,
+    /// two or more --variant.
+    pub fn variants(&self) -> Result<Vec<Variant>> {
+        let given = [
+            !self.command.is_empty(),
+            self.apply.is_some(),
+            !self.variants.is_empty(),
+            self.kueue_perf.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
+        if given != 1 {
+            return Err(bad_input(
+                "give exactly one of: a command after `--`, --apply DIR, --kueue-perf CONFIG, or two or more --variant",
+            ));
+        }
+        if !self.variants.is_empty() {
+            return workload::parse_variants(&self.variants);
+        }
+        let w = match (&self.apply, &self.kueue_perf) {
+            (Some(dir), _) => Workload::Apply(dir.clone()),
+            (_, Some(config)) => Workload::KueuePerf(config.clone()),
+            _ => Workload::Command(self.command.clone()),
+        };
+        Ok(vec![Variant {
+            name: self.name.clone(),
+            workload: w,
+        }])
+    }
+}
+
+pub async fn measure(args: &MeasureArgs) -> Result<i32> {
+    let variants = args.variants()?;
+    let k8s = K8sRelease::parse(&args.k8s_version)?;
+    if args.timeout == 0 || args.nodes == 0 {
+        return Err(bad_input("--timeout and --nodes must be ≥ 1"));
+    }
+    let root = harness::paths::repo_root(&std::env::current_dir()?);
+    let mut spec = ClusterSpec::new("measure", k8s.minor);
+    spec.nodes = NodeSpec {
+        count: args.nodes,
+        pods: args.node_pods,
+        ..NodeSpec::default()
+    };
+    spec.control_plane = ControlPlane::of(args.control_plane);
+    spec.kueue = (args.kueue || args.kueue_perf.is_some()).then(Default::default);
+    let opts = MeasureOptions {
+        name: args.name.clone(),
+        variants,
+        repeat: args.repeat,
+        seed: args.seed,
+        spec,
+        bins: parse_bins(&args.bins)?,
+        cluster_prefix: format!("measure-{}", std::process::id()),
+        out: args.out.clone(),
+        timeout: Duration::from_secs(args.timeout),
+        scrape: args.scrape_metrics,
+        settle: !args.no_settle,
+    };
+    let baseline = |root: &std::path::Path| {
+        thor::baseline::path_of(
+            root,
+            "local",
+            k8s.minor,
+            &format!("measure-{}", args.name),
+            &opts.spec.control_plane.label(),
+        )
+    };
+    if args.compare || args.record {
+        workload::check_name("--name", &args.name)?;
+        let root = root.as_deref().ok_or_else(|| {
+            bad_input("--compare/--record need the repository (baselines/): run from inside it")
+        })?;
+        if args.compare {
+            thor::baseline::load(&baseline(root))?;
+        }
+    }
+    let result = match signal::race(measure::measure(&opts)).await {
+        Raced::Finished(r) => r?,
+        Raced::Interrupted(sig) => {
+            eprintln!("\nharness: {sig}: stopping the workload and tearing down its clusters");
+            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    for p in report::write_all(&result, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", report::markdown(&result));
+    let mut code = 0;
+    if result.failed() {
+        for r in result.runs.iter().filter(|r| r.exit_code != 0) {
+            eprintln!(
+                "harness: {} round {} exited {} (its output: {})",
+                r.variant,
+                r.round + 1,
+                r.exit_code,
+                args.out.join(&r.output).display()
+            );
+        }
+        code = error::EXIT_FAILED;
+    }
+    if let Some(root) = &root {
+        if args.compare {
+            let c = thor::compare(root, &result.figures, args.counts_only, &args.out)?;
+            print!(
+                "{}",
+                thor::report::compare_markdown(&c.verdicts, &c.baseline)
+            );
+            if c.regressed() {
+                code = error::EXIT_FAILED;
+            }
+        }
+        if args.record {
+            let path = baseline(root);
+            let what: Vec<String> = result
+                .variants
+                .iter()
+                .map(|(n, w)| format!("{n}: {w}"))
+                .collect();
+            thor::baseline::record(
+                &path,
+                &result.figures,
+                &format!("{}{}", thor::baseline::MEASURE_PREFIX, what.join("; ")),
+            )?;
+            eprintln!("recorded {}", path.display());
+        }
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    /// `measure`'s flags alone, as the CLI parses them.
+    #[derive(Parser)]
+    struct Measure {
+        #[command(flatten)]
+        args: super::MeasureArgs,
+    }
+
+    fn parse(args: &[&str]) -> super::MeasureArgs {
+        let args: Vec<&str> = args.iter().copied().filter(|a| *a != "measure").collect();
+        Measure::try_parse_from(args).unwrap().args
+    }
+
+    #[test]
+    fn exactly_one_workload() {
+        let a = parse(&[
+            "harness",
+            "measure",
+            "--",
+            "kubectl",
+            "create",
+            "job",
+            "j",
+            "--image=x",
+        ]);
+        let v = a.variants().unwrap();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].workload.describe(), "kubectl create job j --image=x");
+        let a = parse(&["harness", "measure", "--kueue-perf", "c.yaml"]);
+        assert_eq!(
+            a.variants().unwrap()[0].workload.describe(),
+            "--kueue-perf c.yaml"
+        );
+        let a = parse(&["harness", "measure", "--apply", "d"]);
+        assert_eq!(a.variants().unwrap()[0].workload.describe(), "--apply d");
+        for bad in [
+            vec!["harness", "measure"],
+            vec!["harness", "measure", "--apply", "d", "--", "true"],
+            vec!["harness", "measure", "--variant", "a=true", "--", "true"],
+            vec!["harness", "measure", "--variant", "a=true"],
+        ] {
+            let e = parse(&bad).variants().unwrap_err();
+            assert_eq!(harness::error::exit_code(&e), 2, "{bad:?}");
+        }
+        let a = parse(&[
+            "harness",
+            "measure",
+            "--variant",
+            "a=true",
+            "--variant",
+            "b=@dir",
+        ]);
+        assert_eq!(a.variants().unwrap().len(), 2);
+    }
+}

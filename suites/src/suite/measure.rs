@@ -1,0 +1,334 @@
+//! `harness measure` on the local provider, as a user runs it: a kubectl
+//! command's requests attributed to kubectl's identity and what follows
+//! to the Job controller and the scheduler; `--apply` of the sample
+//! folder (a JobSet and a Kueue-queued Job) waiting until both finished;
+//! a failing command as a result with its exit code; an A/B of a Job of
+//! 1 vs 10 completions judged by the statistics rule. Expectations come
+//! from what the workload asks for, not from recorded counts.
+
+use std::time::Duration;
+
+use crate::runner::{Suite, Test};
+use anyhow::{Context, Result, ensure};
+use harness::bench::measure::result::MeasureResult;
+use harness::bench::measure::workload::{Variant, Workload};
+use harness::bench::measure::{MeasureOptions, measure};
+use harness::stats::Direction;
+use libtest_mimic::Arguments;
+
+const JOB_CONTROLLER: &str =
+    "system:serviceaccount:kube-system:job-controller (kube-controller-manager)";
+const SCHEDULER: &str = "system:kube-scheduler (kube-scheduler)";
+const KUBECTL: &str = "workload (kubectl)";
+
+fn options(
+    prefix: &str,
+    variants: Vec<Variant>,
+    repeat: u32,
+) -> Result<(MeasureOptions, tempfile::TempDir)> {
+    let out = tempfile::tempdir()?;
+    let mut spec = crate::test_spec("measure");
+    spec.nodes.count = 2;
+    Ok((
+        MeasureOptions {
+            name: prefix.to_string(),
+            variants,
+            repeat,
+            seed: Some(7),
+            spec,
+            bins: Default::default(),
+            cluster_prefix: crate::unique_name(&format!("t-{prefix}")),
+            out: out.path().to_path_buf(),
+            timeout: Duration::from_secs(180),
+            scrape: false,
+            settle: true,
+        },
+        out,
+    ))
+}
+
+fn run(opts: &MeasureOptions) -> Result<MeasureResult> {
+    crate::runtime()?.block_on(measure(opts))
+}
+
+fn command(name: &str, argv: &[&str]) -> Variant {
+    Variant {
+        name: name.into(),
+        workload: Workload::Command(argv.iter().map(|s| s.to_string()).collect()),
+    }
+}
+
+fn count(r: &MeasureResult, variant: &str, client: &str, request: &str) -> u64 {
+    r.figures.modes[variant].repeats[0]
+        .window
+        .api_requests_by_client_request
+        .get(client)
+        .and_then(|m| m.get(request))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// kubectl creates the Job (and only that: one request of its own); the
+/// Job controller creates its pod; the scheduler binds it.
+fn kubectl_job_is_attributed_by_identity() -> Result<()> {
+    let v = command(
+        "job",
+        &[
+            "kubectl",
+            "create",
+            "job",
+            "hello",
+            "--image=registry.k8s.io/pause:3.10",
+        ],
+    );
+    let (opts, out) = options("kubectl-job", vec![v], 1)?;
+    let r = run(&opts)?;
+    let run0 = &r.runs[0];
+    ensure!(run0.exit_code == 0, "kubectl exited {}", run0.exit_code);
+    ensure!(
+        count(&r, "job", KUBECTL, "create jobs") == 1,
+        "kubectl's requests: {:?}",
+        r.figures.modes["job"]
+            .result
+            .window
+            .api_requests_by_client_request
+            .get(KUBECTL)
+    );
+    ensure!(
+        count(&r, "job", JOB_CONTROLLER, "create pods") == 1,
+        "the Job controller's pod"
+    );
+    ensure!(
+        count(&r, "job", SCHEDULER, "create pods/binding") == 1,
+        "the scheduler's binding"
+    );
+    ensure!(
+        run0.settled
+            .iter()
+            .any(|s| s.starts_with("Job default/hello Complete")),
+        "the window closed before the Job completed: {:?}",
+        run0.settled
+    );
+    let m = &r.figures.modes["job"].result;
+    ensure!(m.pods_created == 1, "pods created {}", m.pods_created);
+    ensure!(
+        m.window.harness_requests > 0,
+        "the harness's own requests are counted apart"
+    );
+    ensure!(
+        !m.window
+            .api_requests_by_client
+            .keys()
+            .any(|c| c.starts_with("admin")),
+        "the harness's identity among the clients: {:?}",
+        m.window.api_requests_by_client.keys()
+    );
+    // The reports name kubectl's identity.
+    harness::bench::measure::report::write_all(&r, out.path())?;
+    let md = std::fs::read_to_string(out.path().join("report.md")).context("report.md")?;
+    ensure!(md.contains(KUBECTL), "report.md does not name {KUBECTL}");
+    ensure!(out.path().join(&run0.output).join("stdout.log").is_file());
+    let stdout = std::fs::read_to_string(out.path().join(&run0.output).join("stdout.log"))?;
+    ensure!(
+        stdout.contains("job.batch/hello created"),
+        "kubectl's output: {stdout:?}"
+    );
+    Ok(())
+}
+
+/// `--apply` of suites/measure/manifests: a JobSet and a Kueue-queued
+/// Job; the window closes only once both finished.
+fn apply_waits_for_the_jobset_and_the_queued_job() -> Result<()> {
+    let dir = crate::repo_root().join("suites/measure/manifests");
+    let v = Variant {
+        name: "sample".into(),
+        workload: Workload::Apply(dir),
+    };
+    let (mut opts, _out) = options("apply", vec![v], 1)?;
+    opts.spec.kueue = Some(Default::default());
+    let r = run(&opts)?;
+    let run0 = &r.runs[0];
+    ensure!(run0.exit_code == 0, "exit {}", run0.exit_code);
+    for want in [
+        "JobSet measure-sample/sample Completed",
+        "Job measure-sample/queued Complete",
+    ] {
+        ensure!(
+            run0.settled.iter().any(|s| s == want),
+            "{want}: {:?}",
+            run0.settled
+        );
+    }
+    let m = &r.figures.modes["sample"].result;
+    // 1 leader + 3 workers + 2 queued pods.
+    ensure!(m.pods_created == 6, "pods created {}", m.pods_created);
+    ensure!(
+        count(
+            &r,
+            "sample",
+            "kueue-controller (kueue)",
+            "patch workloads/status"
+        ) + count(
+            &r,
+            "sample",
+            "kueue-controller (kueue)",
+            "update workloads/status"
+        ) >= 1,
+        "Kueue admitted nothing: {:?}",
+        m.window
+            .api_requests_by_client_request
+            .get("kueue-controller (kueue)")
+    );
+    ensure!(m.window.objects_created.get("jobsets") == Some(&1));
+    Ok(())
+}
+
+/// A command that fails is a result: its exit code kept, no error.
+fn a_failing_command_is_a_result() -> Result<()> {
+    let v = command("fails", &["sh", "-c", "echo no >&2; exit 7"]);
+    let (opts, out) = options("fails", vec![v], 1)?;
+    let r = run(&opts)?;
+    ensure!(r.runs[0].exit_code == 7, "exit {}", r.runs[0].exit_code);
+    ensure!(r.failed());
+    let err = std::fs::read_to_string(out.path().join(&r.runs[0].output).join("stderr.log"))?;
+    ensure!(err == "no\n", "stderr {err:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("result.json"))?)?;
+    ensure!(
+        json["runs"][0]["exit_code"] == 7,
+        "result.json: {}",
+        json["runs"][0]
+    );
+    Ok(())
+}
+
+/// 1 vs 10 completions, interleaved over 3 rounds: ten's pods and
+/// requests are judged higher, with the interval excluding 1.
+fn one_vs_ten_completions_differ_significantly() -> Result<()> {
+    let job = |n: u32| {
+        format!(
+            "kubectl create job j --image=registry.k8s.io/pause:3.10 --dry-run=client -o json | sed 's/\"template\"/\"completions\": {n}, \"parallelism\": {n}, \"template\"/' | kubectl apply -f -"
+        )
+    };
+    let variants = vec![
+        harness::bench::measure::workload::parse_variant(&format!("one={}", job(1)))?,
+        harness::bench::measure::workload::parse_variant(&format!("ten={}", job(10)))?,
+    ];
+    let (opts, _out) = options("ab", variants, 3)?;
+    let r = run(&opts)?;
+    ensure!(r.runs.len() == 6 && !r.failed(), "runs {:?}", r.runs);
+    let ten = &r.figures.modes["ten"];
+    ensure!(
+        ten.result.pods_created == 10,
+        "ten's pods {}",
+        ten.result.pods_created
+    );
+    ensure!(r.figures.modes["one"].result.pods_created == 1);
+    for metric in ["pods_created", "api_requests_total", "etcd_writes_total"] {
+        let j = ten
+            .vs_reference
+            .get(metric)
+            .with_context(|| format!("no ratio for {metric}"))?;
+        ensure!(
+            j.verdict == Direction::Higher && j.ratio.ci_low > 1.0,
+            "{metric}: {j:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Kueue's scheduling-performance runner under `measure --kueue-perf`
+/// with our small generator config: its own figures are read (every
+/// workload it generated admitted and finished), and the harness counts
+/// its requests under its own identity beside Kueue's.
+fn kueue_perf_runner_runs_and_its_figures_are_read() -> Result<()> {
+    let config = crate::repo_root().join("suites/measure/kueue-perf/small.yaml");
+    let v = Variant {
+        name: "kueue-small".into(),
+        workload: Workload::KueuePerf(config.clone()),
+    };
+    let (mut opts, _out) = options("kueue-perf", vec![v], 1)?;
+    opts.spec.kueue = Some(Default::default());
+    let r = run(&opts)?;
+    ensure!(
+        r.runs[0].exit_code == 0,
+        "the runner exited {}",
+        r.runs[0].exit_code
+    );
+    // What the config asks for: cohorts × queues × workloads per queue.
+    let doc = harness::yaml::documents(&std::fs::read_to_string(&config)?, "small.yaml")?;
+    let mut expected = 0;
+    for c in doc[0]["cohorts"].as_array().context("cohorts")? {
+        for q in c["queuesSets"].as_array().context("queuesSets")? {
+            for w in q["workloadsSets"].as_array().context("workloadsSets")? {
+                expected += c["count"].as_u64().unwrap_or(0)
+                    * q["count"].as_u64().unwrap_or(0)
+                    * w["count"].as_u64().unwrap_or(0)
+                    * w["workloads"].as_array().map_or(0, |x| x.len() as u64);
+            }
+        }
+    }
+    let f = r.kueue_runner.first().context("no runner figures read")?;
+    let counted: u64 = f.workload_classes.values().map(|c| c.count).sum();
+    ensure!(
+        counted == expected,
+        "the runner counted {counted} workloads, the config makes {expected}"
+    );
+    ensure!(
+        f.workload_classes
+            .values()
+            .all(|c| c.average_time_to_finish_ms >= c.average_time_to_admission_ms),
+        "{f:?}"
+    );
+    let m = &r.figures.modes["kueue-small"].result;
+    let runner = m
+        .window
+        .api_requests_by_client_request
+        .get("workload (kueue-perf-runner)");
+    let creates = runner
+        .and_then(|x| x.get("create workloads"))
+        .copied()
+        .unwrap_or(0);
+    ensure!(
+        creates == expected,
+        "the runner's Workload creates: {creates} of {expected}"
+    );
+    ensure!(
+        m.window
+            .api_requests_by_client
+            .get("kueue-controller (kueue)")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "Kueue made no request"
+    );
+    Ok(())
+}
+
+pub fn suite(_args: &Arguments) -> Suite {
+    Suite::new(
+        "measure",
+        vec![
+            Test::of(
+                "kubectl_job_is_attributed_by_identity",
+                kubectl_job_is_attributed_by_identity,
+            ),
+            Test::of(
+                "apply_waits_for_the_jobset_and_the_queued_job",
+                apply_waits_for_the_jobset_and_the_queued_job,
+            ),
+            Test::of(
+                "a_failing_command_is_a_result",
+                a_failing_command_is_a_result,
+            ),
+            Test::of(
+                "one_vs_ten_completions_differ_significantly",
+                one_vs_ten_completions_differ_significantly,
+            ),
+            Test::of(
+                "kueue_perf_runner_runs_and_its_figures_are_read",
+                kueue_perf_runner_runs_and_its_figures_are_read,
+            ),
+        ],
+    )
+}
