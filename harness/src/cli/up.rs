@@ -17,6 +17,10 @@ use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 use crate::cli::args::{parse_bins, parse_gates, parse_profile, parse_runtime_config};
 use crate::cli::tools::ToolsArgs;
 
+/// `up --timeout`'s defaults per provider (seconds).
+const LOCAL_TIMEOUT_S: u64 = 120;
+const KIND_TIMEOUT_S: u64 = 300;
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
     /// Control-plane processes on this machine, kwok fake nodes.
@@ -51,9 +55,13 @@ pub struct UpArgs {
     /// Pod capacity of each node.
     #[arg(long, default_value_t = 110)]
     pub node_pods: u32,
-    /// Seconds to wait for readiness after the processes started.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    /// Seconds to wait for readiness after the processes started
+    /// [default: 120 on the local provider; 300 on kind, whose nodes,
+    /// images and controllers start as containers and take longer on a
+    /// busy machine (JobSet's controller took over 120 s under a load
+    /// average of 8 on 2 cores)].
+    #[arg(long)]
+    pub timeout: Option<u64>,
     /// The fake kubelets' API traffic per pod: kwok's own stages
     /// (kwok-minimal) or the status PATCHes and events of a real kubelet
     /// (kubelet-like; manifests/kwok/README.md).
@@ -200,7 +208,7 @@ pub fn preflight(args: &UpArgs) -> Result<()> {
     for (flag, n) in [
         ("--nodes", args.nodes as u64),
         ("--node-pods", u64::from(args.node_pods)),
-        ("--timeout", args.timeout),
+        ("--timeout", args.timeout.unwrap_or(1)),
         ("--hpcc-timeout", args.hpcc.hpcc_timeout),
     ] {
         if n == 0 {
@@ -319,11 +327,11 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             name: args.name.clone(),
             config,
             k8s_version: args.tools.k8s_version.clone(),
-            wait: Duration::from_secs(args.timeout),
+            wait: Duration::from_secs(args.timeout.unwrap_or(KIND_TIMEOUT_S)),
             images: args.kind.kind_images,
         },
         kueue: args.kueue.kueue,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: Duration::from_secs(args.timeout.unwrap_or(KIND_TIMEOUT_S)),
     };
     let started = Instant::now();
     let cluster = match signal::race(lifecycle::up_kind(&opts)).await {
@@ -394,7 +402,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
     let opts = UpOptions {
         spec,
         bins: parse_bins(&args.tools.bins)?,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: Duration::from_secs(args.timeout.unwrap_or(LOCAL_TIMEOUT_S)),
     };
     let started = Instant::now();
     let cluster = match signal::race(lifecycle::up(&opts)).await {
