@@ -13,6 +13,7 @@ pub mod existing;
 pub mod report;
 pub mod result;
 pub mod run;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The Thor benchmark's Result (DESIGN.md's contract): one mode's figures,
 //! the summary over repeats, the whole run. Renderers and the baseline
 //! policy import these types, never the orchestrator. The JSON keys are
-//! documented in the README and are added, never renamed.
+//! documented in docs/src/reports.md and are added, never renamed.
 
 use std::collections::BTreeMap;
 
