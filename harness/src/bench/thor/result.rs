@@ -495,6 +495,12 @@ mod tests {
         assert!(md.contains("narrower than its nominal 95 %"), "{md}");
         let html = crate::bench::thor::report::html(&[two_modes(4, 1.15)]);
         assert!(html.contains("class=\"range\""));
+        // report.html leads with the answer: the headline table and the
+        // verdicts before the first chart, the detail tables after them.
+        let at = |what: &str| html.find(what).unwrap_or_else(|| panic!("{what}: {html}"));
+        assert!(at("<table>") < at("<svg"));
+        assert!(at("↑ higher") < at("<svg"));
+        assert!(at("<h3>API requests by client</h3>") > html.rfind("</svg>").unwrap());
     }
 
     #[test]
