@@ -4,6 +4,7 @@
 //! of the API server.
 
 pub mod capacity;
+pub mod discovery;
 pub mod driver;
 pub mod kubectl;
 pub mod mode;
