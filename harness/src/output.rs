@@ -83,8 +83,23 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("temporary file in {}", dir.display()))?;
     std::fs::write(tmp.path(), bytes).with_context(|| format!("writing {}", path.display()))?;
+    // A temporary file is created 0600; what we write is a report, result
+    // or state file anyone who can enter its directory may read, never an
+    // executable (secrets live in 0700 state directories).
+    set_readable(tmp.path()).with_context(|| format!("writing {}", path.display()))?;
     tmp.persist(path)
         .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_readable(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn set_readable(_: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -197,6 +212,17 @@ pub fn junit_xml(suites: &[JunitSuite]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_are_readable_and_not_executable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("report.html");
+        write_atomic(&p, "<html/>").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{mode:o}");
+    }
 
     #[test]
     fn escapes_markup_and_controls() {

@@ -559,7 +559,7 @@ fn doctor_says_where_each_binary_would_come_from() {
     assert_eq!(ks["way"], "download", "{ks}");
     assert_eq!(ks["download"]["size_bytes"], bin.len(), "{ks}");
     // The mirror has no apiserver: the fake Go (go1.26.8) would build it,
-    // in the measured cold build time: 197 s (the README's table and
+    // in the measured cold build time: 197 s (docs/src/binaries.md's table and
     // tools/doctor.rs; a literal, so that a change of either is seen).
     let api = component("kube-apiserver");
     assert_eq!(

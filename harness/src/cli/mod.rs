@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod measure;
+mod report;
 mod status;
 mod tools;
 mod up;
@@ -46,6 +47,12 @@ pub enum Command {
     Measure(Box<measure::MeasureArgs>),
     /// Where each binary would come from right now, and what the kind provider would find.
     Doctor(tools::DoctorArgs),
+    /// Pages rendered from recorded results (the README's headline table).
+    #[command(subcommand)]
+    Report(report::ReportCommand),
+    /// The CLI reference page (docs/src/cli.md) in Markdown.
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 /// Warnings, less kube-rs's per-attempt connection errors while a
@@ -109,6 +116,14 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Bench(c) => bench::run(c).await,
         Command::Doctor(args) => tools::doctor(&args).await,
         Command::Measure(args) => measure::measure(&args).await,
+        Command::Report(c) => report::run(&c),
+        Command::HelpMarkdown => {
+            print!(
+                "{}",
+                report::help_markdown(&<Cli as clap::CommandFactory>::command())
+            );
+            Ok(0)
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! open watches of every client but the harness; and only when asked
 //! (`scrape`), the API server's and etcd's own metrics — their inflight
 //! gauges, stored objects, etcd puts and deletes per second and keys —
-//! which costs the API server a /metrics render per second (the README's
+//! which costs the API server a /metrics render per second (docs/src/benchmarks/thor.md,
 //! "Overhead of sampling" has the measured price). Rates come from two
 //! consecutive samples, so n samples give n − 1 points.
 

@@ -134,7 +134,7 @@ impl ToolsReport {
     }
 }
 
-/// Cold build times measured on a 2-core machine (README, "How binaries
+/// Cold build times measured on a 2-core machine (docs/src/binaries.md, "How binaries
 /// are found or built", the cold column: a fresh machine, empty Go caches,
 /// module downloads included): an estimate for this machine. The
 /// controller-manager, scheduler and kubectl times follow a build of
@@ -368,7 +368,7 @@ fn decide(mode: SourceMode, go: &GoToolchain, c: Component, plan: &mut Component
     let estimate = cold_build_estimate(c);
     plan.estimate_s = Some(estimate.as_secs());
     plan.detail = format!(
-        "{why_not_download}build ≈ {} (estimate: README's measured cold build, 2 cores)",
+        "{why_not_download}build ≈ {} (estimate: the measured cold build in docs/src/binaries.md, 2 cores)",
         human_duration(estimate)
     );
 }

@@ -36,7 +36,18 @@ pub const WORKERS: &[u32] = &[
     1, 2, 3, 4, 5, 7, 8, 16, 32, 64, 100, 128, 256, 500, 512, 1000, 1024,
 ];
 pub const PER_POD: &[u32] = &[1, 2, 4, 8];
-pub const MAX_GRAPHS: &[u32] = &[1, 2, 4, 8];
+/// The instance number rendered into the agent's Job name
+/// (`<thor>-<agent>-<n>`, n up to maxGraphs). Only the longest of the
+/// chart's maxGraphs values we run (1, 2, 4, 8) is rendered: n appears in
+/// names and name-derived labels alone, never in a count, a selector's
+/// shape or a resource, and every n of one digit gives names of one
+/// length and one character class — so each check (typed decoding, the
+/// chart's shapes, parallelism and minCount from numWorkers, DNS-1123 and
+/// length limits, an instance's policies selecting its pods) reaches the
+/// same verdict for 1, 2 and 4 as for 8. Rendering all four cost 4× the
+/// time for no check more (validate 0.9 s → within 0.3 s, release).
+/// [`longest_thor_name`] checks the longest names on its own.
+pub const INSTANCE: u32 = 8;
 
 /// Invariants of one rendered instance template of `mode`; `deep`: also
 /// its shape (each document decoded with its typed model, each pod
@@ -405,9 +416,9 @@ pub fn check_template_set(set: &[(Mode, Template)]) -> ThorReport {
         .iter()
         .flat_map(|&w| PER_POD.iter().map(move |&pp| (w, pp)));
     let sizes = sizes.filter(|(w, pp)| w % pp == 0);
-    for ((w, pp), g) in sizes.flat_map(|s| MAX_GRAPHS.iter().map(move |&g| (s, g))) {
+    for (w, pp) in sizes {
         // Baseline's documents, which the JobSet modes' must match.
-        let p = params(w, pp, g, THOR_NAME);
+        let p = params(w, pp, INSTANCE, THOR_NAME);
         let base = thor::templates(Mode::Baseline).into_iter();
         let base: Vec<Value> = base
             .filter_map(|t| thor::render(&t, &p).ok())
@@ -511,7 +522,7 @@ pub fn static_model() -> Vec<StaticRow> {
     let mut rows = Vec::new();
     for &w in &[1u32, 2, 8, 32, 128, 512, 1024] {
         for mode in Mode::ALL {
-            if let Ok(s) = thor::template::shape(mode, &params(w, 1, 1, THOR_NAME)) {
+            if let Ok(s) = thor::shape::shape(mode, &params(w, 1, 1, THOR_NAME)) {
                 rows.push(StaticRow {
                     mode: mode.name(),
                     num_workers: w,

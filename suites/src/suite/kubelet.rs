@@ -4,7 +4,7 @@
 //! the audit log counts what kwok did per pod (user kwok-controller,
 //! deduplicated by auditID): PATCH pods/status, POST events (reasons read
 //! back from the Event objects), DELETE pods. The counts must be
-//! `harness::cluster::local::kwok::expected_calls` — the table
+//! `harness::cluster::local::pod_calls::expected_calls` — the table
 //! manifests/kwok/README.md documents — and kwok-minimal's must stay below
 //! kubelet-like's. Then pods fail on purpose (pool::fail_annotations): a
 //! Job stops at its backoffLimit, one index fails alone, and a JobSet is
@@ -17,9 +17,8 @@ use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, test_spec, trial_result, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
-use harness::cluster::local::kwok::{
-    EVENT_REASONS, PodCalls, PodEnd, SIDECAR_EXIT_DELAY, SIDECAR_NAME, expected_calls,
-};
+use harness::cluster::local::kwok::{SIDECAR_EXIT_DELAY, SIDECAR_NAME};
+use harness::cluster::local::pod_calls::{EVENT_REASONS, PodCalls, PodEnd, expected_calls};
 use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER, fail_annotations};
 use harness::cluster::spec::KubeletModel;
 use harness::poll::Poll;

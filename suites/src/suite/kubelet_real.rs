@@ -5,7 +5,7 @@
 //! requests per pod counted from the audit log as the kubelet suite counts
 //! kwok's — PATCH pods/status, POST events by reason, DELETE pods — with
 //! everything else it sent for those pods. Printed beside the model's
-//! table (`kwok::expected_calls`); what must hold is checked in
+//! table (`pod_calls::expected_calls`); what must hold is checked in
 //! `compare`.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
-use harness::cluster::local::kwok::{PodCalls, PodEnd, expected_calls};
+use harness::cluster::local::pod_calls::{PodCalls, PodEnd, expected_calls};
 use harness::cluster::local::realnode::{self, NODE_NAME, NODE_USER};
 use harness::cluster::spec::KubeletModel;
 use k8s_openapi::api::batch::v1::Job;

@@ -62,7 +62,7 @@ fn pods_and_containers() -> Result<()> {
     let (compile_pods, compile_containers) = compile_shape(r)?;
     for (mode_name, sum) in &r.modes {
         let mode = Mode::parse(mode_name).context("mode")?;
-        let shape = thor::template::shape(mode, &shape_params(r))?;
+        let shape = thor::shape::shape(mode, &shape_params(r))?;
         let m = &sum.result;
         let n = u64::from(m.instances);
         let c = u64::from(m.compile_jobs);

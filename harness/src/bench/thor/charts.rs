@@ -63,6 +63,35 @@ fn plot_h() -> f64 {
     H - TOP - BOTTOM
 }
 
+/// The gridline step for data up to `v`: the smallest round size (1, 2,
+/// 2.5 or 5 × a power of ten) that covers `v` in at most five steps.
+fn nice_step(v: f64) -> f64 {
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
+        return 0.25;
+    }
+    let raw = v / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * (1.0 - 1e-12))
+        .unwrap_or(10.0 * mag)
+}
+
+/// The axis top for data up to `v`: a whole number of round steps, so
+/// every tick is a round number (and nice_max of it is itself).
+pub fn nice_max(v: f64) -> f64 {
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let step = nice_step(v);
+    step * (v / step * (1.0 - 1e-12)).ceil().max(1.0)
+}
+
+/// At most this many hover marks per line (every k-th point beyond it,
+/// the peak always): values on hover without a report of megabytes.
+const MAX_POINT_MARKS: usize = 300;
+
 /// y pixel of value `v` on an axis up to `max`.
 fn y_of(v: f64, max: f64) -> f64 {
     TOP + plot_h() - plot_h() * (v / max).clamp(0.0, 1.0)
@@ -77,8 +106,10 @@ fn frame(title: &str, unit: &str, max: f64, series: &[String]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height:.0}\" role=\"img\" style=\"background:#fff\" font-family=\"sans-serif\" aria-label=\"{t}\">\n<text x=\"{LEFT}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{t}</text>\n",
         t = xml_escape(title)
     );
-    for i in 0..=4 {
-        let v = max * f64::from(i) / 4.0;
+    let step = nice_step(max);
+    let ticks = (max / step).round().max(1.0) as u32;
+    for i in 0..=ticks {
+        let v = step * f64::from(i);
         let y = y_of(v, max);
         let _ = writeln!(
             s,
@@ -86,7 +117,7 @@ fn frame(title: &str, unit: &str, max: f64, series: &[String]) -> String {
             W - RIGHT,
             LEFT - 4.0,
             y + 3.0,
-            fmt_num(if max >= 20.0 { v.round() } else { v })
+            fmt_num(v)
         );
     }
     let mid = TOP + plot_h() / 2.0;
@@ -159,7 +190,7 @@ pub fn bars_with_ranges(title: &str, unit: &str, groups: &[RangedGroup]) -> Stri
     let values = groups
         .iter()
         .flat_map(|(_, v)| v.iter().map(|(_, x, r)| r.map_or(*x, |(_, hi)| hi.max(*x))));
-    let max = values.fold(0.0_f64, f64::max).max(1.0);
+    let max = nice_max(values.fold(0.0_f64, f64::max));
     let mut s = frame(title, unit, max, &series);
     let group_w = plot_w() / groups.len().max(1) as f64;
     let bar_w = group_w * 0.8 / series.len().max(1) as f64;
@@ -213,7 +244,7 @@ pub fn stacked(title: &str, unit: &str, bars: &[(String, Vec<(String, f64)>)]) -
     let totals = bars
         .iter()
         .map(|(_, v)| v.iter().map(|(_, x)| x).sum::<f64>());
-    let max = totals.fold(0.0_f64, f64::max).max(1.0);
+    let max = nice_max(totals.fold(0.0_f64, f64::max));
     let mut s = frame(title, unit, max, &series);
     let slot = plot_w() / bars.len().max(1) as f64;
     for (bi, (label, vals)) in bars.iter().enumerate() {
@@ -239,13 +270,14 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
     let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
     let points = || series.iter().flat_map(|(_, p)| p.iter());
     let max = points().map(|p| p.1).fold(0.0_f64, f64::max);
-    let max = if max > 0.0 { max * 1.05 } else { 1.0 };
-    let t_max = points().map(|p| p.0).fold(0.0_f64, f64::max).max(1.0);
+    let max = nice_max(max);
+    let t_max = nice_max(points().map(|p| p.0).fold(0.0_f64, f64::max));
     let mut s = frame(title, unit, max, &names);
     let x_of = |t: f64| LEFT + plot_w() * (t / t_max);
-    for i in 0..=4 {
-        let t = t_max * f64::from(i) / 4.0;
-        x_label(&mut s, x_of(t), &format!("{}s", fmt_num(t.round())));
+    let t_step = nice_step(t_max);
+    for i in 0..=(t_max / t_step).round() as u32 {
+        let t = t_step * f64::from(i);
+        x_label(&mut s, x_of(t), &format!("{}s", fmt_num(t)));
     }
     for (si, (name, pts)) in series.iter().enumerate() {
         let path: Vec<String> = pts
@@ -261,6 +293,26 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
             xml_escape(name),
             fmt_num(peak)
         );
+        // Each point's value on hover: a transparent mark with a title.
+        let every = pts.len().div_ceil(MAX_POINT_MARKS).max(1);
+        let mut peak_shown = false;
+        for (i, (t, v)) in pts.iter().enumerate() {
+            let is_peak = !peak_shown && *v == peak;
+            if i % every != 0 && !is_peak {
+                continue;
+            }
+            peak_shown |= *v == peak;
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\" fill-opacity=\"0\"><title>{}, {}s: {}</title></circle>",
+                x_of(*t),
+                y_of(*v, max),
+                color(si),
+                xml_escape(name),
+                fmt_num(*t),
+                fmt_num(*v)
+            );
+        }
     }
     s.push_str("</svg>\n");
     s
@@ -269,7 +321,7 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
 #[cfg(test)]
 mod tests {
     use crate::bench::thor::charts::{
-        LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, stacked,
+        LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, nice_max, stacked,
     };
 
     fn count(s: &str, what: &str) -> usize {
@@ -353,6 +405,38 @@ mod tests {
         // Long names are cut in the legend, whole in its tooltip.
         assert!(one.contains(&format!("<title>{}</title>", names[0])));
         assert!(one.contains("system:serviceaccount:kube-…"));
+    }
+
+    #[test]
+    fn axes_end_on_round_numbers() {
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(nice_max(3.1), 4.0);
+        assert_eq!(nice_max(37.0), 40.0);
+        assert_eq!(nice_max(41.0), 50.0);
+        assert_eq!(nice_max(101.0), 125.0);
+        assert_eq!(nice_max(2626.0), 3000.0);
+        assert_eq!(nice_max(1990.0), 2000.0);
+        assert_eq!(nice_max(0.33), 0.4);
+        for v in [0.33, 3.1, 41.0, 101.0, 2626.0, 77777.0] {
+            assert_eq!(nice_max(nice_max(v)), nice_max(v), "{v}");
+        }
+        let svg = bars("t", "u", &[("g".into(), vec![("a".into(), 2626.0)])]);
+        for tick in ["0", "1000", "2000", "3000"] {
+            assert!(svg.contains(&format!(">{tick}</text>")), "{svg}");
+        }
+    }
+
+    #[test]
+    fn every_line_point_has_its_value_on_hover() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|i| (f64::from(i), f64::from(i * i))).collect();
+        let svg = lines("t", "u", &[("cpu".into(), pts)]);
+        assert_eq!(svg.matches("<circle ").count(), 10, "{svg}");
+        assert!(svg.contains("<title>cpu, 3s: 9</title>"), "{svg}");
+        // A long line: every 4th point of 1000, and its peak (the last).
+        let long: Vec<(f64, f64)> = (0..1000).map(|i| (f64::from(i), f64::from(i))).collect();
+        let svg = lines("t", "u", &[("x".into(), long)]);
+        assert_eq!(svg.matches("<circle ").count(), 251, "{svg}");
+        assert!(svg.contains("<title>x, 999s: 999</title>"));
     }
 
     #[test]

@@ -18,7 +18,8 @@ use crate::bench::thor::run;
 use crate::cluster::existing::site::namespace_object;
 use crate::cluster::provider::Cluster;
 use crate::workload::thor::Mode;
-use crate::workload::thor::kubectl::{Call, Discovery, DiscoveryCache};
+use crate::workload::thor::discovery::{Discovery, DiscoveryCache};
+use crate::workload::thor::kubectl::Call;
 use crate::workload::thor::scenario::ThorScenario;
 use crate::workload::thor::template::{self, render};
 

@@ -14,6 +14,7 @@ pub mod report;
 pub mod result;
 pub mod rounds;
 pub mod run;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -67,7 +67,7 @@ pub fn write_all(r: &ThorResult, out: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (name, text) in files {
         let p = out.join(name);
-        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        crate::output::write_atomic(&p, text)?;
         written.push(p);
     }
     write_timelines(r, out)?;
@@ -393,10 +393,22 @@ pub fn junit(r: &ThorResult) -> String {
 
 /// One page for one or more results (several scenarios chart against
 /// their worker counts).
+/// Where the headline part of [`markdown`] ends and its detail tables
+/// begin (report.html puts the charts between them).
+const DETAIL_START: &str = "\n### API requests by client";
+
 pub fn html(results: &[ThorResult]) -> String {
     let mut s = String::from(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
     );
+    // The answer first: each result's headline table, its repeats with
+    // intervals and verdicts (and contention); charts and the detail
+    // tables after.
+    let mds: Vec<String> = results.iter().map(|r| markdown(r, None)).collect();
+    let split = |md: &str| md.find(DETAIL_START).unwrap_or(md.len());
+    for md in &mds {
+        s.push_str(&md_tables_to_html(&md[..split(md)]));
+    }
     s.push_str(&charts::bars_with_ranges(
         "API requests per run, by mode (median, bars: min–max of the rounds)",
         "requests",
@@ -476,9 +488,10 @@ pub fn html(results: &[ThorResult]) -> String {
             ));
         }
         s.push_str(&cost::timeline_charts(r));
-        // The Markdown tables, as HTML tables.
-        let md = markdown(r, None);
-        s.push_str(&md_tables_to_html(&md));
+    }
+    // The detail tables, as HTML tables.
+    for md in &mds {
+        s.push_str(&md_tables_to_html(&md[split(md)..]));
     }
     s.push_str("</body></html>\n");
     s

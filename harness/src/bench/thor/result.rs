@@ -1,7 +1,7 @@
 //! The Thor benchmark's Result (DESIGN.md's contract): one mode's figures,
 //! the summary over repeats, the whole run. Renderers and the baseline
 //! policy import these types, never the orchestrator. The JSON keys are
-//! documented in the README and are added, never renamed.
+//! documented in docs/src/reports.md and are added, never renamed.
 
 use std::collections::BTreeMap;
 
@@ -509,6 +509,12 @@ mod tests {
         assert!(md.contains("narrower than its nominal 95 %"), "{md}");
         let html = crate::bench::thor::report::html(&[two_modes(4, 1.15)]);
         assert!(html.contains("class=\"range\""));
+        // report.html leads with the answer: the headline table and the
+        // verdicts before the first chart, the detail tables after them.
+        let at = |what: &str| html.find(what).unwrap_or_else(|| panic!("{what}: {html}"));
+        assert!(at("<table>") < at("<svg"));
+        assert!(at("↑ higher") < at("<svg"));
+        assert!(at("<h3>API requests by client</h3>") > html.rfind("</svg>").unwrap());
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 pub const SCHEDULER: &str = "kube-scheduler";
 pub const JOBSET: &str = "jobset-controller";
 pub const KWOK: &str = "kwok";
-/// Only on clusters whose spec asks for Kueue.
-pub const KUEUE: &str = "kueue-controller";
+/// Only on clusters whose spec asks for Kueue (its name lives with the rest
+/// of Kueue's process in kueue.rs, which this list imports one way).
+pub use crate::cluster::local::kueue::NAME as KUEUE;
 
 /// How to tell that a component serves.
 #[derive(Debug, Clone, PartialEq, Eq)]

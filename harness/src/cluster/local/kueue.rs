@@ -50,9 +50,12 @@ fn p(path: std::path::PathBuf) -> String {
 }
 
 /// The controller's command line (the log level of Kueue's manager.yaml).
+/// The component's name: its kubeconfig, its log and its process name.
+pub const NAME: &str = "kueue-controller";
+
 pub fn args(l: &Layout) -> Vec<String> {
     vec![
-        format!("--kubeconfig={}", p(l.kubeconfig(super::components::KUEUE))),
+        format!("--kubeconfig={}", p(l.kubeconfig(NAME))),
         format!("--config={}", p(l.kueue_config())),
         "--zap-log-level=2".into(),
     ]
@@ -79,7 +82,7 @@ pub fn in_etc_overlay(
         "/bin/sh",
         "-c",
         "d=$1; shift; mount -t overlay harness-etc -o \"lowerdir=$d:/etc\" /etc && exec \"$@\"",
-        super::components::KUEUE,
+        NAME,
     ]
     .iter()
     .map(|s| s.to_string())

@@ -17,6 +17,7 @@ pub mod kwok;
 pub mod kwok_logs;
 pub mod layout;
 pub mod nodes;
+pub mod pod_calls;
 pub mod ports;
 pub mod process;
 pub mod realnode;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::output::{write_atomic, xml_escape};
+use crate::output::{JunitCase, JunitSuite, junit_xml, write_atomic};
 use crate::workload::gang::latency::{SizeFigures, latency_table};
 use crate::workload::gang::run::TrialReport;
 
@@ -161,38 +161,30 @@ pub fn markdown(r: &SuiteReport) -> String {
     out
 }
 
-/// JUnit XML: one testcase per trial.
+/// JUnit XML: one testcase per trial, through the one JUnit writer
+/// (output::junit_xml).
 pub fn junit(r: &SuiteReport) -> String {
-    let failures = r.trials.iter().filter(|t| !t.passed).count();
-    let total: f64 = r.trials.iter().map(|t| t.wall_s).sum();
-    let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n",
-        xml_escape(&r.suite),
-        r.trials.len()
-    );
-    for t in &r.trials {
-        out.push_str(&format!(
-            "  <testcase classname=\"{}.{}\" name=\"{}\" time=\"{:.3}\">\n",
-            xml_escape(&r.suite),
-            xml_escape(&t.case),
-            xml_escape(&trial_name(&r.suite, &t.case, &t.minor)),
-            t.wall_s
-        ));
-        if let Some(f) = &t.failure {
-            let first = f.lines().next().unwrap_or_default();
-            out.push_str(&format!(
-                "    <failure message=\"{}\">{}</failure>\n",
-                xml_escape(first),
-                xml_escape(f)
-            ));
-        }
-        out.push_str(&format!(
-            "    <system-out>{}</system-out>\n  </testcase>\n",
-            xml_escape(&t.observations.join("\n"))
-        ));
-    }
-    out.push_str("</testsuite>\n</testsuites>\n");
-    out
+    let cases = r
+        .trials
+        .iter()
+        .map(|t| {
+            let mut c = JunitCase::new(
+                format!("{}.{}", r.suite, t.case),
+                trial_name(&r.suite, &t.case, &t.minor),
+            )
+            .time(t.wall_s);
+            if let Some(f) = &t.failure {
+                c = c.failed(f.clone());
+            }
+            c.system_out = Some(t.observations.join("\n"));
+            c
+        })
+        .collect();
+    junit_xml(&[JunitSuite {
+        name: r.suite.clone(),
+        time: None,
+        cases,
+    }])
 }
 
 /// Write results.json, matrix.md and junit.xml into `dir`.

@@ -4,6 +4,7 @@
 //! of the API server.
 
 pub mod capacity;
+pub mod discovery;
 pub mod driver;
 pub mod kubectl;
 pub mod mode;
@@ -11,11 +12,11 @@ pub mod overrides;
 pub mod realpods;
 pub mod room;
 pub mod scenario;
+pub mod shape;
 pub mod template;
 
-pub use template::{
-    Mode, Shape, Template, ThorParams, rbac, render, shape, templates, templates_for,
-};
+pub use shape::{Shape, shape};
+pub use template::{Mode, Template, ThorParams, rbac, render, templates, templates_for};
 
 /// One rule of API use: the verbs a driver issues on one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

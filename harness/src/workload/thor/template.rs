@@ -1,9 +1,9 @@
 //! Rendering Thor templates: placeholders substituted (numeric and boolean
 //! ones into JSON numbers and booleans), the worker container repeated
-//! numWorkersPerPod times, job templates embedded in the setup ConfigMaps.
-//! And the shape of what a rendered instance creates.
+//! numWorkersPerPod times, job templates embedded in the setup ConfigMaps
+//! (what an instance creates, counted: shape.rs).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result, bail};
@@ -76,7 +76,7 @@ pub fn templates_for(mode: Mode, minor: u32) -> Vec<Template> {
     ]
 }
 
-fn default_minor() -> u32 {
+pub(crate) fn default_minor() -> u32 {
     crate::k8s::K8sRelease::default_release().minor_number()
 }
 
@@ -372,18 +372,6 @@ pub fn render(t: &Template, p: &ThorParams) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
-/// What one instance puts in the cluster, on paper.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Shape {
-    /// Objects the Thor identity creates, by kind (NetworkPolicies in
-    /// every mode).
-    pub client_objects: BTreeMap<String, u32>,
-    /// Objects controllers create from them (Jobs, Services), by kind.
-    pub controller_objects: BTreeMap<String, u32>,
-    pub pods: u32,
-    pub containers: u32,
-}
-
 /// The pod templates of a rendered Job or JobSet, to edit in place.
 pub fn pod_templates_mut(doc: &mut Value) -> Vec<&mut Value> {
     match doc["kind"].as_str() {
@@ -397,69 +385,6 @@ pub fn pod_templates_mut(doc: &mut Value) -> Vec<&mut Value> {
         },
         _ => vec![],
     }
-}
-
-fn count_job(spec: &Value) -> (u32, u32) {
-    let parallelism = spec["parallelism"].as_u64().unwrap_or(1) as u32;
-    let completions = spec["completions"].as_u64().map(|c| c as u32);
-    // Pods created over the Job's life: completions when set, else the
-    // parallelism (a NonIndexed Job without completions ends when one
-    // pod succeeds and the rest stop).
-    let pods = completions.unwrap_or(parallelism);
-    let containers = spec["template"]["spec"]["containers"]
-        .as_array()
-        .map_or(0, |c| c.len()) as u32;
-    (pods, pods * containers)
-}
-
-/// The shape of one rendered instance of `mode` (default release).
-pub fn shape(mode: Mode, p: &ThorParams) -> Result<Shape> {
-    shape_for(mode, default_minor(), p)
-}
-
-/// The shape of one rendered instance of `mode` on Kubernetes 1.`minor`.
-pub fn shape_for(mode: Mode, minor: u32, p: &ThorParams) -> Result<Shape> {
-    let mut s = Shape::default();
-    let ts = templates_for(mode, minor);
-    if ts.is_empty() {
-        bail!(
-            "{} mode has no template for Kubernetes 1.{minor}",
-            mode.name()
-        );
-    }
-    for t in ts {
-        for doc in render(&t, p)? {
-            let kind = doc["kind"].as_str().unwrap_or("?").to_string();
-            *s.client_objects.entry(kind.clone()).or_default() += 1;
-            match kind.as_str() {
-                "Job" => {
-                    let (pods, containers) = count_job(&doc["spec"]);
-                    s.pods += pods;
-                    s.containers += containers;
-                }
-                "JobSet" => {
-                    for rj in doc["spec"]["replicatedJobs"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                    {
-                        let replicas = rj["replicas"].as_u64().unwrap_or(1) as u32;
-                        *s.controller_objects.entry("Job".into()).or_default() += replicas;
-                        let (pods, containers) = count_job(&rj["template"]["spec"]);
-                        s.pods += replicas * pods;
-                        s.containers += replicas * containers;
-                    }
-                    // JobSet makes a headless Service for pod DNS names
-                    // unless enableDNSHostnames is false.
-                    if doc["spec"]["network"]["enableDNSHostnames"] != false {
-                        *s.controller_objects.entry("Service".into()).or_default() += 1;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(s)
 }
 
 #[cfg(test)]
@@ -507,11 +432,6 @@ mod tests {
             watch[4..],
             [w(1), "thorslave_lcr".into(), w(2), "thorslave_lcr".into()]
         );
-        let s = shape(Mode::Baseline, &p).unwrap();
-        assert_eq!(
-            (s.pods, s.containers, s.client_objects.len()),
-            (1 + 4, 2 + 4 * 3, 2)
-        );
     }
 
     #[test]
@@ -535,12 +455,6 @@ mod tests {
                 MANAGER_IP.into()
             };
             assert!(args.contains(&format!("--master={host}:20000")), "{args}");
-            let s = shape_for(Mode::Jobset, 37, &p).unwrap();
-            assert_eq!(
-                (s.pods, s.containers, s.client_objects["NetworkPolicy"]),
-                (5, 10, 2)
-            );
-            assert_eq!(s.controller_objects.contains_key("Service"), dns);
         }
     }
 
@@ -554,10 +468,7 @@ mod tests {
                 (&"Workload".into(), &"JobSet".into())
             );
             assert_eq!(docs[3]["spec"]["schedulingPolicy"]["gang"]["minCount"], 3);
-            let s = shape_for(Mode::JobsetGang, *minor, &p).unwrap();
-            assert_eq!((s.pods, s.client_objects.values().sum::<u32>()), (3, 5));
         }
-        assert!(shape_for(Mode::JobsetGang, 35, &p).is_err());
     }
 
     #[test]
@@ -585,7 +496,9 @@ mod tests {
 
     #[test]
     fn workers_per_pod_must_divide() {
-        assert!(shape(Mode::Baseline, &params(10, 3)).is_err());
-        assert!(shape(Mode::Baseline, &params(0, 1)).is_err());
+        for t in templates(Mode::Baseline) {
+            assert!(render(&t, &params(10, 3)).is_err());
+            assert!(render(&t, &params(0, 1)).is_err());
+        }
     }
 }

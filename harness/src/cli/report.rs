@@ -1,0 +1,59 @@
+//! `harness report …`: pages rendered from recorded result files (the
+//! README's headline table), and `help-markdown`, the CLI reference page
+//! rendered from these clap definitions. harness/tests/docs.rs checks that
+//! every generated block committed in README.md and docs/src/ equals what
+//! these commands print.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum ReportCommand {
+    /// The headline table: each JobSet mode ÷ baseline from recorded
+    /// baseline files (ratio of medians; ↑ ↓ ~ the verdict of the one
+    /// comparison rule where both sides have repeated runs).
+    Headline {
+        /// Recorded baseline files, e.g. baselines/local/1.37/smoke.json.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+pub fn run(c: &ReportCommand) -> Result<i32> {
+    match c {
+        ReportCommand::Headline { files } => {
+            let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+            let recorded = harness::bench::thor::summary::load(&paths)?;
+            print!("{}", harness::bench::thor::summary::markdown(&recorded));
+            Ok(0)
+        }
+    }
+}
+
+/// The CLI reference: every visible command's long help, as clap prints
+/// it, one section per command (depth-first, in definition order).
+pub fn help_markdown(root: &clap::Command) -> String {
+    let mut root = root.clone().term_width(100);
+    root.build();
+    let mut out = String::from(
+        "Every command and flag of `harness`, rendered from its clap definitions \
+         (`harness help-markdown`); `harness <command> --help` prints the same.\n",
+    );
+    section(&mut out, &mut root, "harness");
+    out
+}
+
+fn section(out: &mut String, cmd: &mut clap::Command, path: &str) {
+    let help = cmd.render_long_help().to_string();
+    let _ = write!(out, "\n## `{path}`\n\n```text\n{}\n```\n", help.trim_end());
+    for sub in cmd.get_subcommands_mut() {
+        if sub.is_hide_set() || sub.get_name() == "help" {
+            continue;
+        }
+        let p = format!("{path} {}", sub.get_name());
+        section(out, sub, &p);
+    }
+}
