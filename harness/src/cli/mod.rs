@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod report;
 mod status;
 mod tools;
 mod up;
@@ -42,6 +43,9 @@ pub enum Command {
     Bench(bench::BenchCommand),
     /// Where each binary would come from right now, and what the kind provider would find.
     Doctor(tools::DoctorArgs),
+    /// Reports over stored results (a series of runs).
+    #[command(subcommand)]
+    Report(report::ReportCommand),
 }
 
 /// Warnings, less kube-rs's per-attempt connection errors while a
@@ -104,6 +108,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Validate(args) => validate::validate(&args),
         Command::Bench(c) => bench::run(c).await,
         Command::Doctor(args) => tools::doctor(&args).await,
+        Command::Report(c) => report::run(c),
     }
 }
 
