@@ -395,6 +395,89 @@ fn normal_cdf(z: f64) -> f64 {
     0.5 * (1.0 + erf)
 }
 
+/// How change points are found ([`change_points`]), as reports name it.
+pub const CHANGE_POINT_METHOD: &str = "binary segmentation by CUSUM: the split that maximises |Σ(x − mean)| over a segment, kept when a seeded permutation test (999 permutations) gives p < 0.05 and the medians either side differ by more than the metric's minimum effect and noise floor; then each side is searched again. Assumes the points of a segment without a change are exchangeable (independent, alike) and that a change is a shift in level; each point is one result's median; at least 2 points either side of a change";
+/// Permutations of each change point's test.
+pub const CHANGE_POINT_PERMUTATIONS: usize = 999;
+/// The test's level.
+pub const CHANGE_POINT_ALPHA: f64 = 0.05;
+/// Points either side of a change, at least.
+const MIN_SEGMENT: usize = 2;
+
+/// Where a series' level shifts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChangePoint {
+    /// The first point of the new level.
+    pub index: usize,
+    /// Medians of the segment's points before and from `index`.
+    pub before: f64,
+    pub after: f64,
+    /// The permutation test's p-value.
+    pub p_value: f64,
+}
+
+/// The split of `x` with the largest |CUSUM| (k points before it) and
+/// that largest value, with at least MIN_SEGMENT points either side.
+fn cusum_split(x: &[f64]) -> Option<(usize, f64)> {
+    let n = x.len();
+    if n < 2 * MIN_SEGMENT {
+        return None;
+    }
+    let mean = x.iter().sum::<f64>() / n as f64;
+    let mut s = 0.0;
+    let mut best: Option<(usize, f64)> = None;
+    for (k, v) in x.iter().enumerate().take(n - MIN_SEGMENT) {
+        s += v - mean;
+        let at = k + 1;
+        if at >= MIN_SEGMENT && best.is_none_or(|(_, b)| s.abs() > b) {
+            best = Some((at, s.abs()));
+        }
+    }
+    best
+}
+
+/// Change points of `x` in order ([`CHANGE_POINT_METHOD`]).
+pub fn change_points(x: &[f64], rule: Rule) -> Vec<ChangePoint> {
+    let mut out = Vec::new();
+    let mut todo = vec![(0, x.len())];
+    while let Some((lo, hi)) = todo.pop() {
+        let seg = &x[lo..hi];
+        let Some((k, stat)) = cusum_split(seg) else {
+            continue;
+        };
+        if stat == 0.0 {
+            continue;
+        }
+        let mut rng = Prng::new(SEED ^ ((lo as u64) << 32) ^ hi as u64);
+        let mut perm = seg.to_vec();
+        let mut as_large = 0;
+        for _ in 0..CHANGE_POINT_PERMUTATIONS {
+            rng.shuffle(&mut perm);
+            if cusum_split(&perm).is_some_and(|(_, s)| s >= stat - 1e-9 * stat.abs()) {
+                as_large += 1;
+            }
+        }
+        let p_value = (1 + as_large) as f64 / (1 + CHANGE_POINT_PERMUTATIONS) as f64;
+        let (before, after) = (median(&seg[..k]), median(&seg[k..]));
+        let effect = (ratio_of(after, before) - 1.0).abs();
+        if p_value < CHANGE_POINT_ALPHA
+            && effect > rule.min_effect
+            && (after - before).abs() > rule.floor
+        {
+            out.push(ChangePoint {
+                index: lo + k,
+                before,
+                after,
+                p_value,
+            });
+            todo.push((lo, lo + k));
+            todo.push((lo + k, hi));
+        }
+    }
+    out.sort_by_key(|c| c.index);
+    out
+}
+
 /// Samples around `center` with a relative noise of ±`noise`, from a
 /// seeded generator: the synthetic runs of the tests here and of the
 /// callers' tests.
@@ -410,181 +493,4 @@ pub fn synthetic(center: f64, noise: f64, n: usize, seed: u64) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_quantiles_and_spread_of_known_samples() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
-        let s = spread(&[10.0, 12.0, 14.0]);
-        assert_eq!(
-            (s.n, s.median, s.min, s.max, s.mean),
-            (3, 12.0, 10.0, 14.0, 12.0)
-        );
-        // sd 2, mean 12
-        assert!((s.cv_pct - 2.0 / 12.0 * 100.0).abs() < 1e-9, "{s:?}");
-        assert_eq!(spread(&[5.0]).cv_pct, 0.0);
-        assert_eq!(quantile_sorted(&[0.0, 10.0], 0.25), 2.5);
-    }
-
-    #[test]
-    fn identical_samples_give_a_point_interval_and_no_difference() {
-        let a = [1120.0; 6];
-        let j = judge(&a, &a, true, Rule::COUNT).unwrap();
-        assert_eq!(
-            (j.ratio.ratio, j.ratio.ci_low, j.ratio.ci_high),
-            (1.0, 1.0, 1.0)
-        );
-        assert_eq!(j.verdict, Direction::Same);
-        assert_eq!(j.p_value, Some(1.0));
-        let j = judge(&a, &a, false, Rule::COUNT).unwrap();
-        assert_eq!(j.verdict, Direction::Same);
-        // Zeros on both sides are the same, not NaN.
-        let z = judge(&[0.0; 3], &[0.0; 3], true, Rule::COUNT).unwrap();
-        assert_eq!((z.ratio.ratio, z.verdict), (1.0, Direction::Same));
-    }
-
-    #[test]
-    fn a_deterministic_count_that_moved_is_a_difference_either_way() {
-        let a = [12.0; 3];
-        let j = judge(&a, &[16.0; 3], true, Rule::COUNT).unwrap();
-        assert_eq!(j.verdict, Direction::Higher);
-        assert!((j.ratio.ratio - 16.0 / 12.0).abs() < 1e-12);
-        let j = judge(&a, &[8.0; 3], true, Rule::COUNT).unwrap();
-        assert_eq!(j.verdict, Direction::Lower);
-        // …but not by less than the minimum effect: 1 % of a count.
-        let j = judge(&[1000.0; 3], &[1010.0; 3], true, Rule::COUNT).unwrap();
-        assert_eq!(j.verdict, Direction::Same);
-    }
-
-    #[test]
-    fn a_ten_percent_shift_with_small_noise_is_found_and_sized() {
-        // 10 rounds, ±2 % noise on each side.
-        let a = synthetic(1000.0, 0.02, 10, 1);
-        let b: Vec<f64> = synthetic(1000.0, 0.02, 10, 2)
-            .iter()
-            .map(|x| x * 1.10)
-            .collect();
-        for paired in [true, false] {
-            let j = judge(&a, &b, paired, Rule::COUNT).unwrap();
-            assert_eq!(j.verdict, Direction::Higher, "{j:?}");
-            assert!(j.ratio.ci_low > 1.03 && j.ratio.ci_high < 1.17, "{j:?}");
-            assert!((j.ratio.ratio - 1.10).abs() < 0.04, "{j:?}");
-            assert!(j.p_value.unwrap() < 0.01, "{j:?}");
-            // The mirror image is lower.
-            let j = judge(&b, &a, paired, Rule::COUNT).unwrap();
-            assert_eq!(j.verdict, Direction::Lower, "{j:?}");
-        }
-        // The same shift under a 15 % minimum effect is not a difference.
-        let rule = Rule {
-            min_effect: 0.15,
-            floor: 0.0,
-        };
-        assert_eq!(judge(&a, &b, true, rule).unwrap().verdict, Direction::Same);
-        // Nor under a noise floor larger than the change (a latency of
-        // ~1000 ms shifting 100 ms against a 1 s floor).
-        assert_eq!(
-            judge(&a, &b, true, Rule::latency(1000.0)).unwrap().verdict,
-            Direction::Same
-        );
-    }
-
-    #[test]
-    fn pure_noise_is_no_difference_in_most_trials() {
-        // 200 trials of two sets of 10 runs from the same ±20 % noise:
-        // a 95 % interval with a 2 % minimum effect should call few of
-        // them a difference (measured: 8 of 200 unpaired, 14 of 200
-        // paired — a percentile bootstrap over 10 rounds is somewhat
-        // narrower than 95 %).
-        let mut differences = 0;
-        for t in 0..200u64 {
-            let a = synthetic(500.0, 0.2, 10, 1000 + t);
-            let b = synthetic(500.0, 0.2, 10, 5000 + t);
-            let j = judge(&a, &b, false, Rule::COUNT).unwrap();
-            if j.verdict != Direction::Same {
-                differences += 1;
-            }
-        }
-        assert!(differences <= 16, "{differences} of 200 false differences");
-        // Paired, the same.
-        let mut differences = 0;
-        for t in 0..200u64 {
-            let a = synthetic(500.0, 0.2, 10, 9000 + t);
-            let b = synthetic(500.0, 0.2, 10, 13000 + t);
-            if judge(&a, &b, true, Rule::COUNT).unwrap().verdict != Direction::Same {
-                differences += 1;
-            }
-        }
-        assert!(
-            differences <= 16,
-            "{differences} of 200 false differences (paired)"
-        );
-    }
-
-    #[test]
-    fn pairing_removes_drift_shared_by_a_round() {
-        // Each round's machine speed drifts ±30 %; B is 5 % above A in
-        // every round. Unpaired the drift hides it, paired it does not.
-        let drift = synthetic(1.0, 0.3, 8, 42);
-        let a: Vec<f64> = drift.iter().map(|d| 100.0 * d).collect();
-        let b: Vec<f64> = drift.iter().map(|d| 105.0 * d).collect();
-        let p = judge(&a, &b, true, Rule::COUNT).unwrap();
-        assert_eq!(p.verdict, Direction::Higher, "{p:?}");
-        assert!((p.ratio.ci_low - 1.05).abs() < 1e-9 && (p.ratio.ci_high - 1.05).abs() < 1e-9);
-        let u = judge(&a, &b, false, Rule::COUNT).unwrap();
-        assert_eq!(u.verdict, Direction::Same, "{u:?}");
-    }
-
-    #[test]
-    fn the_interval_is_reproducible_and_the_order_shuffle_is_seeded() {
-        let a = synthetic(10.0, 0.3, 7, 3);
-        let b = synthetic(11.0, 0.3, 7, 4);
-        assert_eq!(paired_ratio(&a, &b, 2000, 9), paired_ratio(&a, &b, 2000, 9));
-        let mut x: Vec<u32> = (0..10).collect();
-        let mut y = x.clone();
-        Prng::new(5).shuffle(&mut x);
-        Prng::new(5).shuffle(&mut y);
-        assert_eq!(x, y);
-        let mut z: Vec<u32> = (0..10).collect();
-        Prng::new(6).shuffle(&mut z);
-        assert_ne!(x, z);
-        let mut sorted_x = x.clone();
-        sorted_x.sort();
-        assert_eq!(sorted_x, (0..10).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn mann_whitney_matches_known_values() {
-        // Fully separated 5 vs 5: U = 25, normal-approximation p ≈ 0.012.
-        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
-        let b = [6.0, 7.0, 8.0, 9.0, 10.0];
-        let m = mann_whitney(&a, &b).unwrap();
-        assert_eq!(m.u, 25.0);
-        assert!((m.p_value - 0.0122).abs() < 0.001, "{m:?}");
-        // Interleaved: U = 15 of 25, p ≈ 0.68.
-        let m = mann_whitney(&[1.0, 3.0, 5.0, 7.0, 9.0], &[2.0, 4.0, 6.0, 8.0, 10.0]).unwrap();
-        assert!(m.p_value > 0.6, "{m:?}");
-        assert!(mann_whitney(&[], &b).is_none());
-        assert!((normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
-    }
-
-    #[test]
-    fn too_few_or_mismatched_rounds_give_no_interval() {
-        assert!(paired_ratio(&[1.0, 2.0], &[1.0], 10, 1).is_none());
-        assert!(unpaired_ratio(&[], &[1.0], 10, 1).is_none());
-        let r = paired_ratio(&[0.0], &[3.0], 10, 1).unwrap();
-        assert!(r.ratio.is_infinite());
-        assert_eq!(
-            verdict(&r, 0.0, 3.0, Rule::COUNT),
-            Direction::Higher,
-            "from none to some is higher"
-        );
-        // …but one round is no interval: no verdict from it.
-        let j = judge(&[100.0], &[300.0], true, Rule::COUNT).unwrap();
-        assert_eq!((j.ratio.ratio, j.verdict), (3.0, Direction::Same));
-        let j = judge(&[100.0; 2], &[300.0; 2], true, Rule::COUNT).unwrap();
-        assert_eq!(j.verdict, Direction::Higher);
-    }
-}
+mod tests;

@@ -455,6 +455,15 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind)> 
             Count,
         ));
     }
+    // eclccserver's identity the same way (its compile Jobs' polls).
+    for (call, n) in &r.eclccserver_calls {
+        v.push((
+            format!("eclccserver_calls.{call}"),
+            *n as f64,
+            "requests",
+            Count,
+        ));
+    }
     for (class, p) in &r.window.api_latency_ms {
         v.push((format!("api_latency_ms.{class}.p99"), p.p99, "ms", Latency));
     }
@@ -509,7 +518,9 @@ pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
         .map(|(_, v, ..)| v)
         .or_else(|| {
             // A kind of call the run did not make.
-            name.strip_prefix("thor_agent_calls.").map(|_| 0.0)
+            name.strip_prefix("thor_agent_calls.")
+                .or_else(|| name.strip_prefix("eclccserver_calls."))
+                .map(|_| 0.0)
         })
         .or_else(|| {
             // An object kind the run did not create at all counts as zero;

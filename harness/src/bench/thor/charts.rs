@@ -318,11 +318,99 @@ pub fn lines(title: &str, unit: &str, series: &[(String, Vec<(f64, f64)>)]) -> S
     s
 }
 
+/// A series over a sequence of runs: one line per series over the x
+/// labels (one per run), a ring on each marked point (series index, x
+/// index) with its tooltip.
+pub fn sequence(
+    title: &str,
+    unit: &str,
+    labels: &[String],
+    series: &[(String, Vec<(usize, f64)>)],
+    marks: &[(usize, usize, String)],
+) -> String {
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .fold(0.0_f64, f64::max);
+    let max = if max > 0.0 { max * 1.05 } else { 1.0 };
+    let mut s = frame(title, unit, max, &names);
+    let step = plot_w() / labels.len().max(1) as f64;
+    let x_of = |i: usize| LEFT + step * (i as f64 + 0.5);
+    // Every label when they fit, else about eight of them.
+    let every = labels.len().div_ceil(8).max(1);
+    for (i, l) in labels.iter().enumerate().filter(|(i, _)| i % every == 0) {
+        let short: String = l.chars().take(12).collect();
+        x_label(&mut s, x_of(i), &short);
+    }
+    for (si, (name, pts)) in series.iter().enumerate() {
+        let path: Vec<String> = pts
+            .iter()
+            .map(|(i, v)| format!("{:.1},{:.1}", x_of(*i), y_of(*v, max)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{}</title></polyline>",
+            color(si),
+            path.join(" "),
+            xml_escape(name)
+        );
+        for (i, v) in pts {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{}, {}: {}</title></circle>",
+                x_of(*i),
+                y_of(*v, max),
+                color(si),
+                xml_escape(name),
+                xml_escape(labels.get(*i).map_or("", String::as_str)),
+                fmt_num(*v)
+            );
+        }
+    }
+    for (si, i, tip) in marks {
+        let Some((_, pts)) = series.get(*si) else {
+            continue;
+        };
+        let Some((_, v)) = pts.iter().find(|(x, _)| x == i) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "<circle class=\"change\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"7\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"><title>{}</title></circle>",
+            x_of(*i),
+            y_of(*v, max),
+            color(*si),
+            xml_escape(tip)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use crate::bench::thor::charts::{
-        LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, nice_max, stacked,
+        LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, nice_max, sequence,
+        stacked,
     };
+
+    #[test]
+    fn a_sequence_draws_a_line_per_series_and_a_ring_per_change_point() {
+        let labels: Vec<String> = (0..4).map(|i| format!("run{i}")).collect();
+        let series = vec![
+            (
+                "baseline".to_string(),
+                vec![(0, 1.0), (1, 1.0), (2, 2.0), (3, 2.0)],
+            ),
+            ("jobset".to_string(), vec![(0, 1.5), (1, 1.5), (3, 1.5)]),
+        ];
+        let svg = sequence("t", "u", &labels, &series, &[(0, 2, "step <×2>".into())]);
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("class=\"change\"").count(), 1);
+        assert!(svg.contains("step &lt;×2&gt;"), "{svg}");
+        assert!(svg.contains("run3"));
+    }
 
     fn count(s: &str, what: &str) -> usize {
         s.matches(what).count()

@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::bench::thor::baseline::{Baseline, Metric, MetricKind, metric_value, metric_values};
 use crate::bench::thor::result::{ThorResult, rule_of};
 use crate::stats::{self, Direction};
+use crate::workload::thor::driver::callplan;
 
 /// What a row says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,6 +38,10 @@ pub enum Status {
     /// The run has the metric, the baseline does not: not judged.
     NotInBaseline,
 }
+
+/// The rows' metric prefix of the Thor identity's calls against the
+/// scenario's plan.
+pub const PLAN_PREFIX: &str = "thor_agent_calls_vs_plan.";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
@@ -67,9 +72,95 @@ fn run_samples(r: &ThorResult, mode: &str, name: &str) -> Option<Vec<f64>> {
     (!v.is_empty()).then_some(v)
 }
 
-/// Check a run against a baseline, metric by metric.
-pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
+/// The Thor identity's calls by purpose in each run of each mode against
+/// the bounds the scenario's plan implies (`callplan`): a row per mode
+/// and purpose, regressed when any run is outside. Modes whose runs carry
+/// no plan (older results) or had a failed instance say so.
+pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
     let mut out = Vec::new();
+    for (mode, s) in &r.modes {
+        let runs = if s.repeats.is_empty() {
+            std::slice::from_ref(&s.result)
+        } else {
+            &s.repeats[..]
+        };
+        let plans: Vec<Option<_>> = runs
+            .iter()
+            .map(|x| x.call_plan.as_ref().and_then(callplan::expected))
+            .collect();
+        if plans.iter().any(Option::is_none) {
+            out.push(Verdict {
+                mode: mode.clone(),
+                metric: format!("{PLAN_PREFIX}*"),
+                kind: MetricKind::Count,
+                baseline: f64::NAN,
+                current: None,
+                pass: true,
+                status: Status::NotCompared,
+                judged: None,
+                note: "not compared with the plan: a run had a failed instance or no plan (an older result)".into(),
+            });
+            continue;
+        }
+        let mut purposes: Vec<String> = callplan::PURPOSES.iter().map(|p| p.to_string()).collect();
+        for run in runs {
+            purposes.extend(run.thor_agent_calls_by_purpose.keys().cloned());
+        }
+        purposes.sort();
+        purposes.dedup();
+        for purpose in purposes {
+            let mut outside = Vec::new();
+            let mut counts = Vec::new();
+            let mut bounds = Vec::new();
+            for (i, (run, plan)) in runs.iter().zip(&plans).enumerate() {
+                let plan = plan.as_ref().expect("checked above");
+                let n = run
+                    .thor_agent_calls_by_purpose
+                    .get(&purpose)
+                    .copied()
+                    .unwrap_or(0);
+                let [lo, hi] = plan.get(&purpose).copied().unwrap_or([0, 0]);
+                counts.push(n as f64);
+                bounds.push(format!("{lo}–{hi}"));
+                if n < lo || n > hi {
+                    outside.push(format!("run {}: {n} outside {lo}–{hi}", i + 1));
+                }
+            }
+            if counts.iter().all(|c| *c == 0.0) && bounds.iter().all(|b| b == "0–0") {
+                continue;
+            }
+            let instances: u32 = runs.iter().map(|x| x.instances).sum();
+            let per_instance = counts.iter().sum::<f64>() / f64::from(instances.max(1));
+            let pass = outside.is_empty();
+            out.push(Verdict {
+                mode: mode.clone(),
+                metric: format!("{PLAN_PREFIX}{purpose}"),
+                kind: MetricKind::Exact,
+                baseline: f64::NAN,
+                current: Some(stats::median(&counts)),
+                pass,
+                status: if pass { Status::Ok } else { Status::Regressed },
+                judged: None,
+                note: match pass {
+                    true => format!(
+                        "within the plan ({} per run; {per_instance:.1} per instance)",
+                        bounds.join(", ")
+                    ),
+                    false => format!(
+                        "outside the plan the scenario implies: {} ({per_instance:.1} per instance)",
+                        outside.join("; ")
+                    ),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Check a run against a baseline, metric by metric, and its calls
+/// against the scenario's plan ([`against_plan`]).
+pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
+    let mut out = against_plan(r);
     for (mode, metrics) in &b.modes {
         if !r.modes.contains_key(mode) {
             out.push(Verdict {
@@ -310,238 +401,4 @@ fn judge_v1(m: &Metric, cur: f64) -> (bool, String) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bench::thor::baseline::{SCHEMA_V1, Tolerance, from_result};
-    use crate::bench::thor::result::{ModeResult, sample_result, summarize};
-    use crate::stats::{Prng, synthetic};
-
-    /// A v1 baseline: one value per metric, the hand-set tolerances.
-    fn v1(requests: f64, p99: f64) -> Baseline {
-        let mut b = from_result(&sample_result(0, 0.0), "s.yaml");
-        b.schema = SCHEMA_V1.into();
-        for (name, m) in b.modes.get_mut("baseline").unwrap().iter_mut() {
-            m.samples.clear();
-            m.tolerance = match m.kind {
-                MetricKind::Latency => Tolerance {
-                    ratio: Some([0.66, 1.5]),
-                    floor: Some(if name == "wall_s" { 5.0 } else { 1000.0 }),
-                    relative: None,
-                },
-                _ => Tolerance {
-                    relative: Some(0.2),
-                    ..Default::default()
-                },
-            };
-            m.value = match name.as_str() {
-                "api_requests_total" => requests,
-                "pod_startup_ms.p99" => p99,
-                _ => m.value,
-            };
-        }
-        b
-    }
-
-    #[test]
-    fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
-        let base = v1(300.0, 2000.0);
-        assert!(base.problems().is_empty(), "{:?}", base.problems());
-        let verdicts = compare(&base, &sample_result(390, 2000.0));
-        let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
-        assert_eq!(failed.len(), 1, "{failed:#?}");
-        assert_eq!(failed[0].metric, "api_requests_total");
-        assert!(failed[0].note.contains("+30.0%"), "{}", failed[0].note);
-        assert!(
-            verdicts
-                .iter()
-                .filter(|v| v.status != Status::NotInBaseline)
-                .all(|v| v.note.starts_with("single-value baseline")),
-            "{verdicts:#?}"
-        );
-        // Latency ×2.1 but within the 1 s noise: passes; ×2.6 fails.
-        let base = v1(300.0, 700.0);
-        let p99 = |r| {
-            compare(&base, &sample_result(300, r))
-                .into_iter()
-                .find(|v| v.metric == "pod_startup_ms.p99")
-                .unwrap()
-        };
-        assert!(p99(1500.0).pass && p99(1500.0).note.contains("within the noise"));
-        assert!(!p99(1800.0).pass);
-        // Not judging latency: the regression passes and says so; a count
-        // regression still fails.
-        let mut v = compare(&base, &sample_result(390, 1800.0));
-        not_judging_latency(&mut v);
-        let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
-        assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
-        let failed: Vec<_> = v.iter().filter(|v| !v.pass).map(|v| &v.metric).collect();
-        assert_eq!(failed, ["api_requests_total"]);
-    }
-
-    /// Noise of one smoke run, per figure (relative, uniform ±): HPCC's
-    /// polls move its requests by whole kubectl calls.
-    #[derive(Clone, Copy)]
-    struct Shape {
-        thor: f64,
-        others: f64,
-        cpu: f64,
-        extra_thor: f64,
-    }
-
-    const UNCHANGED: Shape = Shape {
-        thor: 1120.0,
-        others: 1500.0,
-        cpu: 5.5,
-        extra_thor: 0.0,
-    };
-
-    fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
-        let mut u = || rng.next_u64() as f64 / u64::MAX as f64 * 2.0 - 1.0;
-        // ±4 kubectl calls of 27 requests.
-        let polls = (u() * 4.0).round();
-        let thor = (s.thor + 27.0 * polls) * (1.0 + s.extra_thor);
-        let others = s.others * (1.0 + 0.03 * u());
-        let mut m = sample_result(0, 0.0).modes["baseline"].result.clone();
-        m.mode = mode.into();
-        m.thor_agent_requests = thor.round() as u64;
-        m.thor_agent_calls
-            .insert("get job".into(), ((thor / 27.0) * 0.6).round() as u64);
-        m.thor_agent_calls.insert("replace".into(), 4);
-        m.eclccserver_requests = (300.0 * (1.0 + 0.05 * u())).round() as u64;
-        m.window.api_requests_total = (thor + others).round() as u64;
-        m.window.etcd_writes_total = (200.0 * (1.0 + 0.03 * u())).round() as u64;
-        m.window.apiserver_etcd_cpu_s = s.cpu * (1.0 + 0.15 * u());
-        m.pod_startup_ms.p99 = 265.0 * (1.0 + 0.5 * u());
-        m.instance_start_ms.p99 = 1400.0 * (1.0 + 0.4 * u());
-        m.wall_s = 31.0 * (1.0 + 0.05 * u());
-        m.window.api_latency_ms.insert(
-            "mutating".into(),
-            crate::metrics::Percentiles {
-                p99: 40.0 * (1.0 + 0.8 * u()),
-                ..Default::default()
-            },
-        );
-        m
-    }
-
-    fn run_set(n: usize, seed: u64, s: Shape) -> ThorResult {
-        let mut rng = Prng::new(seed);
-        let mut r = sample_result(0, 0.0);
-        r.modes.clear();
-        for mode in ["baseline", "jobset"] {
-            let runs = (0..n).map(|_| one_run(&mut rng, s, mode)).collect();
-            r.modes.insert(mode.into(), summarize(runs));
-        }
-        r
-    }
-
-    #[test]
-    fn unchanged_code_passes_and_a_thor_only_regression_of_30_percent_fails() {
-        // 30 trials: a baseline of 10 runs, a compare of 3 runs of the same
-        // code, latencies judged too (measured: 0 of 50 failed).
-        let mut false_alarms = Vec::new();
-        for t in 0..30 {
-            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
-            let v = compare(&base, &run_set(3, 900 + t, UNCHANGED));
-            let failed: Vec<String> = v
-                .iter()
-                .filter(|v| !v.pass)
-                .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note))
-                .collect();
-            if !failed.is_empty() {
-                false_alarms.push(failed);
-            }
-        }
-        assert!(false_alarms.len() <= 2, "{false_alarms:#?}");
-        // The Thor identity +30 % (the run total ~+13 %): caught, by name,
-        // in every trial.
-        let worse = Shape {
-            extra_thor: 0.30,
-            ..UNCHANGED
-        };
-        for t in 0..10 {
-            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
-            let v = compare(&base, &run_set(3, 500 + t, worse));
-            let failed: Vec<&str> = v
-                .iter()
-                .filter(|v| !v.pass && v.mode == "jobset")
-                .map(|v| v.metric.as_str())
-                .collect();
-            assert!(failed.contains(&"thor_agent_requests"), "{t}: {failed:?}");
-            let thor = v
-                .iter()
-                .find(|v| v.metric == "thor_agent_requests")
-                .unwrap();
-            let ratio = thor.judged.unwrap().ratio.ratio;
-            assert!(
-                thor.note.starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
-                "{}",
-                thor.note
-            );
-        }
-    }
-
-    #[test]
-    fn exact_counts_modes_left_out_and_new_metrics() {
-        let base = from_result(&run_set(5, 1, UNCHANGED), "s.yaml");
-        assert!(base.problems().is_empty(), "{:?}", base.problems());
-        let m = &base.modes["baseline"];
-        assert_eq!(m["pods_created"].kind, MetricKind::Exact);
-        assert_eq!(m["pods_created"].samples, vec![12.0; 5]);
-        assert_eq!(m["eclccserver_requests"].samples.len(), 5);
-        assert!(m.contains_key("thor_agent_calls.get job"));
-        // One pod more in one run of three: regressed, exactly.
-        let mut r = run_set(3, 2, UNCHANGED);
-        let j = r.modes.get_mut("jobset").unwrap();
-        j.repeats[1].pods_created = 13;
-        let v = compare(&base, &r);
-        let pods = v
-            .iter()
-            .find(|v| v.mode == "jobset" && v.metric == "pods_created")
-            .unwrap();
-        assert!(!pods.pass, "{pods:#?}");
-        assert!(
-            pods.note.contains("13 where 5 runs recorded 12"),
-            "{}",
-            pods.note
-        );
-        // A mode left out: one "not compared" row, no regression.
-        let mut r = run_set(3, 2, UNCHANGED);
-        r.modes.remove("jobset");
-        let v = compare(&base, &r);
-        let left: Vec<&Verdict> = v.iter().filter(|v| v.mode == "jobset").collect();
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].status, Status::NotCompared);
-        assert!(v.iter().all(|v| v.pass), "{v:#?}");
-        // A metric the baseline lacks is reported, not silently dropped.
-        let mut r = run_set(3, 2, UNCHANGED);
-        for run in &mut r.modes.get_mut("baseline").unwrap().repeats {
-            run.window.objects_created.insert("services".into(), 4);
-        }
-        let sum = r.modes.get_mut("baseline").unwrap();
-        *sum = summarize(sum.repeats.clone());
-        let v = compare(&base, &r);
-        let new = v
-            .iter()
-            .find(|v| v.metric == "objects_created.services")
-            .unwrap();
-        assert_eq!((new.status, new.pass), (Status::NotInBaseline, true));
-        // Round trip of a v2 file.
-        let json = serde_json::to_string(&base).unwrap();
-        let back: Baseline = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, base);
-        assert!(
-            !json.contains("tolerance"),
-            "v2 keeps no hand-set tolerance"
-        );
-    }
-
-    #[test]
-    fn the_band_is_the_highest_recorded_run_over_the_median() {
-        assert_eq!(band_of(&[100.0, 110.0, 120.0]), 120.0 / 110.0 - 1.0);
-        assert_eq!(band_of(&[5.0]), 0.0);
-        assert_eq!(band_of(&[0.0, 0.0]), 0.0);
-        let s = synthetic(100.0, 0.1, 20, 3);
-        assert!(band_of(&s) > 0.05 && band_of(&s) < 0.11);
-    }
-}
+mod tests;

@@ -10,6 +10,7 @@ pub mod contention;
 pub mod cost;
 pub mod dry_run;
 pub mod existing;
+pub mod history;
 pub mod report;
 pub mod result;
 pub mod rounds;

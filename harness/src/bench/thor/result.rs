@@ -51,9 +51,20 @@ pub struct ModeResult {
     /// The Thor identity's kubectl calls by kind.
     #[serde(default)]
     pub thor_agent_calls: BTreeMap<String, u64>,
+    /// The Thor identity's calls by purpose (polls apart from one-off
+    /// reads: `workload::thor::driver::callplan::purpose`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thor_agent_calls_by_purpose: BTreeMap<String, u64>,
+    /// What the plan bound needs: objects per instance and each
+    /// instance's life (`callplan::expected` gives the bounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_plan: Option<crate::workload::thor::driver::callplan::PlanInputs>,
     /// eclccserver's requests (its compile Jobs).
     #[serde(default)]
     pub eclccserver_requests: u64,
+    /// eclccserver's kubectl calls by kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub eclccserver_calls: BTreeMap<String, u64>,
     #[serde(default)]
     pub eclccserver_requests_predicted: u64,
     pub pods_created: u64,
@@ -215,6 +226,9 @@ pub fn metrics(r: &ModeResult) -> Vec<(String, f64)> {
     }
     for (call, n) in &r.thor_agent_calls {
         v.push((format!("thor_agent_calls.{call}"), *n as f64));
+    }
+    for (call, n) in &r.eclccserver_calls {
+        v.push((format!("eclccserver_calls.{call}"), *n as f64));
     }
     v
 }

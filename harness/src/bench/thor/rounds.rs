@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::thor::baseline;
+use crate::bench::thor::report;
 use crate::bench::thor::result::{
     self, ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib, summarize,
 };
-use crate::bench::thor::baseline;
-use crate::bench::thor::report;
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
 use crate::workload::thor::Mode;

@@ -26,6 +26,7 @@ use crate::metrics::window::{Options, Window};
 use crate::poll::Poll;
 use crate::workload::thor::THOR_AGENT_USER;
 use crate::workload::thor::discovery::{Discovery, DiscoveryCache};
+use crate::workload::thor::driver::callplan;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl, Who};
 use crate::workload::thor::driver::dispatch::Dispatcher;
 use crate::workload::thor::driver::env::{CompilePlan, Plan, ThorEnv};
@@ -422,7 +423,10 @@ pub async fn run_mode(
         thor_agent_writes,
         thor_agent_requests_predicted: predicted(Who::ThorAgent),
         thor_agent_calls: env.calls.count(Who::ThorAgent),
+        thor_agent_calls_by_purpose: callplan::count_by_purpose(&env.calls, Who::ThorAgent),
+        call_plan: Some(callplan::PlanInputs::of(&plan, minor, &report.instances)?),
         eclccserver_requests: of(&site.eclcc.1),
+        eclccserver_calls: env.calls.count(Who::Eclccserver),
         eclccserver_requests_predicted: predicted(Who::Eclccserver),
         window: w,
         pods_created: pf.pods_created,

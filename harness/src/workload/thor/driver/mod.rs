@@ -16,6 +16,7 @@
 //! modelled cost of the call list.
 
 pub mod agent;
+pub mod callplan;
 pub mod calls;
 pub mod compile;
 pub mod dispatch;
