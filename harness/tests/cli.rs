@@ -412,6 +412,7 @@ fn tools_list_reports_every_binary() {
             "kwok",
             "jobset-controller",
             "kueue-controller",
+            "kueue-perf-runner",
             "hpcc-kubectl",
             "kubelet",
             "agnhost",
