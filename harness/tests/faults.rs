@@ -259,7 +259,7 @@ fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let (lost, lost_took) = done.remove(0);
-    let (won, _) = done.remove(0);
+    let (won, won_took) = done.remove(0);
     let t = assert_code(&lost, 2);
     assert!(
         t.contains(&format!(
@@ -267,9 +267,12 @@ fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
         )),
         "{t}"
     );
+    // At once: the loser does not wait for the winner's lock. Measured
+    // against the winner's own start-up rather than a fixed second, which
+    // a loaded machine's process start alone can exceed (issue 30, item 7).
     assert!(
-        lost_took < Duration::from_secs(1),
-        "the loser took {lost_took:?}"
+        lost_took < won_took / 2,
+        "the loser took {lost_took:?}, the winner {won_took:?}"
     );
     assert_code(&won, 0);
     assert!(text(&won).contains("export KUBECONFIG="), "{}", text(&won));

@@ -197,6 +197,31 @@ pub fn test_spec(name: &str) -> ClusterSpec {
     }
 }
 
+/// A `bench thor` of `scenario` (a file under suites/thor/) in `modes` on
+/// fresh local clusters named `<cluster_prefix>-<mode>-<round>`, one round,
+/// nothing else asked for: the suites set what differs with `..` on this.
+pub fn thor_options(
+    scenario: &str,
+    modes: Vec<harness::workload::thor::Mode>,
+    cluster_prefix: String,
+) -> harness::bench::thor::ThorBenchOptions {
+    harness::bench::thor::ThorBenchOptions {
+        scenario: repo_root().join("suites/thor").join(scenario),
+        modes: Some(modes),
+        repeat: 1,
+        seed: None,
+        bins: Default::default(),
+        cluster_prefix,
+        overrides: Vec::new(),
+        out: None,
+        scrape: false,
+        profiles: None,
+        existing: None,
+        real_node: false,
+        kind: None,
+    }
+}
+
 /// A cluster name unique to this process: `<prefix>-<pid>`.
 pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}", std::process::id())

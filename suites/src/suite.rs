@@ -15,7 +15,6 @@ pub mod kubectl;
 pub mod kubelet;
 pub mod kubelet_real;
 pub mod kueue;
-pub mod liveness;
 pub mod local;
 pub mod logs;
 pub mod measure;

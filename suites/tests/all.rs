@@ -22,7 +22,6 @@ fn main() {
         suite::kubelet::suite,
         suite::local::suite,
         suite::logs::suite,
-        suite::liveness::suite,
         suite::measure::suite,
         suite::realnode::suite,
         suite::kind::suite,

@@ -9,17 +9,22 @@ use anyhow::{Context, Result};
 
 use crate::error::bad_input;
 
-/// A cluster name becomes a directory and part of certificate names.
-pub fn validate_name(name: &str) -> Result<()> {
-    // (Also keeps `.locks`, the lock directory, from looking like a cluster.)
-    let ok = !name.is_empty()
+/// 1–40 lower-case letters, digits and inner '-': what may name a cluster
+/// (a directory, part of certificate names) and what is derived from one.
+pub fn is_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 40
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
+        && !name.ends_with('-')
+}
+
+/// A cluster name becomes a directory and part of certificate names.
+pub fn validate_name(name: &str) -> Result<()> {
+    // (Also keeps `.locks`, the lock directory, from looking like a cluster.)
+    if is_name(name) {
         Ok(())
     } else {
         Err(bad_input(format!(

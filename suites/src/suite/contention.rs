@@ -23,19 +23,8 @@ type Outcome = std::result::Result<ThorResult, String>;
 fn bench(prefix: &str, modes: Vec<Mode>, overrides: Vec<String>) -> Outcome {
     let rt = crate::runtime().map_err(|e| format!("{e:#}"))?;
     let opts = ThorBenchOptions {
-        scenario: crate::repo_root().join("suites/thor/contention.yaml"),
-        modes: Some(modes),
-        repeat: 1,
-        seed: None,
-        bins: Default::default(),
-        cluster_prefix: crate::unique_name(prefix),
         overrides,
-        out: None,
-        scrape: false,
-        profiles: None,
-        existing: None,
-        real_node: false,
-        kind: None,
+        ..crate::thor_options("contention.yaml", modes, crate::unique_name(prefix))
     };
     rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
 }

@@ -59,19 +59,12 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
 
 fn options(t: ExistingTarget) -> ThorBenchOptions {
     ThorBenchOptions {
-        scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
-        modes: Some(vec![Mode::Baseline, Mode::Jobset]),
-        repeat: 1,
-        seed: None,
-        bins: Default::default(),
-        cluster_prefix: unique_name("t-exist-unused"),
-        overrides: Vec::new(),
-        out: None,
-        scrape: false,
-        profiles: None,
         existing: Some(t),
-        real_node: false,
-        kind: None,
+        ..crate::thor_options(
+            "smoke.yaml",
+            vec![Mode::Baseline, Mode::Jobset],
+            unique_name("t-exist-unused"),
+        )
     }
 }
 

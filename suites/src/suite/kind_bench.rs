@@ -14,22 +14,16 @@ use harness::workload::thor::Mode;
 pub fn bench_thor_on_fresh_kind_clusters(minor: &'static str) -> Result<()> {
     let prefix = crate::unique_name(&format!("t-kbench{}", minor.replace('.', "")));
     let opts = ThorBenchOptions {
-        scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
-        modes: Some(vec![Mode::Baseline, Mode::Jobset]),
-        repeat: 1,
-        seed: None,
-        bins: Default::default(),
-        cluster_prefix: prefix.clone(),
         overrides: vec![format!("cluster.k8sMinor=\"{minor}\"")],
-        out: None,
-        scrape: false,
-        profiles: None,
-        existing: None,
-        real_node: false,
         kind: Some(KindBench {
             images: KindImages::Auto,
             root: crate::repo_root(),
         }),
+        ..crate::thor_options(
+            "smoke.yaml",
+            vec![Mode::Baseline, Mode::Jobset],
+            prefix.clone(),
+        )
     };
     let r = crate::runtime()?.block_on(bench_thor(&opts));
     let left: Vec<String> = harness::cluster::state::list_clusters()?

@@ -6,7 +6,7 @@
 use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::result::{ModeResult, ThorResult};
-use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor, compare, report};
+use harness::bench::thor::{baseline, bench_thor, compare, report};
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::Arguments;
 
@@ -16,21 +16,11 @@ fn smoke() -> &'static std::result::Result<ThorResult, String> {
     static R: OnceLock<std::result::Result<ThorResult, String>> = OnceLock::new();
     R.get_or_init(|| {
         let rt = crate::runtime().map_err(|e| format!("{e:#}"))?;
-        let opts = ThorBenchOptions {
-            scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
-            modes: Some(vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang]),
-            repeat: 1,
-            seed: None,
-            bins: Default::default(),
-            cluster_prefix: crate::unique_name("t-thor"),
-            overrides: Vec::new(),
-            out: None,
-            scrape: false,
-            profiles: None,
-            existing: None,
-            real_node: false,
-            kind: None,
-        };
+        let opts = crate::thor_options(
+            "smoke.yaml",
+            vec![Mode::Baseline, Mode::Jobset, Mode::JobsetGang],
+            crate::unique_name("t-thor"),
+        );
         rt.block_on(bench_thor(&opts)).map_err(|e| format!("{e:#}"))
     })
 }

@@ -20,19 +20,9 @@ use crate::unique_name;
 
 fn options(modes: Vec<Mode>, existing: Option<ExistingTarget>) -> ThorBenchOptions {
     ThorBenchOptions {
-        scenario: crate::repo_root().join("suites/thor/smoke.yaml"),
-        modes: Some(modes),
-        repeat: 1,
-        seed: None,
-        bins: Default::default(),
-        cluster_prefix: unique_name("t-thor-real"),
-        overrides: Vec::new(),
-        out: None,
-        scrape: false,
-        profiles: None,
         existing,
         real_node: true,
-        kind: None,
+        ..crate::thor_options("smoke.yaml", modes, unique_name("t-thor-real"))
     }
 }
 

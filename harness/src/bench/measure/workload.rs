@@ -52,14 +52,7 @@ pub struct Variant {
 /// A variant's name: a DNS label (it names clusters, files and report
 /// columns).
 pub fn check_name(flag: &str, name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 40
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    match ok {
+    match crate::cluster::state::is_name(name) {
         true => Ok(()),
         false => Err(bad_input(format!(
             "{flag} {name:?}: a name is 1–40 lower-case letters, digits and inner '-'"
