@@ -35,6 +35,32 @@ pub const CONFIDENCE: f64 = 0.95;
 /// nominal confidence; reports say so.
 pub const FEW_ROUNDS: usize = 5;
 
+/// The run order of repeated, interleaved runs: `repeat` rounds (at least
+/// one), each every item once in an order shuffled from `seed` — so slow
+/// drift of a shared machine falls on every item alike, and the same seed
+/// replays the same order.
+pub fn interleaved<T: Clone>(items: &[T], repeat: u32, seed: u64) -> Vec<Vec<T>> {
+    let mut rng = Prng::new(seed);
+    (0..repeat.max(1))
+        .map(|_| {
+            let mut order = items.to_vec();
+            rng.shuffle(&mut order);
+            order
+        })
+        .collect()
+}
+
+/// A run-order seed from the clock, the same for the whole process
+/// (printed, and kept in the result, so the order can be replayed).
+pub fn clock_seed() -> u64 {
+    static CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CLOCK.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
+    })
+}
+
 /// A small deterministic generator (SplitMix64): reproducible intervals
 /// and run orders without a dependency.
 #[derive(Debug, Clone)]

@@ -122,23 +122,9 @@ fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
     Ok(std::env::join_paths(dirs).unwrap_or_default())
 }
 
-/// The run order: `repeat` rounds, each every variant once in an order
-/// shuffled from `seed`.
+/// The run order of the variants (stats::interleaved).
 pub fn schedule(names: &[String], repeat: u32, seed: u64) -> Vec<Vec<String>> {
-    let mut rng = crate::stats::Prng::new(seed);
-    (0..repeat.max(1))
-        .map(|_| {
-            let mut order = names.to_vec();
-            rng.shuffle(&mut order);
-            order
-        })
-        .collect()
-}
-
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
+    crate::stats::interleaved(names, repeat, seed)
 }
 
 /// Every variant × `repeat` on fresh local clusters. `result.json` is
@@ -159,7 +145,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     };
     let path = path_with(&kubectl, &opts.out)?;
     let manifests = preflight(opts, &path)?;
-    let seed = opts.seed.unwrap_or_else(clock_seed);
+    let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
     let names: Vec<String> = opts.variants.iter().map(|v| v.name.clone()).collect();
     let rounds = schedule(&names, opts.repeat, seed);
     eprintln!(

@@ -49,7 +49,7 @@ impl Runs {
         k8s_version: &str,
         capabilities: Option<crate::cluster::existing::probe::Capabilities>,
     ) -> Runs {
-        let seed = plan.seed.unwrap_or_else(clock_seed);
+        let seed = plan.seed.unwrap_or_else(crate::stats::clock_seed);
         let rounds = schedule(plan.modes, plan.repeat, seed);
         announce(&rounds, seed);
         let result = ThorResult {
@@ -143,28 +143,9 @@ impl Runs {
     }
 }
 
-/// The run order: `repeat` rounds (at least one), each every mode once in
-/// an order shuffled from `seed` — so slow drift of a shared machine falls
-/// on every mode alike, and the same seed replays the same order.
+/// The run order of `modes` (stats::interleaved).
 pub fn schedule(modes: &[Mode], repeat: u32, seed: u64) -> Vec<Vec<Mode>> {
-    let mut rng = crate::stats::Prng::new(seed);
-    (0..repeat.max(1))
-        .map(|_| {
-            let mut order = modes.to_vec();
-            rng.shuffle(&mut order);
-            order
-        })
-        .collect()
-}
-
-/// A seed from the clock, the same for the whole process.
-fn clock_seed() -> u64 {
-    static CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *CLOCK.get_or_init(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_000)
-    })
+    crate::stats::interleaved(modes, repeat, seed)
 }
 
 fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
