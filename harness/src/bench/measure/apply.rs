@@ -330,7 +330,7 @@ pub async fn wait_finished(
                 let by_name: BTreeMap<String, Value> = list
                     .items
                     .into_iter()
-                    .filter_map(|o| Some((o.metadata.name.clone()?, serde_json::to_value(o).ok()?)))
+                    .filter_map(|o| Some((o.metadata.name.clone()?, typed(&o, ar).ok()?)))
                     .collect();
                 for n in names {
                     // A Job gone already (ttlSecondsAfterFinished) is done.
@@ -338,11 +338,7 @@ pub async fn wait_finished(
                         Some(o) if finished(o) == Some(false) => {
                             pending.push(format!("{plural}/{n}"))
                         }
-                        Some(o) if ar.kind != "Pod" => {
-                            let mut o = o.clone();
-                            o["kind"] = ar.kind.clone().into();
-                            ended.push(final_state(&o));
-                        }
+                        Some(o) if ar.kind != "Pod" => ended.push(final_state(o)),
                         _ => {}
                     }
                 }
@@ -366,6 +362,17 @@ pub async fn wait_finished(
             })
         })
         .await
+}
+
+/// A listed object as JSON with its apiVersion and kind set: a LIST's
+/// items carry neither, and `finished` reads both (without them every
+/// item read as "not a kind that is waited for", so a Job still
+/// suspended in Kueue's queue counted as ended).
+fn typed(o: &DynamicObject, ar: &ApiResource) -> Result<Value> {
+    let mut v = serde_json::to_value(o)?;
+    v["apiVersion"] = ar.api_version.clone().into();
+    v["kind"] = ar.kind.clone().into();
+    Ok(v)
 }
 
 /// What `wait_settled` lists: (group, version, kind, plural).
@@ -411,9 +418,7 @@ pub async fn wait_settled(
                     Err(e) => return Err(e.into()),
                 };
                 for o in list.items {
-                    let mut v = serde_json::to_value(&o)?;
-                    v["apiVersion"] = ar.api_version.clone().into();
-                    v["kind"] = kind.to_string().into();
+                    let v = typed(&o, &ar)?;
                     if finished(&v) == Some(false) {
                         pending.push(format!(
                             "{plural}/{}/{}",
@@ -459,6 +464,21 @@ mod tests {
             .collect();
         // Stable within a phase: the folder's order.
         assert_eq!(names, ["c", "ns", "lq", "cq", "j", "js"]);
+    }
+
+    #[test]
+    fn a_listed_job_without_its_type_is_typed_before_it_is_judged() {
+        // What a LIST returns: items with neither apiVersion nor kind.
+        let item: DynamicObject = serde_json::from_value(json!({
+            "metadata": {"name": "queued", "namespace": "n"},
+            "spec": {"suspend": true},
+            "status": {}
+        }))
+        .unwrap();
+        assert_eq!(finished(&serde_json::to_value(&item).unwrap()), None);
+        let ar = ApiResource::erase::<k8s_openapi::api::batch::v1::Job>(&());
+        let v = typed(&item, &ar).unwrap();
+        assert_eq!(finished(&v), Some(false));
     }
 
     #[test]
