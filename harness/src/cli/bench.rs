@@ -89,6 +89,12 @@ pub struct BenchThorArgs {
     /// Store this run as the baseline.
     #[arg(long)]
     pub record: bool,
+    /// Judge (--compare) or record (--record) the runs a previous `bench
+    /// thor --out DIR` saved instead of running again (e.g. after the rule
+    /// or the baseline's metrics changed); refused unless they ran the
+    /// scenario as given, --set included.
+    #[arg(long, value_name = "DIR", conflicts_with = "dry_run")]
+    pub from: Option<PathBuf>,
     /// Override a scenario value: KEY.PATH=VALUE (e.g.
     /// jobset.enableDNSHostnames=true). Repeatable; not with --record.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -301,7 +307,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         kind,
     };
     // Every check before any cluster starts.
-    thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
+    let pre = thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
     if args.dry_run {
         if args.compare || args.record {
             return Err(bad_input(
@@ -310,6 +316,20 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         }
         print!("{}", thor::plan_only(&opts).await?);
         return Ok(0);
+    }
+    if let Some(dir) = &args.from {
+        if !(args.compare || args.record) {
+            return Err(bad_input(
+                "--from judges or records saved runs: add --compare or --record",
+            ));
+        }
+        let result = thor::saved::matching(dir, &pre.scenario)?;
+        eprintln!(
+            "harness: the runs saved in {} ({} started)",
+            dir.display(),
+            result.started
+        );
+        return judge_and_record(args, root.as_deref(), &result);
     }
     let result = match signal::race(thor::bench_thor(&opts)).await {
         Raced::Finished(r) => r?,
@@ -346,10 +366,19 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         eprintln!("wrote {}", p.display());
     }
     print!("{}", thor::report::markdown(&result, None));
+    judge_and_record(args, root.as_deref(), &result)
+}
+
+/// `--compare` and `--record` of a result, run now or saved (`--from`).
+fn judge_and_record(
+    args: &BenchThorArgs,
+    root: Option<&std::path::Path>,
+    result: &thor::result::ThorResult,
+) -> Result<i32> {
     let mut code = 0;
-    if let Some(root) = &root {
+    if let Some(root) = root {
         if args.compare {
-            let c = thor::compare(root, &result, args.counts_only, &args.out)?;
+            let c = thor::compare(root, result, args.counts_only, &args.out)?;
             print!(
                 "{}",
                 thor::report::compare_markdown(&c.verdicts, &c.baseline)
@@ -359,7 +388,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             }
         }
         if args.record {
-            let path = thor::record(root, &result, &args.scenario)?;
+            let path = thor::record(root, result, &args.scenario)?;
             eprintln!("recorded {}", path.display());
         }
     }

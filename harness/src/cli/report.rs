@@ -22,6 +22,14 @@ pub enum ReportCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// The run-to-run spread behind the headline: each headline metric's
+    /// median [min–max], coefficient of variation and compare band per
+    /// recorded file and mode.
+    Spread {
+        /// Recorded baseline files, e.g. baselines/local/1.37/smoke.json.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
@@ -45,6 +53,15 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = harness::bench::thor::summary::load(&paths)?;
             print!("{}", harness::bench::thor::summary::markdown(&recorded));
+            Ok(0)
+        }
+        ReportCommand::Spread { files } => {
+            let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+            let recorded = harness::bench::thor::summary::load(&paths)?;
+            print!(
+                "{}",
+                harness::bench::thor::summary::spread_markdown(&recorded)
+            );
             Ok(0)
         }
         ReportCommand::History(a) => {

@@ -409,6 +409,14 @@ fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind)> 
             "writes",
             Count,
         ),
+        // What etcd stored, in bytes (etcd's total put size): JobSet's
+        // objects are larger, so writes alone understate its cost.
+        (
+            "etcd.put_bytes".into(),
+            r.window.etcd.put_bytes as f64,
+            "bytes",
+            MetricKind::Bytes,
+        ),
         ("pods_created".into(), r.pods_created as f64, "pods", Count),
         (
             "containers_created".into(),

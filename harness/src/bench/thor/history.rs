@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::bench::thor::charts::{fmt_num, sequence};
 use crate::bench::thor::result::{ModeResult, ThorResult, headline, rule_of};
+use crate::bench::thor::saved::read_result;
 use crate::error::bad_input;
 use crate::output::{markdown_table_head, write_atomic, xml_escape};
 use crate::stats::{self, ChangePoint};
@@ -44,15 +45,6 @@ pub struct History {
     pub series: Vec<Series>,
 }
 
-/// The result file of `p`: `p/result.json` for a directory, else `p`.
-fn result_file(p: &Path) -> PathBuf {
-    if p.is_dir() || p.extension().is_none_or(|x| x != "json") {
-        p.join("result.json")
-    } else {
-        p.to_path_buf()
-    }
-}
-
 /// Read each path's result; in the given order, or by `started` when
 /// `by_started`. A missing or broken file is bad input naming it.
 pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
@@ -64,22 +56,7 @@ pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
     }
     let mut out = Vec::new();
     for p in paths {
-        let file = result_file(p);
-        if !file.is_file() {
-            return Err(bad_input(format!(
-                "report history: {}: no such result file (a directory `harness bench thor --out` wrote, or its result.json)",
-                file.display()
-            )));
-        }
-        let text = crate::input::read(&file)?;
-        let result: ThorResult = serde_json::from_str(&text).map_err(|e| {
-            bad_input(format!(
-                "report history: {}:{}:{}: not a Thor result: {e}",
-                file.display(),
-                e.line(),
-                e.column()
-            ))
-        })?;
+        let result = read_result(p, "report history")?;
         out.push(Entry {
             label: p.display().to_string(),
             result,

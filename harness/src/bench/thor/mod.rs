@@ -15,6 +15,7 @@ pub mod report;
 pub mod result;
 pub mod rounds;
 pub mod run;
+pub mod saved;
 pub mod summary;
 
 use std::collections::BTreeMap;

@@ -182,7 +182,7 @@ fn announce(rounds: &[Vec<Mode>], seed: u64) {
 }
 
 /// How the scenario models HPCC and the nodes, for the Result.
-fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
+pub fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
     let control_plane = s.cluster.control_plane.describe().into_iter();
     let mut model = BTreeMap::from([
         ("kubectl".to_string(), s.kubectl.version.clone()),

@@ -4,6 +4,7 @@
 //! its figures come from the recorded runs, never typed by hand (a test in
 //! harness/tests/docs.rs checks the committed text).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -129,26 +130,105 @@ pub fn markdown(files: &[Recorded]) -> String {
     out
 }
 
-/// One cell: the ratio of medians, and the rule's verdict mark where
-/// both sides have repeated runs (stats::judge, paired by round when
-/// they have as many).
+/// One cell. Where both sides have repeated runs: the rule's ratio
+/// (stats::judge: the median of per-round ratios when paired by round,
+/// else the ratio of medians), its 95 % interval and verdict mark;
+/// otherwise the ratio of the recorded values alone.
 fn render(name: &str, cell: Cell, a: &Metric, b: &Metric) -> String {
     let (ra, rb) = (runs(a), runs(b));
-    let mark = match (ra.len() > 1 && rb.len() > 1)
+    let judged = (ra.len() > 1 && rb.len() > 1)
         .then(|| stats::judge(&ra, &rb, ra.len() == rb.len(), rule_of(name)))
-        .flatten()
-    {
-        Some(j) => format!(" {}", j.verdict.mark()),
-        None => String::new(),
+        .flatten();
+    let interval = |j: &stats::Judged| {
+        format!(
+            "[{:.2}–{:.2}] {}",
+            j.ratio.ci_low,
+            j.ratio.ci_high,
+            j.verdict.mark()
+        )
     };
-    match cell {
-        Cell::Ratio if a.value > 0.0 => format!("×{:.2}{mark}", b.value / a.value),
-        Cell::Ratio => "—".to_string(),
-        Cell::Seconds => format!(
-            "{} → {} s{mark}",
-            seconds(a.value / 1000.0),
-            seconds(b.value / 1000.0)
-        ),
+    match (cell, judged) {
+        (Cell::Ratio, Some(j)) => format!("×{:.2} {}", j.ratio.ratio, interval(&j)),
+        (Cell::Ratio, None) if a.value > 0.0 => format!("×{:.2}", b.value / a.value),
+        (Cell::Ratio, None) => "—".to_string(),
+        (Cell::Seconds, j) => {
+            let medians = format!(
+                "{} → {} s",
+                seconds(a.value / 1000.0),
+                seconds(b.value / 1000.0)
+            );
+            match j {
+                Some(j) => format!("{medians}, ×{:.2} {}", j.ratio.ratio, interval(&j)),
+                None => medians,
+            }
+        }
+    }
+}
+
+/// The spread behind the headline and behind every compare band: per
+/// recorded file and mode, each headline metric's median [min–max] over
+/// its recorded runs, the coefficient of variation (sd ÷ mean) and the
+/// band `--compare` derives from them (highest run ÷ median).
+pub fn spread_markdown(files: &[Recorded]) -> String {
+    let cols: Vec<(&Recorded, &str, &BTreeMap<String, Metric>)> = files
+        .iter()
+        .flat_map(|f| {
+            f.baseline
+                .modes
+                .iter()
+                .map(move |(mode, ms)| (f, mode.as_str(), ms))
+        })
+        .collect();
+    let mut out = String::from("| run-to-run spread |");
+    for (f, mode, ms) in &cols {
+        let n = ms.get("api_requests_total").map_or(0, |m| runs(m).len());
+        let _ = write!(out, " {} {mode} ({n} runs) |", f.name);
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(cols.len()));
+    out.push('\n');
+    for (name, label, _) in ROWS {
+        let _ = write!(out, "| {label} |");
+        for (_, _, ms) in &cols {
+            let text = match ms.get(*name).map(runs) {
+                Some(r) if r.len() > 1 => {
+                    let s = stats::spread(&r);
+                    let band = if s.median > 0.0 {
+                        (s.max / s.median - 1.0) * 100.0
+                    } else {
+                        0.0
+                    };
+                    let (unit, f) = amount(name);
+                    format!(
+                        "{} [{}–{}]{unit} cv {:.1} %, band +{band:.1} %",
+                        f(s.median),
+                        f(s.min),
+                        f(s.max),
+                        s.cv_pct
+                    )
+                }
+                Some(r) => {
+                    let (unit, f) = amount(name);
+                    format!("{}{unit} (1 value)", f(r[0]))
+                }
+                None => "—".to_string(),
+            };
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// How the tables show a headline metric: its unit and its values
+/// (counts whole, bytes in KiB, milliseconds as seconds, seconds to one
+/// decimal).
+fn amount(name: &str) -> (&'static str, fn(f64) -> String) {
+    match name {
+        "etcd.put_bytes" => (" KiB", |v| format!("{:.0}", v / 1024.0)),
+        n if n.ends_with("_ms.p99") => (" s", |v| seconds(v / 1000.0)),
+        n if n.ends_with("_s") => (" s", |v| format!("{v:.1}")),
+        _ => ("", |v| format!("{v:.0}")),
     }
 }
 
@@ -225,12 +305,36 @@ mod tests {
         ]);
         let md = markdown(&[f]);
         assert!(md.contains("| smoke jobset (k8s 1.37, 3 runs) |"), "{md}");
-        assert!(md.contains("| API requests | ×1.50 ↑ |"), "{md}");
-        // 0.7 s faster is inside the 1 s start-up floor: no verdict.
+        // Paired by round: the rounds' ratios are 1.500, 1.505, 1.505.
         assert!(
-            md.contains("| instance start p99 | 1.4 → 0.7 s ~ |"),
+            md.contains("| API requests | ×1.50 [1.50–1.51] ↑ |"),
             "{md}"
         );
+        // 0.7 s faster is inside the 1 s start-up floor: no verdict.
+        assert!(
+            md.contains("| instance start p99 | 1.4 → 0.7 s, ×0.50 [0.46–0.53] ~ |"),
+            "{md}"
+        );
+        assert!(md.contains("| etcd writes | — |"), "{md}");
+    }
+
+    #[test]
+    fn spread_gives_median_range_cv_and_band() {
+        let f = file(&[(
+            "baseline",
+            &[
+                ("api_requests_total", &[100.0, 110.0, 90.0]),
+                ("wall_s", &[30.0]),
+            ],
+        )]);
+        let md = spread_markdown(&[f]);
+        assert!(md.contains("| smoke baseline (3 runs) |"), "{md}");
+        // sd 10 of mean 100; highest 110 over the median 100.
+        assert!(
+            md.contains("| API requests | 100 [90–110] cv 10.0 %, band +10.0 % |"),
+            "{md}"
+        );
+        assert!(md.contains("| wall time | 30.0 s (1 value) |"), "{md}");
         assert!(md.contains("| etcd writes | — |"), "{md}");
     }
 
