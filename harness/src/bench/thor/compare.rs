@@ -285,8 +285,11 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
     if let Some(u) = unraised {
         j.ratio = u.ratio;
         j.p_value = u.p_value;
-        if j.verdict == Direction::Same {
-            // Lower is judged against the baseline itself.
+        // Only "higher" is judged against the band's top: a run below
+        // that top is lower than the baseline itself, or no different
+        // (a run inside the band is not "lower" because the raised runs
+        // are higher).
+        if j.verdict != Direction::Higher {
             j.verdict = match u.verdict {
                 Direction::Lower => Direction::Lower,
                 _ => Direction::Same,

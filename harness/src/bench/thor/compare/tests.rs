@@ -304,3 +304,45 @@ fn an_identity_only_regression_fails_against_the_plan_even_inside_the_baseline()
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].status, rows[0].pass), (Status::NotCompared, true));
 }
+
+/// A wide band (runs 100–170) and runs just above the median: inside the
+/// band, so neither a regression nor "lower" (it once read "lower",
+/// judged against the band's raised runs); runs well under it are lower.
+#[test]
+fn inside_a_wide_band_is_no_difference_and_only_below_the_baseline_is_lower() {
+    let m = Metric {
+        value: 100.0,
+        unit: "ms".into(),
+        kind: MetricKind::Latency,
+        tolerance: Tolerance::default(),
+        samples: vec![100.0, 95.0, 170.0, 98.0, 102.0, 100.0, 101.0, 99.0],
+    };
+    let verdict = |cur: &[f64]| {
+        let mut v = Verdict {
+            mode: "jobset".into(),
+            metric: "wall_s".into(),
+            kind: m.kind,
+            baseline: m.value,
+            current: None,
+            pass: true,
+            status: Status::Ok,
+            judged: None,
+            note: String::new(),
+        };
+        judge_samples(&mut v, "wall_s", &m, cur);
+        v
+    };
+    let above = verdict(&[103.0, 104.0, 103.5]);
+    assert!(above.pass, "{above:#?}");
+    assert_eq!(above.judged.unwrap().verdict, Direction::Same, "{above:#?}");
+    let below = verdict(&[60.0, 61.0, 59.0]);
+    assert!(below.pass);
+    assert_eq!(
+        below.judged.unwrap().verdict,
+        Direction::Lower,
+        "{below:#?}"
+    );
+    let above_band = verdict(&[300.0, 310.0, 305.0]);
+    assert!(!above_band.pass);
+    assert_eq!(above_band.judged.unwrap().verdict, Direction::Higher);
+}
