@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::thor::baseline::{self, Baseline, Metric};
+use crate::bench::thor::compare;
 use crate::bench::thor::result::rule_of;
 use crate::error::bad_input;
 use crate::stats;
@@ -193,11 +194,7 @@ pub fn spread_markdown(files: &[Recorded]) -> String {
             let text = match ms.get(*name).map(runs) {
                 Some(r) if r.len() > 1 => {
                     let s = stats::spread(&r);
-                    let band = if s.median > 0.0 {
-                        (s.max / s.median - 1.0) * 100.0
-                    } else {
-                        0.0
-                    };
+                    let band = compare::band_of(&r) * 100.0;
                     let (unit, f) = amount(name);
                     format!(
                         "{} [{}–{}]{unit} cv {:.1} %, band +{band:.1} %",
