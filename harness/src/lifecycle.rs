@@ -186,6 +186,8 @@ pub struct KindUpOptions {
     pub spec: KindSpec,
     /// Also install Kueue.
     pub kueue: bool,
+    /// Also run kwok in the cluster (install/kwok.rs), for node pools.
+    pub kwok: bool,
     /// For each readiness wait after `kind create`.
     pub timeout: Duration,
 }
@@ -300,6 +302,16 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
         }
         step.done("applied");
     }
+    if opts.kwok {
+        let step = Step::start(format!(
+            "applying kwok v{}{}",
+            crate::tools::versions::KWOK_VERSION,
+            if built { " (built here)" } else { "" }
+        ));
+        install::kwok::install(cluster, release).await?;
+        cluster.set_kwok()?;
+        step.done("applied");
+    }
     if built {
         // What Thor's and the suites' containers run on real nodes.
         let step = Step::start("loading agnhost (built here) into the nodes");
@@ -329,6 +341,11 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
             .wait_available(&client, opts.timeout, alive)
             .await?;
         install::kueue::wait_ready(&client, opts.timeout, alive).await?;
+        step.done("ready");
+    }
+    if opts.kwok {
+        let step = Step::start("waiting for kwok");
+        install::kwok::wait_available(&client, opts.timeout, alive).await?;
         step.done("ready");
     }
     let step = Step::start(format!(

@@ -205,7 +205,7 @@ fn run_existing(state: &State, name: &str, case: &Case, release: K8sRelease) -> 
 }
 
 /// A namespace name for a trial: DNS-1123, ≤ 63 characters.
-fn namespace(case: &str, release: K8sRelease) -> String {
+pub fn namespace(case: &str, release: K8sRelease) -> String {
     let mut ns: String = format!("{case}-{}", release.minor.replace('.', ""))
         .chars()
         .map(|c| {
@@ -242,11 +242,10 @@ fn run_trial(state: &State, group: &Group, name: &str, case: &Case) -> Result<()
     result.map_err(Failed::from)
 }
 
-/// The suite's tests (see `crate::runner`); its `after` removes what the
-/// run left on an existing cluster, stops clusters whose trials were
-/// filtered out, and writes the reports. Case files that cannot be read
-/// are a usage error (exit 2).
-pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
+/// The suite's case files, each parsed or the reason it cannot be (a case
+/// of a profile the suite does not run is an error); a directory that
+/// cannot be read is a usage error (exit 2).
+pub fn load_cases(def: &SuiteDef) -> Vec<(String, Result<Case, String>)> {
     let dir = crate::repo_root().join(def.dir);
     let files = match case::discover(&dir) {
         Ok(f) => f,
@@ -255,7 +254,7 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
             std::process::exit(2);
         }
     };
-    let cases: Vec<(String, Result<Case, String>)> = files
+    files
         .iter()
         .map(|(name, path)| {
             let case = harness::workload::gang::rules::load(path)
@@ -279,7 +278,14 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
                 });
             (name.clone(), case)
         })
-        .collect();
+        .collect()
+}
+
+/// The suite's tests (see `crate::runner`); its `after` removes what the
+/// run left on an existing cluster, stops clusters whose trials were
+/// filtered out, and writes the reports.
+pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
+    let cases = load_cases(def);
     let pid = std::process::id();
     let mut releases: Vec<K8sRelease> = K8S_RELEASES.to_vec();
     releases.sort();

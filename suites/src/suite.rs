@@ -10,6 +10,7 @@ pub mod gang;
 pub mod kind;
 pub mod kind_bench;
 pub mod kind_fx;
+pub mod kind_gang;
 pub mod kind_workloads;
 pub mod kubectl;
 pub mod kubelet;

@@ -133,6 +133,12 @@ pub struct KindUpArgs {
     /// built).
     #[arg(long, value_enum, default_value = "auto")]
     pub kind_images: harness::cluster::kind::KindImages,
+    /// kind: also run kwok in the cluster (kube-system/kwok-controller,
+    /// from its module's kustomization), so workloads can add fake node
+    /// pools beside the real nodes, as on the local provider (the gang
+    /// cases do). The local provider always runs kwok.
+    #[arg(long)]
+    pub kwok: bool,
 }
 
 /// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
@@ -260,6 +266,11 @@ pub async fn up(args: UpArgs) -> Result<i32> {
                     "--config is for --provider kind (the local provider installs JobSet itself)",
                 ));
             }
+            if args.kind.kwok {
+                return Err(bad_input(
+                    "--kwok is for --provider kind: the local provider always runs kwok",
+                ));
+            }
             if args.hpcc.hpcc.is_some() {
                 return Err(bad_input(
                     "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
@@ -331,6 +342,7 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
             images: args.kind.kind_images,
         },
         kueue: args.kueue.kueue,
+        kwok: args.kind.kwok,
         timeout: Duration::from_secs(args.timeout.unwrap_or(KIND_TIMEOUT_S)),
     };
     let started = Instant::now();

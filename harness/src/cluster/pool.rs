@@ -9,6 +9,10 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 
 use crate::cluster::spec::NodeSpec;
 
+/// Label on every node a pool adds, whatever the pool: what keeps a
+/// cluster's DaemonSets off them where the harness runs kwok in a kind
+/// cluster (install/kwok.rs).
+pub const POOL_NODE_LABEL: &str = "harness.kwok/pool-node";
 /// How long a Job-owned pod runs on kwok (both set to the same duration).
 pub const POD_COMPLETE_DELAY: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
 pub const POD_COMPLETE_JITTER: &str = "pod-complete.stage.kwok.x-k8s.io/jitter-delay";
@@ -70,6 +74,7 @@ impl NodePool {
         labels.remove("type");
         labels.insert("kubernetes.io/hostname".into(), name.to_string());
         labels.insert(self.key.clone(), self.value.clone());
+        labels.insert(POOL_NODE_LABEL.into(), "true".into());
         labels.extend(self.labels.clone());
         node.spec.get_or_insert_default().taints = Some(vec![Taint {
             key: self.key.clone(),
@@ -123,6 +128,7 @@ mod tests {
         let n = pool.dress(plain, "t1-2");
         let labels = n.metadata.labels.unwrap();
         assert_eq!(labels["harness.gang/pool"], "t1");
+        assert_eq!(labels[POOL_NODE_LABEL], "true");
         assert_eq!(labels["run"], "r1");
         assert!(!labels.contains_key("type"));
         let t = &n.spec.unwrap().taints.unwrap()[0];

@@ -7,5 +7,6 @@ pub mod controller;
 pub mod hpcc;
 pub mod jobset;
 pub mod kueue;
+pub mod kwok;
 pub mod release;
 pub mod storage;

@@ -52,15 +52,7 @@ impl Release {
         let spec = load_built_image(cluster, c, k8s).await?;
         let src = c.go_source(k8s);
         let dir = module_dir(src.module, &src.module_version)?;
-        let kubectl = cluster.tools()?.kubectl;
-        let out = commands::run(&Cmd::new(
-            &kubectl,
-            &["kustomize", &dir.join("config/default").to_string_lossy()],
-        ))
-        .await
-        .with_context(|| format!("{}'s kustomization in {}", self.component, dir.display()))?;
-        let text = String::from_utf8(out.stdout).context("kustomize's output is not UTF-8")?;
-        let mut objects = crate::yaml::documents(&text, "kubectl kustomize output")?;
+        let mut objects = kustomize(cluster, &dir.join("config/default"), self.component).await?;
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(
@@ -95,6 +87,17 @@ impl Release {
         )
         .await
     }
+}
+
+/// `kubectl kustomize DIR` (a kustomization of a module in the Go module
+/// cache): its objects.
+pub async fn kustomize(cluster: &KindCluster, dir: &Path, component: &str) -> Result<Vec<Value>> {
+    let kubectl = cluster.tools()?.kubectl;
+    let out = commands::run(&Cmd::new(&kubectl, &["kustomize", &dir.to_string_lossy()]))
+        .await
+        .with_context(|| format!("{component}'s kustomization in {}", dir.display()))?;
+    let text = String::from_utf8(out.stdout).context("kustomize's output is not UTF-8")?;
+    crate::yaml::documents(&text, "kubectl kustomize output")
 }
 
 /// Build the image of `c` (tools/kindnode/images.rs `harness_image`) and

@@ -11,7 +11,7 @@ use libtest_mimic::Arguments;
 use crate::case_suite::{self, SuiteDef};
 use crate::runner::Suite;
 
-static DEF: SuiteDef = SuiteDef {
+pub static DEF: SuiteDef = SuiteDef {
     name: "gang",
     dir: "suites/gang",
     profiles: &[Profile::Gang, Profile::GatesOff],

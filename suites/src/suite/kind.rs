@@ -10,9 +10,11 @@
 //! issued where its images exist); a real container's exit code; audit
 //! events from the host's audit log; CPU and RSS of every component read
 //! through `docker exec`; a claim of the default class bound and mounted;
-//! the Thor smoke as on an existing cluster and, in the first minor's lane,
-//! `bench thor --provider kind` on fresh clusters (kind_bench.rs); `down`
-//! leaves no container, volume or state.
+//! the Thor smoke as on an existing cluster; the gang suite's cases of the
+//! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
+//! cluster runs kwok for them); `down` leaves no container, volume or
+//! state; and, in the first minor's lane, `bench thor --provider kind` on
+//! fresh clusters (kind_bench.rs).
 //! Where no engine answers, the trials are listed as ignored with why.
 
 use std::time::Duration;
@@ -26,6 +28,7 @@ use libtest_mimic::Arguments;
 
 use crate::runner::{Suite, Test};
 use crate::suite::kind_fx::{KindFx, SHARED, exec, minors, shared};
+use crate::suite::kind_gang::{self, KindCase};
 use crate::suite::kind_workloads;
 
 /// The command line of the process named `comm` in `node`.
@@ -266,11 +269,12 @@ pub fn suite(_args: &Arguments) -> Suite {
     let lacking = lacks();
     let mut tests = Vec::new();
     let minors = minors();
+    let gang_cases = kind_gang::cases();
     for &minor in &minors {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 9] = [
+        let trials: [(&str, Trial); 8] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -303,7 +307,6 @@ pub fn suite(_args: &Arguments) -> Suite {
                 "thor_smoke_on_the_kind_workers",
                 kind_workloads::thor_smoke_on_the_kind_workers,
             ),
-            ("down_leaves_nothing", down_leaves_nothing),
         ];
         // One bench on fresh clusters (two kind clusters of their own), in
         // the first minor's lane only: it costs as much as the rest.
@@ -311,15 +314,35 @@ pub fn suite(_args: &Arguments) -> Suite {
             "bench_thor_on_fresh_kind_clusters",
             crate::suite::kind_bench::bench_thor_on_fresh_kind_clusters,
         ));
-        for (n, f) in trials.into_iter().chain(bench) {
-            tests.push(
-                Test::new(format!("kind_{m}_{n}"), move || {
-                    crate::trial_result(f(minor))
-                })
-                .serial(lane)
-                .lacking(lacking.clone()),
-            );
+        let trial = |n: &str, f: Trial| {
+            Test::new(format!("kind_{m}_{n}"), move || {
+                crate::trial_result(f(minor))
+            })
+            .serial(lane)
+            .lacking(lacking.clone())
+        };
+        tests.extend(trials.into_iter().map(|(n, f)| trial(n, f)));
+        // The gang cases on the same cluster, before it goes down.
+        for (name, case) in &gang_cases {
+            let t = format!("kind_{m}_gang_{}", name.replace('-', "_"));
+            tests.push(match case {
+                KindCase::Run(c) => {
+                    let (n, c) = (name.clone(), c.clone());
+                    Test::new(t, move || {
+                        crate::trial_result(kind_gang::run(minor, &n, &c))
+                    })
+                    .serial(lane)
+                    .lacking(lacking.clone())
+                }
+                KindCase::Elsewhere(why) => Test::new(t, || Ok(())).lacking(Some(why.clone())),
+                KindCase::Broken(e) => {
+                    let e = e.clone();
+                    Test::new(t, move || Err(libtest_mimic::Failed::from(e)))
+                }
+            });
         }
+        tests.push(trial("down_leaves_nothing", down_leaves_nothing));
+        tests.extend(bench.map(|(n, f)| trial(n, f)));
     }
     Suite::new("kind", tests).after(move || {
         // A cluster whose `down` trial did not run (filtered, or failed
@@ -332,6 +355,6 @@ pub fn suite(_args: &Arguments) -> Suite {
                 let _ = harness::cluster::kind::abandon(&fx.cluster.state.name);
             }
         }
-        Ok(())
+        kind_gang::write_report().map_err(|e| format!("{e:#}"))
     })
 }

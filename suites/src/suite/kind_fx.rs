@@ -1,5 +1,6 @@
 //! The kind suite's shared clusters: one per Kubernetes minor of the gang
-//! profile (kind-configs/gang-<minor>.yaml), brought up on first use by
+//! profile (kind-configs/gang-<minor>.yaml), with kwok running in it for
+//! the gang cases' pools (`up --kwok`), brought up on first use by
 //! the trials of kind.rs and kind_workloads.rs, with the helpers they
 //! share (the minors asked for, `docker exec` in a node).
 
@@ -61,6 +62,8 @@ fn start(minor: &str) -> Result<KindFx> {
             images: KindImages::Auto,
         },
         kueue: false,
+        // The gang cases add kwok pools beside the real nodes.
+        kwok: true,
         timeout: Duration::from_secs(300),
     };
     let cluster = rt

@@ -365,6 +365,7 @@ async fn on_kind(
                 images,
             },
             kueue: mode.needs_kueue(),
+            kwok: false,
             timeout: Duration::from_secs(300),
         })
         .await?;

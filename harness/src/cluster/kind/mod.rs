@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::client::{client_from_kubeconfig, client_get};
 use crate::cluster::kind::commands::{KindEnv, KindTools, plan};
 use crate::cluster::local::identity::AUDIT_POLICY;
+use crate::cluster::pool::NodePool;
 use crate::cluster::provider::{Cluster, Processes};
 use crate::cluster::spec::ComponentHealth;
 use crate::cluster::spec::NodeSpec;
@@ -88,6 +89,9 @@ pub struct KindState {
     /// Why cert-manager is not installed, when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cert_manager_absent: Option<String>,
+    /// kwok runs in the cluster (`up --kwok`), so pools can be added.
+    #[serde(default)]
+    pub kwok: bool,
 }
 
 fn pulled() -> String {
@@ -180,6 +184,7 @@ impl KindCluster {
                 .unwrap_or(0),
             images: if built.is_some() { "built" } else { "pulled" }.to_string(),
             cert_manager_absent: None,
+            kwok: false,
         };
         let mut cluster = KindCluster {
             state,
@@ -300,6 +305,12 @@ impl KindCluster {
     /// Record that cert-manager is not installed, and why.
     pub fn set_cert_manager_absent(&mut self, why: String) -> Result<()> {
         self.state.cert_manager_absent = Some(why);
+        self.save()
+    }
+
+    /// Record that kwok runs in the cluster (install/kwok.rs).
+    pub fn set_kwok(&mut self) -> Result<()> {
+        self.state.kwok = true;
         self.save()
     }
 
@@ -498,6 +509,26 @@ impl Cluster for KindCluster {
             self.state.nodes.join(", "),
             self.state.profile.display()
         )))
+    }
+
+    /// Fake nodes run by the cluster's kwok (`up --kwok`), beside the
+    /// real ones; refused when kwok was not installed.
+    async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
+        if !self.state.kwok {
+            return Err(crate::error::env_missing(
+                format!(
+                    "kind cluster {:?} runs no kwok, so the {} pool nodes this workload asks for cannot be added",
+                    self.state.name, pool.count
+                ),
+                "bring it up with `harness up --provider kind --kwok`",
+            ));
+        }
+        let client = self.client().await?;
+        crate::cluster::local::nodes::add_pool(client, pool, || self.check_containers()).await
+    }
+
+    async fn remove_nodes(&self, names: &[String]) -> Result<()> {
+        crate::cluster::local::nodes::remove(self.client().await?, names).await
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {

@@ -175,8 +175,8 @@ pub fn agnhost_name(k8s_version: &str) -> String {
 /// The images the harness installs on a kind cluster it built: the JobSet
 /// and Kueue controllers (entrypoint `/manager` and user 65532, as
 /// upstream's distroless `static:nonroot` images: their Deployments ask
-/// for runAsNonRoot) and agnhost (what Thor's containers run on real
-/// nodes).
+/// for runAsNonRoot), agnhost (what Thor's containers run on real
+/// nodes) and kwok (`up --provider kind --kwok`).
 pub fn harness_image(c: Component, k8s: K8sRelease, bin: &Path) -> ImageSpec {
     let v = c.version(k8s);
     match c {
@@ -192,6 +192,16 @@ pub fn harness_image(c: Component, k8s: K8sRelease, bin: &Path) -> ImageSpec {
             s.cmd = vec!["pause".into()];
             s
         }
+        // kwok's Deployment (its module's kustomize/kwok) gives arguments
+        // only; it reads its config from /root/.kwok, so it runs as root.
+        Component::Kwok => binary_image(
+            format!("harness.local/kwok:v{v}"),
+            c,
+            bin,
+            k8s,
+            "kwok",
+            vec!["/kwok".into()],
+        ),
         _ => {
             let mut s = binary_image(
                 format!("harness.local/{}:v{v}", c.name()),
