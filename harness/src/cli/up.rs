@@ -333,6 +333,16 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
     // A missing jobset chart, a bad values file or no helm fail before
     // any cluster exists.
     let hpcc = args.hpcc.options()?;
+    if let Some(h) = &hpcc {
+        // The chart and its image, before any cluster exists (exit 3).
+        let docker = harness::tools::kindnode::docker::docker()?;
+        let h = h.clone();
+        let image = tokio::task::spawn_blocking(move || {
+            harness::install::hpcc::sources::check(&h, &docker)
+        })
+        .await??;
+        eprintln!("harness: HPCC's chart can be read and its image {image} is in the engine");
+    }
     let opts = lifecycle::KindUpOptions {
         spec: KindSpec {
             name: args.name.clone(),

@@ -9,7 +9,8 @@
 //! run to completion; cert-manager's absence said (or a Certificate
 //! issued where its images exist); a real container's exit code; audit
 //! events from the host's audit log; CPU and RSS of every component read
-//! through `docker exec`; a claim of the default class bound and mounted;
+//! through `docker exec`; etcd's and kube-scheduler's metrics read inside
+//! the control-plane node; a claim of the default class bound and mounted;
 //! the Thor smoke as on an existing cluster; the gang suite's cases of the
 //! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
 //! cluster runs kwok for them); `down` leaves no container, volume or
@@ -209,6 +210,27 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
     Ok(())
 }
 
+fn etcd_and_scheduler_metrics_from_inside_the_node(minor: &'static str) -> Result<()> {
+    let fx = shared(minor)?;
+    let (etcd, scheduler) = fx.rt.block_on(async {
+        let e = fx.cluster.etcd_metrics().await?;
+        let s = fx.cluster.scheduler_metrics().await?;
+        Ok::<_, anyhow::Error>((e, s))
+    })?;
+    ensure!(
+        etcd.contains("etcd_server_has_leader 1"),
+        "etcd's metrics have no leader: {}",
+        etcd.chars().take(300).collect::<String>()
+    );
+    let scheduler = scheduler.context("the kind provider gave no kube-scheduler metrics")?;
+    ensure!(
+        scheduler.contains("scheduler_schedule_attempts_total"),
+        "kube-scheduler's metrics have no scheduler_schedule_attempts_total: {}",
+        scheduler.chars().take(300).collect::<String>()
+    );
+    Ok(())
+}
+
 fn down_leaves_nothing(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
     let c = &fx.cluster;
@@ -274,7 +296,7 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 8] = [
+        let trials: [(&str, Trial); 9] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -302,6 +324,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             (
                 "cpu_and_memory_per_component_through_docker_exec",
                 cpu_and_memory_per_component_through_docker_exec,
+            ),
+            (
+                "etcd_and_scheduler_metrics_from_inside_the_node",
+                etcd_and_scheduler_metrics_from_inside_the_node,
             ),
             (
                 "thor_smoke_on_the_kind_workers",

@@ -491,6 +491,23 @@ impl Cluster for KindCluster {
         Some(self.state.audit_log.clone())
     }
 
+    async fn scheduler_metrics(&self) -> Result<Option<String>> {
+        let cmd = plan::scheduler_metrics(&self.tools()?.docker, &self.state.control_plane);
+        let out = commands::output(&cmd).await?;
+        if !out.status.success() {
+            bail!(
+                "kube-scheduler metrics from inside {}: `{}` failed ({}):\n{}",
+                self.state.control_plane,
+                cmd.display(),
+                out.status,
+                commands::tail(&out, 10)
+            );
+        }
+        String::from_utf8(out.stdout)
+            .context("kube-scheduler metrics are not UTF-8")
+            .map(Some)
+    }
+
     /// The components run in the node containers: read there.
     fn processes(&self) -> Processes {
         match self.tools() {

@@ -24,6 +24,7 @@
 
 pub mod diagnose;
 pub mod helm;
+pub mod sources;
 pub mod spec;
 pub mod values;
 
