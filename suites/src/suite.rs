@@ -11,6 +11,7 @@ pub mod kind;
 pub mod kind_bench;
 pub mod kind_fx;
 pub mod kind_gang;
+pub mod kind_measure;
 pub mod kind_workloads;
 pub mod kubectl;
 pub mod kubelet;

@@ -1,6 +1,6 @@
 //! `harness measure`: any workload inside the one measurement window on
-//! a fresh local cluster per run, reported as `bench thor` reports, with
-//! repeats, A/B variants and baselines.
+//! a fresh local or kind cluster per run, reported as `bench thor`
+//! reports, with repeats, A/B variants and baselines.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use harness::bench::measure::workload::{self, Variant, Workload};
-use harness::bench::measure::{self, MeasureOptions, report};
+use harness::bench::measure::{self, MeasureOptions, report, target};
 use harness::bench::thor;
 use harness::cluster::profile::{ControlPlane, Profile};
 use harness::cluster::{ClusterSpec, NodeSpec};
@@ -63,15 +63,28 @@ pub struct MeasureArgs {
     /// Kubernetes minor of the clusters.
     #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
     pub k8s_version: String,
+    /// Where each run's fresh cluster comes from: local (processes and
+    /// kwok nodes) or kind (real nodes in containers; the workload acts as
+    /// a cluster-admin ServiceAccount).
+    #[arg(long, value_enum, default_value = "local")]
+    pub provider: MeasureProvider,
+    /// kind: the profile whose config each cluster is made from
+    /// (kind-configs/<profile>-<minor>.yaml: baseline, jobset, gang).
+    #[arg(long, default_value = "baseline")]
+    pub kind_profile: String,
+    /// kind: node and controller images pulled, built here, or auto (as
+    /// `up --kind-images`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kind_images: harness::cluster::kind::KindImages,
     /// Control-plane profile: default or tuned (as `up --control-plane`).
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
-    /// Fake (kwok) nodes of each cluster.
-    #[arg(long, default_value_t = 3)]
-    pub nodes: usize,
-    /// Pod capacity of each node.
-    #[arg(long, default_value_t = 110)]
-    pub node_pods: u32,
+    /// local: fake (kwok) nodes of each cluster [default: 3].
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// local: pod capacity of each node [default: 110].
+    #[arg(long)]
+    pub node_pods: Option<u32>,
     /// Also run Kueue (its controller as a process, its CRDs and webhooks
     /// installed) on each cluster.
     #[arg(long)]
@@ -143,17 +156,54 @@ impl MeasureArgs {
     }
 }
 
+/// `measure --provider`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasureProvider {
+    Local,
+    Kind,
+}
+
 pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     let variants = args.variants()?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
-    if args.timeout == 0 || args.nodes == 0 {
-        return Err(bad_input("--timeout and --nodes must be ≥ 1"));
+    if args.timeout == 0 || args.nodes == Some(0) || args.node_pods == Some(0) {
+        return Err(bad_input("--timeout, --nodes and --node-pods must be ≥ 1"));
     }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
+    let provider = match args.provider {
+        MeasureProvider::Local => target::Provider::Local,
+        MeasureProvider::Kind => {
+            if args.nodes.is_some() || args.node_pods.is_some() {
+                return Err(bad_input(
+                    "--nodes/--node-pods: kind nodes are real containers, their number comes from the kind config; the flags are for --provider local",
+                ));
+            }
+            if args.control_plane != Profile::Default {
+                return Err(bad_input(
+                    "--control-plane: the kind provider does not apply control-plane profiles; the flag is for --provider local",
+                ));
+            }
+            let root = root.as_deref().ok_or_else(|| {
+                bad_input(
+                    "--provider kind needs the repository (kind-configs/): run from inside it",
+                )
+            })?;
+            let config = harness::cluster::kind::config::default_config(
+                root,
+                &args.kind_profile,
+                k8s.minor,
+            )?;
+            harness::lifecycle::validate_kind_config(&config)?;
+            target::Provider::Kind {
+                config,
+                images: args.kind_images,
+            }
+        }
+    };
     let mut spec = ClusterSpec::new("measure", k8s.minor);
     spec.nodes = NodeSpec {
-        count: args.nodes,
-        pods: args.node_pods,
+        count: args.nodes.unwrap_or(3),
+        pods: args.node_pods.unwrap_or(110),
         ..NodeSpec::default()
     };
     spec.control_plane = ControlPlane::of(args.control_plane);
@@ -164,6 +214,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         repeat: args.repeat,
         seed: args.seed,
         spec,
+        provider,
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("measure-{}", std::process::id()),
         out: args.out.clone(),
@@ -174,7 +225,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     let baseline = |root: &std::path::Path| {
         thor::baseline::path_of(
             root,
-            "local",
+            opts.provider.name(),
             k8s.minor,
             &format!("measure-{}", args.name),
             &opts.spec.control_plane.label(),

@@ -15,7 +15,8 @@
 //! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
 //! cluster runs kwok for them); `down` leaves no container, volume or
 //! state; and, in the first minor's lane, `bench thor --provider kind` on
-//! fresh clusters (kind_bench.rs).
+//! fresh clusters (kind_bench.rs) and `measure --provider kind`
+//! (kind_measure.rs).
 //! Where no engine answers, the trials are listed as ignored with why.
 
 use std::time::Duration;
@@ -334,12 +335,22 @@ pub fn suite(_args: &Arguments) -> Suite {
                 kind_workloads::thor_smoke_on_the_kind_workers,
             ),
         ];
-        // One bench on fresh clusters (two kind clusters of their own), in
-        // the first minor's lane only: it costs as much as the rest.
-        let bench: Option<(&str, Trial)> = (minor == minors[0]).then_some((
-            "bench_thor_on_fresh_kind_clusters",
-            crate::suite::kind_bench::bench_thor_on_fresh_kind_clusters,
-        ));
+        // One bench and one measure on fresh clusters (kind clusters of
+        // their own), in the first minor's lane only: they cost as much as
+        // the rest.
+        let bench: Vec<(&str, Trial)> = match minor == minors[0] {
+            true => vec![
+                (
+                    "bench_thor_on_fresh_kind_clusters",
+                    crate::suite::kind_bench::bench_thor_on_fresh_kind_clusters,
+                ),
+                (
+                    "measure_a_command_on_a_fresh_kind_cluster",
+                    crate::suite::kind_measure::measure_a_command_on_a_fresh_kind_cluster,
+                ),
+            ],
+            false => Vec::new(),
+        };
         let trial = |n: &str, f: Trial| {
             Test::new(format!("kind_{m}_{n}"), move || {
                 crate::trial_result(f(minor))
@@ -368,7 +379,7 @@ pub fn suite(_args: &Arguments) -> Suite {
             });
         }
         tests.push(trial("down_leaves_nothing", down_leaves_nothing));
-        tests.extend(bench.map(|(n, f)| trial(n, f)));
+        tests.extend(bench.into_iter().map(|(n, f)| trial(n, f)));
     }
     Suite::new("kind", tests).after(move || {
         // A cluster whose `down` trial did not run (filtered, or failed

@@ -12,6 +12,7 @@ pub mod command;
 pub mod kueue_perf;
 pub mod report;
 pub mod result;
+pub mod target;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -21,12 +22,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::bench::thor::result::{ModeResult, Statistics, ThorResult, peak_rss_kib, summarize};
-use crate::cluster::local::LocalCluster;
-use crate::cluster::local::identity::WORKLOAD_USER;
-use crate::cluster::{Cluster, ClusterSpec};
+use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
-use crate::lifecycle::{self, UpOptions};
+use crate::lifecycle;
 use crate::metrics::pods::{self, PodTracker};
 use crate::metrics::timeline::Timeline;
 use crate::metrics::window::{Options, Window};
@@ -46,8 +45,11 @@ pub struct MeasureOptions {
     pub variants: Vec<Variant>,
     pub repeat: u32,
     pub seed: Option<u64>,
-    /// The cluster every run gets afresh (its name is replaced per run).
+    /// The cluster every run gets afresh (its name is replaced per run);
+    /// on kind its minor and Kueue only (the rest is the kind config's).
     pub spec: ClusterSpec,
+    /// Local or kind (target.rs).
+    pub provider: target::Provider,
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters.
     pub cluster_prefix: String,
@@ -178,7 +180,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             schema: FIGURES_SCHEMA.into(),
             scenario: format!("measure-{}", opts.name),
             scenario_file: String::new(),
-            provider: "local".into(),
+            provider: opts.provider.name().into(),
             k8s_version: k8s.version.into(),
             harness_version: env!("CARGO_PKG_VERSION").into(),
             started: time::OffsetDateTime::now_utc()
@@ -214,14 +216,13 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 .find(|v| &v.name == name)
                 .context("a scheduled variant")?;
             let cluster_name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
-            let mut spec = opts.spec.clone();
-            spec.name = cluster_name.clone();
-            let cluster = lifecycle::up(&UpOptions {
-                spec,
-                bins: opts.bins.clone(),
-                timeout: Duration::from_secs(180),
-            })
-            .await?;
+            let cluster =
+                target::start(&opts.provider, &opts.spec, &opts.bins, &cluster_name).await?;
+            // What the nodes run (a pulled kind image may be another patch).
+            if let AnyCluster::Kind(c) = &cluster {
+                result.figures.k8s_version = c.state.k8s_version.clone();
+            }
+            let same = target::same_clients(&cluster);
             let step = Step::start(format!(
                 "{} ({}){}",
                 v.name,
@@ -242,13 +243,13 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 runner: runner.as_deref(),
             };
             let r = lifecycle::while_alive(&cluster, run_one(&cluster, &ctx)).await;
-            let (mode, mut run, timeline) = match r {
+            let (mut mode, mut run, timeline) = match r {
                 Ok(r) => {
                     cluster.down(false)?;
                     r
                 }
                 Err(e) => {
-                    let dir = cluster.layout.root.clone();
+                    let dir = target::state_dir(&cluster).to_path_buf();
                     let down = cluster.down(true);
                     let e = e.context(format!(
                         "{} on cluster {cluster_name} (its state and logs are kept in {}; `harness down --name {cluster_name}` removes them)",
@@ -262,6 +263,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 }
             };
             run.cluster = cluster_name;
+            mode.window.rename_clients(&same);
             step.done(&format!(
                 "exit {}, {:.1} s; {} API requests, {} etcd writes",
                 run.exit_code,
@@ -346,24 +348,24 @@ struct RunContext<'a> {
 /// One run on a fresh cluster: the pod watch, the window, the workload,
 /// its figures.
 async fn run_one(
-    cluster: &LocalCluster,
+    cluster: &AnyCluster,
     ctx: &RunContext<'_>,
 ) -> Result<(ModeResult, WorkloadRun, Timeline)> {
     let admin = cluster.client().await?;
+    let identity = target::identity(cluster, ctx.opts.timeout + Duration::from_secs(600)).await?;
     let out = ctx.opts.out.join(ctx.run_dir);
     let run_id = format!("{}-{}-{}", ctx.opts.name, ctx.variant.name, ctx.round);
     let tracker = PodTracker::start_all(admin.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let workload_client = match &ctx.variant.workload {
-        Workload::Apply(_) => Some(cluster.client_as(WORKLOAD_USER).await?),
-        Workload::Command(_) | Workload::KueuePerf(_) => None,
-    };
     wait_quiet(cluster).await?;
     let opts = Options {
         scrape: ctx.opts.scrape,
         agents: true,
         ..Default::default()
     };
+    // Pods that were there before (a kind cluster's own: CoreDNS,
+    // kube-proxy, controllers) are not the workload's.
+    let opened = Instant::now();
     let mut window = Window::open_with(cluster, opts).await?;
     let work = async {
         let started = Instant::now();
@@ -389,7 +391,7 @@ async fn run_one(
                 let mut env = vec![
                     (
                         "KUBECONFIG".to_string(),
-                        cluster.kubeconfig_of(WORKLOAD_USER).display().to_string(),
+                        identity.kubeconfig.display().to_string(),
                     ),
                     ("HARNESS_RUN_ID".to_string(), run_id.clone()),
                     ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
@@ -405,6 +407,7 @@ async fn run_one(
                         tracker
                             .snapshot()
                             .into_iter()
+                            .filter(|p| p.created >= opened)
                             .filter(|p| p.running.is_none() && p.ended.is_none())
                             .map(|p| p.name)
                             .collect()
@@ -425,7 +428,7 @@ async fn run_one(
             }
             None => {
                 std::fs::create_dir_all(&out)?;
-                let client = workload_client.as_ref().context("the workload's client")?;
+                let client = &identity.client;
                 // A refused apply or a wait past the timeout is the
                 // workload's result (exit 1, 124), its message in stderr.log.
                 let mut settled = Vec::new();
@@ -461,7 +464,12 @@ async fn run_one(
     if let Some(u) = w.resources.remove(crate::metrics::usage::KUBECTL) {
         w.resources.insert(WORKLOAD_ROW.to_string(), u);
     }
-    let pf = pods::figures(&tracker.snapshot());
+    let workload_pods: Vec<_> = tracker
+        .snapshot()
+        .into_iter()
+        .filter(|p| p.created >= opened)
+        .collect();
+    let pf = pods::figures(&workload_pods);
     let overhead = Overhead::of(&w);
     let mode = ModeResult {
         mode: ctx.variant.name.clone(),

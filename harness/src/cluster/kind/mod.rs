@@ -19,6 +19,7 @@ pub mod config;
 #[cfg(any(test, feature = "testkit"))]
 pub mod fakes;
 pub mod images;
+pub mod inside;
 pub mod network;
 
 pub use images::{BUILT_NETWORK, KindImages};
@@ -463,49 +464,22 @@ impl Cluster for KindCluster {
     }
 
     async fn etcd_metrics(&self) -> Result<String> {
-        let tools = self.tools()?;
-        let cmd = plan::etcd_metrics(&tools.docker, &self.state.control_plane);
-        let out = commands::output(&cmd).await?;
-        if out.status.success() {
-            return String::from_utf8(out.stdout).context("etcd metrics are not UTF-8");
-        }
-        let err = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() == Some(127) || err.contains("executable file not found") {
-            bail!(
-                "etcd metrics: the node image {} has no curl to reach etcd's metrics at http://127.0.0.1:2381 inside {} (`{}`: {})",
-                self.state.node_image,
-                self.state.control_plane,
-                cmd.display(),
-                err.trim()
-            );
-        }
-        bail!(
-            "etcd metrics: `{}` failed ({}):\n{}",
-            cmd.display(),
-            out.status,
-            commands::tail(&out, 10)
+        inside::etcd_metrics(
+            &self.tools()?.docker,
+            &self.state.control_plane,
+            &self.state.node_image,
         )
+        .await
+    }
+
+    async fn scheduler_metrics(&self) -> Result<Option<String>> {
+        inside::scheduler_metrics(&self.tools()?.docker, &self.state.control_plane)
+            .await
+            .map(Some)
     }
 
     fn audit_log(&self) -> Option<PathBuf> {
         Some(self.state.audit_log.clone())
-    }
-
-    async fn scheduler_metrics(&self) -> Result<Option<String>> {
-        let cmd = plan::scheduler_metrics(&self.tools()?.docker, &self.state.control_plane);
-        let out = commands::output(&cmd).await?;
-        if !out.status.success() {
-            bail!(
-                "kube-scheduler metrics from inside {}: `{}` failed ({}):\n{}",
-                self.state.control_plane,
-                cmd.display(),
-                out.status,
-                commands::tail(&out, 10)
-            );
-        }
-        String::from_utf8(out.stdout)
-            .context("kube-scheduler metrics are not UTF-8")
-            .map(Some)
     }
 
     /// The components run in the node containers: read there.

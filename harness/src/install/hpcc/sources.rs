@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::error::env_missing;
-use crate::install::hpcc::spec::HpccOptions;
 use crate::install::hpcc::helm::{ChartRef, chart_ref, find_helm};
+use crate::install::hpcc::spec::HpccOptions;
 use crate::install::hpcc::values::render_values;
 use crate::tools::exec::{last_lines, output_with_timeout};
 
