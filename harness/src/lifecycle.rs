@@ -345,7 +345,16 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     }
     if opts.kwok {
         let step = Step::start("waiting for kwok");
-        install::kwok::wait_available(&client, opts.timeout, alive).await?;
+        install::release::wait_ready(
+            &client,
+            "kwok",
+            install::kwok::NAMESPACE,
+            &[install::kwok::DEPLOYMENT],
+            None,
+            opts.timeout,
+            alive,
+        )
+        .await?;
         step.done("ready");
     }
     let step = Step::start(format!(

@@ -337,10 +337,9 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
         // The chart and its image, before any cluster exists (exit 3).
         let docker = harness::tools::kindnode::docker::docker()?;
         let h = h.clone();
-        let image = tokio::task::spawn_blocking(move || {
-            harness::install::hpcc::sources::check(&h, &docker)
-        })
-        .await??;
+        let image =
+            tokio::task::spawn_blocking(move || harness::install::hpcc::check_sources(&h, &docker))
+                .await??;
         eprintln!("harness: HPCC's chart can be read and its image {image} is in the engine");
     }
     let opts = lifecycle::KindUpOptions {

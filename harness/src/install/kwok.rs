@@ -12,8 +12,6 @@
 //! its Stage CRD (pkg/kwok/cmd/root.go, `checkConfigOrCRD`), and its other
 //! CRDs (logs, exec, metrics…) are not used by any workload here.
 
-use std::time::Duration;
-
 use anyhow::{Context, Result, bail, ensure};
 use kube::api::Api;
 use serde_json::Value;
@@ -23,7 +21,7 @@ use crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
 use crate::cluster::pool::POOL_NODE_LABEL;
 use crate::cluster::spec::KubeletModel;
 use crate::install::apply::apply_all;
-use crate::install::release::{kustomize, load_built_image, wait_ready};
+use crate::install::release::{kustomize, load_built_image};
 use crate::k8s::K8sRelease;
 use crate::tools::Component;
 use crate::tools::modules::module_dir;
@@ -136,24 +134,6 @@ fn excluding_kwok_nodes(affinity: Value) -> Option<Value> {
         .collect();
     required["nodeSelectorTerms"] = Value::Array(terms);
     added.then_some(affinity)
-}
-
-/// The controller Available.
-pub async fn wait_available(
-    client: &kube::Client,
-    timeout: Duration,
-    alive: impl FnMut() -> Result<()> + Send,
-) -> Result<()> {
-    wait_ready(
-        client,
-        "kwok",
-        NAMESPACE,
-        &[DEPLOYMENT],
-        None,
-        timeout,
-        alive,
-    )
-    .await
 }
 
 /// Point the kustomization's Deployment at `image` and replace its

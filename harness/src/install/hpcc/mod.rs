@@ -55,19 +55,32 @@ pub use values::{
     PLANE_CATEGORIES, STORAGE_MODES, VISIBILITIES, default_workers, merge_values, render_values,
 };
 
-/// Everything that can be checked before a cluster exists: the chart
-/// reference, the values (ours + the user's + numWorkers), and helm.
-pub fn preflight(opts: &HpccOptions) -> Result<()> {
-    chart_ref(opts.mode, opts.chart.as_deref())?;
-    let text = match &opts.values {
+/// The values `opts` install with: ours, the user's `--hpcc-values` (read
+/// through the bounded reader), numWorkers; and that numWorkers.
+pub fn render_options(opts: &HpccOptions) -> Result<(Value, u32)> {
+    let user = match &opts.values {
         Some(p) => Some(crate::input::read(p).map_err(|e| e.context("--hpcc-values"))?),
         None => None,
     };
     render_values(
         opts.mode,
-        opts.values.as_deref().zip(text.as_deref()),
+        opts.values.as_deref().zip(user.as_deref()),
         opts.workers,
-    )?;
+    )
+}
+
+/// HPCC's chart and platform image can be had here (sources.rs): the
+/// image's name, or exit 3 naming what cannot.
+pub fn check_sources(opts: &HpccOptions, docker: &std::path::Path) -> Result<String> {
+    let (values, _) = render_options(opts)?;
+    sources::check(opts, &values, docker)
+}
+
+/// Everything that can be checked before a cluster exists: the chart
+/// reference, the values (ours + the user's + numWorkers), and helm.
+pub fn preflight(opts: &HpccOptions) -> Result<()> {
+    chart_ref(opts.mode, opts.chart.as_deref())?;
+    render_options(opts)?;
     find_helm()?;
     Ok(())
 }
@@ -75,15 +88,7 @@ pub fn preflight(opts: &HpccOptions) -> Result<()> {
 /// Install HPCC on `cluster` and wait until it is Ready.
 pub async fn install<C: Cluster>(cluster: &C, opts: &HpccOptions) -> Result<HpccInstall> {
     let chart = chart_ref(opts.mode, opts.chart.as_deref())?;
-    let user_text = match &opts.values {
-        Some(p) => Some(crate::input::read(p).map_err(|e| e.context("--hpcc-values"))?),
-        None => None,
-    };
-    let (values, num_workers) = render_values(
-        opts.mode,
-        opts.values.as_deref().zip(user_text.as_deref()),
-        opts.workers,
-    )?;
+    let (values, num_workers) = render_options(opts)?;
     let helm = find_helm()?;
     let dir = crate::cluster::state::cluster_dir(cluster.name());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

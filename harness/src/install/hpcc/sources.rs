@@ -16,7 +16,6 @@ use serde_json::Value;
 use crate::error::env_missing;
 use crate::install::hpcc::helm::{ChartRef, chart_ref, find_helm};
 use crate::install::hpcc::spec::HpccOptions;
-use crate::install::hpcc::values::render_values;
 use crate::tools::exec::{last_lines, output_with_timeout};
 
 /// The chart's and the image's default registry repository (the chart's
@@ -25,22 +24,13 @@ use crate::tools::exec::{last_lines, output_with_timeout};
 const DEFAULT_ROOT: &str = "hpccsystems";
 const DEFAULT_NAME: &str = "platform-core";
 
-/// Ok when the chart can be read and its image is in the engine or can
-/// be pulled with `docker` (the kind provider's engine); exit 3 naming
-/// what cannot be had otherwise.
-pub fn check(opts: &HpccOptions, docker: &Path) -> Result<String> {
+/// Ok when the chart can be read and the image `values` ask for is in
+/// the engine or can be pulled with `docker` (the kind provider's
+/// engine); exit 3 naming what cannot be had otherwise.
+pub fn check(opts: &HpccOptions, values: &Value, docker: &Path) -> Result<String> {
     let chart = chart_ref(opts.mode, opts.chart.as_deref())?;
     let text = show_chart(&find_helm()?, &chart)?;
-    let user = match &opts.values {
-        Some(p) => Some(crate::input::read(p).map_err(|e| e.context("--hpcc-values"))?),
-        None => None,
-    };
-    let (values, _) = render_values(
-        opts.mode,
-        opts.values.as_deref().zip(user.as_deref()),
-        opts.workers,
-    )?;
-    let image = image_of(&values, &app_version(&text)?);
+    let image = image_of(values, &app_version(&text)?);
     image_available(docker, &image)?;
     Ok(image)
 }
