@@ -11,7 +11,8 @@
 //! events from the host's audit log; CPU and RSS of every component read
 //! through `docker exec`; etcd's and kube-scheduler's metrics read inside
 //! the control-plane node; a claim of the default class bound and mounted;
-//! the Thor smoke as on an existing cluster; the gang suite's cases of the
+//! the Thor smoke as on an existing cluster; kwok's kubelet-like model
+//! against a kind worker's kubelet (kubelet_real.rs); the gang suite's cases of the
 //! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
 //! cluster runs kwok for them); `down` leaves no container, volume or
 //! state; and, in the first minor's lane, `bench thor --provider kind` on
@@ -297,7 +298,7 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 9] = [
+        let trials: [(&str, Trial); 10] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -333,6 +334,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             (
                 "thor_smoke_on_the_kind_workers",
                 kind_workloads::thor_smoke_on_the_kind_workers,
+            ),
+            (
+                "the_kubelet_like_model_against_a_kind_workers_kubelet",
+                kind_workloads::the_kubelet_like_model_against_a_kind_workers_kubelet,
             ),
         ];
         // One bench and one measure on fresh clusters (kind clusters of

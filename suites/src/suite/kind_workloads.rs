@@ -2,7 +2,8 @@
 //! admitted by its webhook and run to completion, a real container's exit
 //! code, a claim of the default class bound and mounted, and the Thor
 //! smoke with the cluster used as an existing one — HPCC's pods as real
-//! containers on the worker's kubelet.
+//! containers on the worker's kubelet — and kwok's kubelet-like model
+//! against that kubelet.
 
 use std::time::Duration;
 
@@ -211,4 +212,27 @@ pub fn thor_smoke_on_the_kind_workers(minor: &'static str) -> Result<()> {
     )?;
     ensure!(r.modes.len() == 2, "modes run: {:?}", r.modes.keys());
     Ok(())
+}
+
+/// kwok's kubelet-like model against the kubelet of a kind worker
+/// (kubelet_real.rs): the same three pod lives the local provider's real
+/// node plays, of real containers in the worker's containerd.
+pub fn the_kubelet_like_model_against_a_kind_workers_kubelet(minor: &'static str) -> Result<()> {
+    use crate::suite::kubelet_real::{RealKubelet, model_against_the_real_kubelet};
+    let fx = shared(minor)?;
+    let c = &fx.cluster;
+    let worker = c
+        .state
+        .nodes
+        .iter()
+        .find(|n| **n != c.state.control_plane)
+        .with_context(|| format!("{} has no worker node: {:?}", c.state.name, c.state.nodes))?;
+    model_against_the_real_kubelet(&RealKubelet {
+        rt: &fx.rt,
+        cluster: c,
+        // kind names each node's container after the node.
+        node: worker,
+        image: agnhost(fx)?,
+        k8s_version: &c.state.k8s_version,
+    })
 }

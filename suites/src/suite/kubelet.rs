@@ -31,13 +31,13 @@ use serde_json::json;
 /// Who reports pods' lives: the user the audit log names and the source
 /// component of the Events it records.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Reporter {
-    pub user: &'static str,
-    pub source: &'static str,
+pub(crate) struct Reporter<'a> {
+    pub user: &'a str,
+    pub source: &'a str,
 }
 
 /// kwok: its client certificate's user, its event recorder's component.
-const KWOK: Reporter = Reporter {
+const KWOK: Reporter<'static> = Reporter {
     user: "kwok-controller",
     source: "kwok_controller",
 };
@@ -171,12 +171,12 @@ pub(crate) async fn pods_gone(client: &kube::Client, ns: &str) -> Result<()> {
 /// `who`'s requests per pod in `ns` since audit offset `from`, with any
 /// other request it made there.
 fn audited_calls(
-    fx: &Fixture,
-    who: Reporter,
+    cluster: &impl Cluster,
+    who: Reporter<'_>,
     ns: &str,
     from: u64,
 ) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
-    let (events, _) = fx.cluster.audit_events(from)?;
+    let (events, _) = cluster.audit_events(from)?;
     let mut seen = BTreeSet::new();
     let mut per_pod: BTreeMap<String, PodCalls> = BTreeMap::new();
     let mut other = Vec::new();
@@ -214,7 +214,7 @@ fn audited_calls(
 /// the recorder's correlator repeated has count > 1).
 async fn event_reasons(
     client: &kube::Client,
-    who: Reporter,
+    who: Reporter<'_>,
     ns: &str,
 ) -> Result<BTreeMap<String, BTreeMap<String, u32>>> {
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
@@ -234,13 +234,13 @@ async fn event_reasons(
 /// The per-pod calls: audit counts with the POSTs split by reason; checked
 /// against each other.
 pub(crate) async fn measure(
-    fx: &Fixture,
+    cluster: &impl Cluster,
     client: &kube::Client,
-    who: Reporter,
+    who: Reporter<'_>,
     ns: &str,
     from: u64,
 ) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
-    let (mut per_pod, other) = audited_calls(fx, who, ns, from)?;
+    let (mut per_pod, other) = audited_calls(cluster, who, ns, from)?;
     let reasons = event_reasons(client, who, ns).await?;
     for (pod, calls) in per_pod.iter_mut() {
         let posts = calls.events.remove("POST").unwrap_or(0);
@@ -311,7 +311,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     )
     .every(Duration::from_millis(500))
     .until_state(|| async {
-        let (per_pod, other) = measure(fx, &client, KWOK, &ns, from).await?;
+        let (per_pod, other) = measure(&fx.cluster, &client, KWOK, &ns, from).await?;
         let t = table(model, end, &per_pod);
         Ok(if matches(&per_pod) && other.is_empty() {
             Ok(per_pod)
@@ -323,7 +323,7 @@ async fn scenario(fx: &Fixture, model: KubeletModel, end: PodEnd) -> Result<()> 
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (per_pod, other) = measure(fx, &client, KWOK, &ns, from).await?;
+    let (per_pod, other) = measure(&fx.cluster, &client, KWOK, &ns, from).await?;
     println!("{}", table(model, end, &per_pod));
     settled?;
     ensure!(

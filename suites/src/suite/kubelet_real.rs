@@ -1,7 +1,8 @@
 //! kwok's kubelet-like model against the real thing: the kubelet suite's
 //! three pod lives (2 containers, the second a sidecar: completes,
 //! deleted while running, deleted while only the sidecar runs) played by
-//! real containers on a real node (`up --real-node`), the kubelet's
+//! real containers on a real node (the local provider's `up --real-node`,
+//! or a kind cluster's worker), the kubelet's
 //! requests per pod counted from the audit log as the kubelet suite counts
 //! kwok's — PATCH pods/status, POST events by reason, DELETE pods — with
 //! everything else it sent for those pods. Printed beside the model's
@@ -14,20 +15,31 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::pod_calls::{PodCalls, PodEnd, expected_calls};
-use harness::cluster::local::realnode::{self, NODE_NAME, NODE_USER};
 use harness::cluster::spec::KubeletModel;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
+use crate::namespace;
 use crate::suite::kubelet::{CONTAINERS, PODS, Reporter, measure, pods_gone, table, wait_for};
-use crate::{Fixture, namespace};
 
-/// The real kubelet: its node identity, its event recorder's component.
-const KUBELET: Reporter = Reporter {
-    user: NODE_USER,
-    source: "kubelet",
-};
+/// A real kubelet to play the lives on: its cluster, the node it runs
+/// (the audit log names it `system:node:<node>`), and an agnhost image
+/// already on that node.
+pub struct RealKubelet<'a, C: Cluster> {
+    pub rt: &'a tokio::runtime::Runtime,
+    pub cluster: &'a C,
+    pub node: &'a str,
+    pub image: String,
+    pub k8s_version: &'a str,
+}
+
+impl<C: Cluster> RealKubelet<'_, C> {
+    /// The kubelet's identity and its event recorder's component.
+    fn reporter(&self) -> (String, &'static str) {
+        (format!("system:node:{}", self.node), "kubelet")
+    }
+}
 
 /// agnhost's arguments for a container that runs `secs` then exits 0
 /// (logs-generator writes one line over that time), or until stopped.
@@ -43,8 +55,8 @@ fn runs(secs: Option<u32>) -> serde_json::Value {
 }
 
 /// The kubelet suite's Job for `end` (kubelet.rs `job`), of real
-/// containers on the real node.
-fn job(name: &str, end: PodEnd, image: &str) -> Result<Job> {
+/// containers on `node`.
+fn job(name: &str, end: PodEnd, image: &str, node: &str) -> Result<Job> {
     let (main, postrun) = match end {
         PodEnd::Completes => (Some(2), Some(4)),
         PodEnd::DeletedRunning => (None, None),
@@ -62,7 +74,7 @@ fn job(name: &str, end: PodEnd, image: &str) -> Result<Job> {
             "backoffLimit": 0,
             "template": {"spec": {
                 "restartPolicy": "Never",
-                "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
+                "nodeSelector": {"kubernetes.io/hostname": node},
                 "terminationGracePeriodSeconds": 5,
                 "containers": [container("main", runs(main)), container("postrun", runs(postrun))],
             }},
@@ -70,25 +82,46 @@ fn job(name: &str, end: PodEnd, image: &str) -> Result<Job> {
     }))?)
 }
 
+/// Wait until the controller manager's root-CA publisher has put
+/// `kube-root-ca.crt` in the fresh namespace. A pod created before that
+/// cannot mount its service-account volume at once: the kubelet records
+/// a FailedMount event and retries (seen on a kind 1.36 worker), which is
+/// the namespace's age, not the pod's life the model is compared with.
+async fn root_ca_published(client: &kube::Client, ns: &str) -> Result<()> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    harness::poll::Poll::new(
+        format!("kube-root-ca.crt in namespace {ns}"),
+        Duration::from_secs(60),
+    )
+    .until(|| async { Ok(maps.get_opt("kube-root-ca.crt").await?.map(|_| ())) })
+    .await
+}
+
 /// The real kubelet's requests per pod for one life, and the others it
 /// made in the namespace (by verb and resource).
 async fn life(
-    fx: &Fixture,
+    k: &RealKubelet<'_, impl Cluster>,
     end: PodEnd,
-    image: &str,
 ) -> Result<(BTreeMap<String, PodCalls>, BTreeMap<String, u32>)> {
     let ns = format!("r-{}", end.name());
-    let client = namespace(&fx.cluster, &ns).await?;
-    let from = fx.cluster.audit_end()?;
+    let client = namespace(k.cluster, &ns).await?;
+    root_ca_published(&client, &ns).await?;
+    let from = k.cluster.audit_end()?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-    jobs.create(&PostParams::default(), &job("pair", end, image)?)
+    jobs.create(&PostParams::default(), &job("pair", end, &k.image, k.node)?)
         .await?;
     wait_for(&client, &ns, "pair", end).await?;
     jobs.delete("pair", &DeleteParams::background()).await?;
     pods_gone(&client, &ns).await?;
     // The kubelet's last status writes and events follow the deletion.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (per_pod, other) = measure(fx, &client, KUBELET, &ns, from).await?;
+    let (user, source) = k.reporter();
+    let who = Reporter {
+        user: &user,
+        source,
+    };
+    let (per_pod, other) = measure(k.cluster, &client, who, &ns, from).await?;
     let mut others: BTreeMap<String, u32> = BTreeMap::new();
     for o in other {
         let key = o
@@ -155,21 +188,19 @@ fn compare(
     Ok(())
 }
 
-/// The three lives on one real-node cluster; every table printed before
-/// any check fails.
-pub fn model_against_the_real_kubelet(fx: &Fixture) -> Result<()> {
-    let image = realnode::image::image_name(&fx.cluster.state.k8s_version);
+/// The three lives on one real kubelet; every table printed before any
+/// check fails.
+pub fn model_against_the_real_kubelet(k: &RealKubelet<'_, impl Cluster>) -> Result<()> {
     let mut measured = vec![];
     for end in PodEnd::ALL {
-        let got = fx
-            .rt
-            .block_on(life(fx, end, &image))
-            .with_context(|| format!("real kubelet: {}", end.name()))?;
+        let got =
+            k.rt.block_on(life(k, end))
+                .with_context(|| format!("real kubelet on {}: {}", k.node, end.name()))?;
         let model = expected_calls(KubeletModel::KubeletLike, CONTAINERS, true, end);
         println!(
             "{}  model (kubelet-like) per pod: {:?}\n  the kubelet's other requests for {PODS} pods: {:?}",
             table(
-                format!("real kubelet {}", fx.cluster.state.k8s_version),
+                format!("real kubelet {} on {}", k.k8s_version, k.node),
                 end,
                 &got.0
             ),

@@ -299,8 +299,16 @@ fn down_leaves_the_host_as_it_was(forward: &std::path::Path) -> Result<()> {
 
 /// kwok's kubelet-like model against the real kubelet (kubelet_real.rs).
 fn the_kubelet_like_model_against_the_real_kubelet() -> Result<()> {
+    use crate::suite::kubelet_real::{RealKubelet, model_against_the_real_kubelet};
     let rc = RealCluster::start("t-real-model")?;
-    crate::suite::kubelet_real::model_against_the_real_kubelet(rc.fx())?;
+    let fx = rc.fx();
+    model_against_the_real_kubelet(&RealKubelet {
+        rt: &fx.rt,
+        cluster: &fx.cluster,
+        node: NODE_NAME,
+        image: realnode::image::image_name(&fx.cluster.state.k8s_version),
+        k8s_version: &fx.cluster.state.k8s_version,
+    })?;
     rc.stop()?;
     Ok(())
 }
