@@ -16,7 +16,7 @@ use harness::error::{self, bad_input};
 use harness::k8s::K8sRelease;
 use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 
-use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::args::{ExistingArgs, parse_bins, parse_profile};
 
 #[derive(Args, Debug)]
 #[command(
@@ -63,11 +63,20 @@ pub struct MeasureArgs {
     /// Kubernetes minor of the clusters.
     #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
     pub k8s_version: String,
-    /// Where each run's fresh cluster comes from: local (processes and
-    /// kwok nodes) or kind (real nodes in containers; the workload acts as
-    /// a cluster-admin ServiceAccount).
+    /// Where each run happens: on a fresh cluster of the local provider
+    /// (processes and kwok nodes) or of kind (real nodes in containers;
+    /// the workload acts as a cluster-admin ServiceAccount), or in a
+    /// namespace of its own on an existing cluster (--kubeconfig; the
+    /// workload acts as a ServiceAccount that is admin of that namespace
+    /// only; the server's release, not --k8s-version, decides).
     #[arg(long, value_enum, default_value = "local")]
     pub provider: MeasureProvider,
+    #[command(flatten)]
+    pub existing: ExistingArgs,
+    /// existing: measure on a cluster that runs other workloads (their
+    /// CPU, memory and etcd writes share the window).
+    #[arg(long)]
+    pub yes: bool,
     /// kind: the profile whose config each cluster is made from
     /// (kind-configs/<profile>-<minor>.yaml: baseline, jobset, gang).
     #[arg(long, default_value = "baseline")]
@@ -161,6 +170,7 @@ impl MeasureArgs {
 pub enum MeasureProvider {
     Local,
     Kind,
+    Existing,
 }
 
 pub async fn measure(args: &MeasureArgs) -> Result<i32> {
@@ -170,8 +180,35 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         return Err(bad_input("--timeout, --nodes and --node-pods must be ≥ 1"));
     }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
+    if args.provider != MeasureProvider::Existing && (args.existing.any() || args.yes) {
+        return Err(bad_input(
+            "--kubeconfig, --context, --audit-log, --etcd-*, --attribution, --apf-identity and --yes are for --provider existing",
+        ));
+    }
     let provider = match args.provider {
         MeasureProvider::Local => target::Provider::Local,
+        MeasureProvider::Existing => {
+            if args.nodes.is_some() || args.node_pods.is_some() {
+                return Err(bad_input(
+                    "--nodes/--node-pods: the harness does not change the nodes of a cluster it did not start; the flags are for --provider local",
+                ));
+            }
+            if args.control_plane != Profile::Default {
+                return Err(bad_input(
+                    "--control-plane: the harness does not reconfigure a cluster it did not start; the flag is for --provider local",
+                ));
+            }
+            if args.kueue || args.kueue_perf.is_some() {
+                return Err(bad_input(
+                    "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
+                ));
+            }
+            target::Provider::Existing(Box::new(target::ExistingTarget {
+                cluster: args.existing.options()?,
+                run_id: harness::cluster::existing::site::new_run_id(),
+                yes: args.yes,
+            }))
+        }
         MeasureProvider::Kind => {
             if args.nodes.is_some() || args.node_pods.is_some() {
                 return Err(bad_input(
@@ -222,29 +259,41 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         scrape: args.scrape_metrics,
         settle: !args.no_settle,
     };
-    let baseline = |root: &std::path::Path| {
-        thor::baseline::path_of(
-            root,
-            opts.provider.name(),
-            k8s.minor,
-            &format!("measure-{}", args.name),
-            &opts.spec.control_plane.label(),
-        )
-    };
     if args.compare || args.record {
         workload::check_name("--name", &args.name)?;
         let root = root.as_deref().ok_or_else(|| {
             bad_input("--compare/--record need the repository (baselines/): run from inside it")
         })?;
-        if args.compare {
-            thor::baseline::load(&baseline(root))?;
+        // A missing baseline is said before any run; an existing
+        // cluster's release is known only once it is probed.
+        if args.compare && !matches!(opts.provider, target::Provider::Existing(_)) {
+            thor::baseline::load(&thor::baseline::path_of(
+                root,
+                opts.provider.name(),
+                k8s.minor,
+                &format!("measure-{}", args.name),
+                &opts.spec.control_plane.label(),
+            ))?;
         }
     }
     let result = match signal::race(measure::measure(&opts)).await {
         Raced::Finished(r) => r?,
         Raced::Interrupted(sig) => {
-            eprintln!("\nharness: {sig}: stopping the workload and tearing down its clusters");
-            harness::lifecycle::down_all(&opts.cluster_prefix)?;
+            match &opts.provider {
+                target::Provider::Existing(t) => {
+                    eprintln!(
+                        "\nharness: {sig}: stopping the workload and removing what run {} created",
+                        t.run_id
+                    );
+                    measure::existing::cleanup(t).await?;
+                }
+                _ => {
+                    eprintln!(
+                        "\nharness: {sig}: stopping the workload and tearing down its clusters"
+                    );
+                    harness::lifecycle::down_all(&opts.cluster_prefix)?;
+                }
+            }
             return Ok(EXIT_INTERRUPTED);
         }
     };
@@ -277,7 +326,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
             }
         }
         if args.record {
-            let path = baseline(root);
+            let path = thor::baseline::path_for(root, &result.figures);
             let what: Vec<String> = result
                 .variants
                 .iter()
@@ -350,5 +399,39 @@ mod tests {
             "b=@dir",
         ]);
         assert_eq!(a.variants().unwrap().len(), 2);
+    }
+
+    /// What `measure` says of flags that do not fit the provider: exit 2,
+    /// naming the flag, before any cluster is reached.
+    fn refused(args: &[&str]) -> String {
+        let a = parse(args);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let e = rt.block_on(super::measure(&a)).unwrap_err();
+        assert_eq!(harness::error::exit_code(&e), 2, "{e:#}");
+        format!("{e:#}")
+    }
+
+    #[test]
+    fn existing_flags_belong_to_the_existing_provider() {
+        let e = refused(&["harness", "--kubeconfig", "/nonexistent", "--", "true"]);
+        assert!(e.contains("are for --provider existing"), "{e}");
+        let e = refused(&["harness", "--yes", "--", "true"]);
+        assert!(e.contains("are for --provider existing"), "{e}");
+        let e = refused(&["harness", "--provider", "existing", "--", "true"]);
+        assert!(e.contains("needs --kubeconfig"), "{e}");
+        for (flag, says) in [
+            (&["--kueue"][..], "--kueue/--kueue-perf"),
+            (&["--nodes", "5"][..], "--nodes/--node-pods"),
+            (&["--control-plane", "tuned"][..], "--control-plane"),
+        ] {
+            let mut args = vec!["harness", "--provider", "existing", "--kubeconfig", "/k"];
+            args.extend(flag);
+            args.extend(["--", "true"]);
+            let e = refused(&args);
+            assert!(e.contains(says), "{flag:?}: {e}");
+        }
     }
 }

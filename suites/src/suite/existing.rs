@@ -13,9 +13,12 @@
 //!   identity as the log has it, and no FlowSchema of the run is left;
 //! - a kubeconfig whose user may not create namespaces or read /metrics
 //!   (the cluster's eclccserver identity) fails with exit 3 before
-//!   anything is created, naming what it may not do.
+//!   anything is created, naming what it may not do;
+//! - `measure --provider existing` on the same cluster
+//!   (existing_measure.rs).
 
 use crate::runner::{Suite, Test};
+use crate::suite::existing_measure;
 use crate::{Fixture, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::existing::ExistingTarget;
@@ -40,6 +43,10 @@ const PREFIX: &str = "t-exist";
 
 fn fixture() -> std::result::Result<&'static Fixture, String> {
     Fixture::shared(PREFIX)
+}
+
+fn fixture_or_err() -> Result<&'static Fixture> {
+    fixture().map_err(anyhow::Error::msg)
 }
 
 fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
@@ -479,6 +486,20 @@ pub fn suite(_: &Arguments) -> Suite {
                 "apf_counts_without_the_audit_log",
                 apf_without_the_audit_log,
             ),
+            t("measure_a_job_in_a_namespace_of_its_own", || {
+                existing_measure::a_job_in_a_namespace_of_its_own(fixture_or_err()?)
+            }),
+            t(
+                "measure_apf_counts_the_workload_without_the_audit_log",
+                || {
+                    existing_measure::apf_counts_the_workload_without_the_audit_log(
+                        fixture_or_err()?
+                    )
+                },
+            ),
+            t("measure_a_user_without_rights_exits_3", || {
+                existing_measure::a_user_without_rights_exits_3(fixture_or_err()?)
+            }),
         ],
     )
     .after(|| {

@@ -9,15 +9,17 @@
 
 pub mod apply;
 pub mod command;
+pub mod existing;
 pub mod kueue_perf;
 pub mod report;
 pub mod result;
+pub mod run;
 pub mod target;
 pub mod workload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -26,13 +28,11 @@ use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle;
-use crate::metrics::pods::{self, PodTracker};
 use crate::metrics::timeline::Timeline;
-use crate::metrics::window::{Options, Window};
 use crate::progress::Step;
 use crate::tools::Component;
 
-use result::{MeasureResult, Overhead, WORKLOAD_ROW, WorkloadRun};
+use result::{MeasureResult, WorkloadRun};
 use workload::{Variant, Workload};
 
 /// The Result schema of the figures part (the Thor benchmark's shape).
@@ -132,9 +132,21 @@ pub fn schedule(names: &[String], repeat: u32, seed: u64) -> Vec<Vec<String>> {
 /// Every variant × `repeat` on fresh local clusters. `result.json` is
 /// rewritten as each run finishes.
 pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
-    let k8s = K8sRelease::parse(&opts.spec.k8s_minor)?;
-    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
     writable(&opts.out)?;
+    // An existing cluster is probed before anything else: its release,
+    // not --k8s-version, decides the kubectl the workload gets.
+    let existing = match &opts.provider {
+        target::Provider::Existing(t) => {
+            let first = opts.variants.first().map_or("", |v| v.name.as_str());
+            Some(existing::prepare(t, first).await?)
+        }
+        _ => None,
+    };
+    let k8s = match &existing {
+        Some((_, caps)) => crate::bench::thor::existing::server_release(caps)?,
+        None => K8sRelease::parse(&opts.spec.k8s_minor)?,
+    };
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
     let runner = match opts
         .variants
         .iter()
@@ -159,13 +171,16 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             .join(" | ")
     );
     let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
-    model.extend(
-        opts.spec
-            .control_plane
-            .describe()
-            .into_iter()
-            .map(|(k, v)| (format!("control_plane.{k}"), v)),
-    );
+    // The control-plane profile is the harness's only where it starts it.
+    if existing.is_none() {
+        model.extend(
+            opts.spec
+                .control_plane
+                .describe()
+                .into_iter()
+                .map(|(k, v)| (format!("control_plane.{k}"), v)),
+        );
+    }
     let mut result = MeasureResult {
         schema: result::SCHEMA.into(),
         name: opts.name.clone(),
@@ -181,7 +196,10 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             scenario: format!("measure-{}", opts.name),
             scenario_file: String::new(),
             provider: opts.provider.name().into(),
-            k8s_version: k8s.version.into(),
+            k8s_version: match &existing {
+                Some((_, caps)) => caps.server_version.trim_start_matches('v').to_string(),
+                None => k8s.version.into(),
+            },
             harness_version: env!("CARGO_PKG_VERSION").into(),
             started: time::OffsetDateTime::now_utc()
                 .format(&time::format_description::well_known::Rfc3339)
@@ -193,7 +211,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             model,
             modes: BTreeMap::new(),
             harness_peak_rss_kib: 0,
-            capabilities: None,
+            capabilities: existing.as_ref().map(|(_, caps)| caps.clone()),
             timelines: Vec::new(),
             statistics: Some(Statistics {
                 seed,
@@ -208,6 +226,8 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
         },
     };
     let mut runs: BTreeMap<String, Vec<ModeResult>> = BTreeMap::new();
+    // The workload's token kubeconfigs on an existing cluster.
+    let tokens = crate::bench::thor::existing::token_dir()?;
     for (round, order) in rounds.iter().enumerate() {
         for name in order {
             let v = opts
@@ -215,14 +235,6 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 .iter()
                 .find(|v| &v.name == name)
                 .context("a scheduled variant")?;
-            let cluster_name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
-            let cluster =
-                target::start(&opts.provider, &opts.spec, &opts.bins, &cluster_name).await?;
-            // What the nodes run (a pulled kind image may be another patch).
-            if let AnyCluster::Kind(c) = &cluster {
-                result.figures.k8s_version = c.state.k8s_version.clone();
-            }
-            let same = target::same_clients(&cluster);
             let step = Step::start(format!(
                 "{} ({}){}",
                 v.name,
@@ -233,37 +245,35 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 }
             ));
             let run_dir = format!("runs/{}-{round}", v.name);
-            let ctx = RunContext {
-                opts,
+            let ctx = run::RunContext {
+                name: &opts.name,
                 variant: v,
                 round: round as u32,
+                out: &opts.out,
                 run_dir: &run_dir,
                 path: &path,
                 manifests: manifests.get(&v.name).map(Vec::as_slice).unwrap_or(&[]),
                 runner: runner.as_deref(),
+                timeout: opts.timeout,
+                scrape: opts.scrape,
+                settle: opts.settle,
             };
-            let r = lifecycle::while_alive(&cluster, run_one(&cluster, &ctx)).await;
-            let (mut mode, mut run, timeline) = match r {
-                Ok(r) => {
-                    cluster.down(false)?;
+            let (mode, mut run, timeline, where_) = match (&existing, &opts.provider) {
+                (Some((cluster, _)), target::Provider::Existing(t)) => {
+                    on_existing(cluster, t, &ctx, tokens.path()).await?
+                }
+                _ => {
+                    let name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
+                    let (r, version) = on_fresh(opts, &ctx, &name).await?;
+                    // What the nodes run (a pulled kind image may be
+                    // another patch).
+                    if let Some(v) = version {
+                        result.figures.k8s_version = v;
+                    }
                     r
                 }
-                Err(e) => {
-                    let dir = target::state_dir(&cluster).to_path_buf();
-                    let down = cluster.down(true);
-                    let e = e.context(format!(
-                        "{} on cluster {cluster_name} (its state and logs are kept in {}; `harness down --name {cluster_name}` removes them)",
-                        v.name,
-                        dir.display()
-                    ));
-                    return Err(match down {
-                        Ok(()) => e,
-                        Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
-                    });
-                }
             };
-            run.cluster = cluster_name;
-            mode.window.rename_clients(&same);
+            run.cluster = where_;
             step.done(&format!(
                 "exit {}, {:.1} s; {} API requests, {} etcd writes",
                 run.exit_code,
@@ -300,200 +310,93 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     Ok(result)
 }
 
-/// How long the cluster must have been quiet before a window opens, and
-/// the longest the harness waits for that.
-const QUIET: Duration = Duration::from_secs(2);
-const QUIET_AT_MOST: Duration = Duration::from_secs(45);
+/// A run's figures, its workload's outcome, its timeline, and where it ran.
+type Ran = (ModeResult, WorkloadRun, Timeline, String);
 
-/// Wait until a fresh cluster has been quiet for `QUIET`: no request in
-/// the audit log but the harness's and lease renewals (the controller
-/// manager starts its controllers for a while after it is ready; their
-/// first LISTs and syncs are not the workload's). Returns the seconds
-/// waited; after `QUIET_AT_MOST` the window opens anyway.
-pub async fn wait_quiet(cluster: &impl Cluster) -> Result<f64> {
-    let harness = cluster.harness_users();
-    let started = Instant::now();
-    let mut offset = cluster.audit_end()?;
-    let mut quiet_since = Instant::now();
-    while started.elapsed() < QUIET_AT_MOST {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let mut busy = false;
-        offset = cluster.visit_audit(offset, &mut |e| {
-            let lease = e
-                .object_ref
-                .as_ref()
-                .is_some_and(|o| o.resource == "leases");
-            busy |= !lease && !harness.contains(&e.user.username);
-        })?;
-        if busy {
-            quiet_since = Instant::now();
-        } else if quiet_since.elapsed() >= QUIET {
-            break;
-        }
-    }
-    Ok(started.elapsed().as_secs_f64())
-}
-
-struct RunContext<'a> {
-    opts: &'a MeasureOptions,
-    variant: &'a Variant,
-    round: u32,
-    run_dir: &'a str,
-    path: &'a std::ffi::OsStr,
-    manifests: &'a [serde_json::Value],
-    /// Kueue's performance runner, for `--kueue-perf`.
-    runner: Option<&'a Path>,
-}
-
-/// One run on a fresh cluster: the pod watch, the window, the workload,
-/// its figures.
-async fn run_one(
-    cluster: &AnyCluster,
-    ctx: &RunContext<'_>,
-) -> Result<(ModeResult, WorkloadRun, Timeline)> {
-    let admin = cluster.client().await?;
-    let identity = target::identity(cluster, ctx.opts.timeout + Duration::from_secs(600)).await?;
-    let out = ctx.opts.out.join(ctx.run_dir);
-    let run_id = format!("{}-{}-{}", ctx.opts.name, ctx.variant.name, ctx.round);
-    let tracker = PodTracker::start_all(admin.clone());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    wait_quiet(cluster).await?;
-    let opts = Options {
-        scrape: ctx.opts.scrape,
-        agents: true,
-        ..Default::default()
+/// One run on a fresh cluster called `name`, down after it; on failure the
+/// cluster is stopped and its state kept (the error says where). Also the
+/// version a kind cluster's nodes run.
+async fn on_fresh(
+    opts: &MeasureOptions,
+    ctx: &run::RunContext<'_>,
+    name: &str,
+) -> Result<(Ran, Option<String>)> {
+    let cluster = target::start(&opts.provider, &opts.spec, &opts.bins, name).await?;
+    let version = match &cluster {
+        AnyCluster::Kind(c) => Some(c.state.k8s_version.clone()),
+        AnyCluster::Local(_) => None,
     };
-    // Pods that were there before (a kind cluster's own: CoreDNS,
-    // kube-proxy, controllers) are not the workload's.
-    let opened = Instant::now();
-    let mut window = Window::open_with(cluster, opts).await?;
-    let work = async {
-        let started = Instant::now();
-        let perf_argv;
-        let command = match &ctx.variant.workload {
-            Workload::Command(argv) => Some(argv),
-            Workload::KueuePerf(config) => {
-                let runner = ctx.runner.context("Kueue's performance runner")?;
-                let dir = out.join("kueue-perf");
-                std::fs::create_dir_all(&dir)?;
-                perf_argv = kueue_perf::argv(
-                    runner,
-                    &std::path::absolute(config)?,
-                    &dir,
-                    ctx.opts.timeout.as_secs(),
-                );
-                Some(&perf_argv)
-            }
-            Workload::Apply(_) => None,
+    let same = target::same_clients(&cluster);
+    let r = lifecycle::while_alive(&cluster, async {
+        let identity = target::identity(&cluster, ctx.timeout + Duration::from_secs(600)).await?;
+        let place = run::Place {
+            identity: &identity,
+            pods_in: None,
+            fresh: true,
+            apf: None,
         };
-        match command {
-            Some(argv) => {
-                let mut env = vec![
-                    (
-                        "KUBECONFIG".to_string(),
-                        identity.kubeconfig.display().to_string(),
-                    ),
-                    ("HARNESS_RUN_ID".to_string(), run_id.clone()),
-                    ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
-                ];
-                if let Workload::KueuePerf(_) = &ctx.variant.workload {
-                    env.extend(kueue_perf::env(&out));
-                }
-                let f = command::run(argv, &env, &out, ctx.opts.timeout).await?;
-                let mut settled = Vec::new();
-                if ctx.opts.settle && !f.timed_out {
-                    let left = ctx.opts.timeout.saturating_sub(started.elapsed());
-                    let unsettled = || {
-                        tracker
-                            .snapshot()
-                            .into_iter()
-                            .filter(|p| p.created >= opened)
-                            .filter(|p| p.running.is_none() && p.ended.is_none())
-                            .map(|p| p.name)
-                            .collect()
-                    };
-                    match apply::wait_settled(&admin, unsettled, left).await {
-                        Ok(s) => settled = s,
-                        Err(e) => {
-                            let msg = format!("harness: {e:#}\n");
-                            let mut log = std::fs::OpenOptions::new()
-                                .append(true)
-                                .open(out.join("stderr.log"))?;
-                            std::io::Write::write_all(&mut log, msg.as_bytes())?;
-                            return Ok((124, true, f.wall_s, settled));
-                        }
-                    }
-                }
-                Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s, settled))
-            }
-            None => {
-                std::fs::create_dir_all(&out)?;
-                let client = &identity.client;
-                // A refused apply or a wait past the timeout is the
-                // workload's result (exit 1, 124), its message in stderr.log.
-                let mut settled = Vec::new();
-                let (code, timed_out, text) = match apply::apply(client, &admin, ctx.manifests)
-                    .await
-                {
-                    Err(e) => (1, false, format!("applying: {e:#}\n")),
-                    Ok(()) => {
-                        match apply::wait_finished(&admin, ctx.manifests, ctx.opts.timeout).await {
-                            Ok(s) => {
-                                settled = s;
-                                (0, false, String::new())
-                            }
-                            Err(e) => {
-                                let msg = format!("{e:#}");
-                                let timed_out = msg.contains("not reached within");
-                                (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
-                            }
-                        }
-                    }
-                };
-                std::fs::write(out.join("stdout.log"), "")?;
-                std::fs::write(out.join("stderr.log"), text)?;
-                Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))
-            }
+        run::run_one(&cluster, place, ctx).await
+    })
+    .await;
+    match r {
+        Ok((mut mode, run, timeline)) => {
+            cluster.down(false)?;
+            mode.window.rename_clients(&same);
+            Ok(((mode, run, timeline, name.to_string()), version))
         }
-    };
-    let outcome = window.during(cluster, work).await;
-    let closed = window.close(cluster).await?;
-    let (exit_code, timed_out, wall_s, settled) = outcome?;
-    let mut w = closed.figures;
-    // The harness's waited-for children are the command and its tree.
-    if let Some(u) = w.resources.remove(crate::metrics::usage::KUBECTL) {
-        w.resources.insert(WORKLOAD_ROW.to_string(), u);
+        Err(e) => {
+            let dir = target::state_dir(&cluster).to_path_buf();
+            let down = cluster.down(true);
+            let e = e.context(format!(
+                "{} on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
+                ctx.variant.name,
+                dir.display()
+            ));
+            Err(match down {
+                Ok(()) => e,
+                Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
+            })
+        }
     }
-    let workload_pods: Vec<_> = tracker
-        .snapshot()
-        .into_iter()
-        .filter(|p| p.created >= opened)
-        .collect();
-    let pf = pods::figures(&workload_pods);
-    let overhead = Overhead::of(&w);
-    let mode = ModeResult {
-        mode: ctx.variant.name.clone(),
-        thor_agent_user: String::new(),
-        window: w,
-        pods_created: pf.pods_created,
-        containers_created: pf.containers_created,
-        pod_startup_ms: pf.startup_ms,
-        pod_schedule_ms: pf.schedule_ms,
-        wall_s: closed.elapsed.as_secs_f64(),
-        ..Default::default()
-    };
-    let run = WorkloadRun {
-        variant: ctx.variant.name.clone(),
-        round: ctx.round,
-        cluster: String::new(),
-        exit_code,
-        timed_out,
-        wall_s,
-        settled,
-        output: ctx.run_dir.to_string(),
-        overhead,
-    };
-    Ok((mode, run, closed.timeline))
+}
+
+/// One run in a namespace of its own on an existing cluster, removed
+/// after it whatever happened (with every FlowSchema of the run).
+async fn on_existing(
+    cluster: &crate::cluster::existing::ExistingCluster,
+    t: &target::ExistingTarget,
+    ctx: &run::RunContext<'_>,
+    tokens: &Path,
+) -> Result<Ran> {
+    let ns = existing::namespace_of(&t.run_id, &ctx.variant.name, ctx.round)?;
+    let r = async {
+        let ttl = ctx.timeout + Duration::from_secs(600);
+        let site = existing::site(cluster, t, &ns, tokens, ttl).await?;
+        let place = run::Place {
+            identity: &site.identity,
+            pods_in: Some(&ns),
+            fresh: false,
+            apf: site.apf.clone(),
+        };
+        run::run_one(cluster, place, ctx).await
+    }
+    .await;
+    let cleaned = existing::cleanup(t).await;
+    match (r, cleaned) {
+        (Ok((mut mode, run, timeline)), Ok(())) => {
+            mode.window.rename_clients(existing::same_clients(&ns));
+            Ok((mode, run, timeline, format!("namespace {ns}")))
+        }
+        (Ok(_), Err(c)) => Err(c.context(format!("removing run {} from the cluster", t.run_id))),
+        (Err(e), Ok(())) => Err(e.context(format!(
+            "{} in namespace {ns} (everything of run {} was removed)",
+            ctx.variant.name, t.run_id
+        ))),
+        (Err(e), Err(c)) => Err(e.context(format!(
+            "{} in namespace {ns}; removing run {} failed too: {c:#}",
+            ctx.variant.name, t.run_id
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use crate::cluster::existing::ExistingOptions;
 use crate::cluster::kind::{KindImages, KindSpec};
 use crate::cluster::local::identity::WORKLOAD_USER;
 use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
@@ -31,6 +32,19 @@ pub enum Provider {
         config: PathBuf,
         images: KindImages,
     },
+    /// A cluster the harness did not start: a namespace per run
+    /// (existing.rs).
+    Existing(Box<ExistingTarget>),
+}
+
+/// The cluster, the run's id and the user's leave to load a busy cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExistingTarget {
+    pub cluster: ExistingOptions,
+    /// Every namespace and FlowSchema of the run carries it.
+    pub run_id: String,
+    /// Measure on a cluster that runs other workloads.
+    pub yes: bool,
 }
 
 impl Provider {
@@ -38,15 +52,18 @@ impl Provider {
         match self {
             Provider::Local => "local",
             Provider::Kind { .. } => crate::cluster::kind::PROVIDER,
+            Provider::Existing(_) => crate::cluster::existing::PROVIDER,
         }
     }
 }
 
-/// The workload's ServiceAccount on kind.
+/// The workload's ServiceAccount on kind (and, in its run's namespace,
+/// on an existing cluster: existing.rs).
 const NAMESPACE: &str = "harness-measure";
-const ACCOUNT: &str = "harness-workload";
+pub const ACCOUNT: &str = "harness-workload";
 
-/// Bring up a fresh cluster called `name`.
+/// Bring up a fresh cluster called `name` (local or kind; an existing
+/// cluster is attached to once, not started: existing.rs).
 pub async fn start(
     provider: &Provider,
     spec: &ClusterSpec,
@@ -80,6 +97,9 @@ pub async fn start(
             })
             .await?;
             Ok(AnyCluster::Kind(c))
+        }
+        Provider::Existing(_) => {
+            anyhow::bail!("an existing cluster is attached to, never started (existing.rs)")
         }
     }
 }

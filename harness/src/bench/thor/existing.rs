@@ -15,7 +15,7 @@ use crate::cluster::existing::apf::{self, Attribution, Identity};
 use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
 use crate::cluster::provider::Cluster;
-use crate::error::{bad_input, env_missing};
+use crate::error::bad_input;
 use crate::workload::thor::Mode;
 use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
 use crate::workload::thor::realpods::RealPods;
@@ -148,30 +148,7 @@ pub async fn prepare(
     cluster.run_id = target.run_id.clone();
     let needs = needs(s, modes, target.cluster.attribution)?;
     let ns = namespace_of(&target.run_id, modes[0], 0);
-    let caps = probe::probe(&cluster, &needs, &ns).await?;
-    eprintln!(
-        "harness: cluster {} as {}:\n{}",
-        cluster.opts.kubeconfig.display(),
-        caps.user,
-        probe::table(&caps, &needs)
-    );
-    let missing = probe::missing(&caps, &needs);
-    if !missing.is_empty() {
-        let what = missing
-            .iter()
-            .map(|m| format!("  - {}", m.what))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let fix = missing
-            .iter()
-            .map(|m| format!("  - {}", m.fix))
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(env_missing(
-            format!("the cluster lacks what this run needs (nothing was created):\n{what}"),
-            format!("\n{fix}"),
-        ));
-    }
+    let caps = probe::probe_and_require(&cluster, &needs, &ns).await?;
     if caps.other_pods > 0 && s.thor.num_workers > SMOKE_WORKERS && !target.yes {
         return Err(bad_input(format!(
             "the cluster runs other workloads ({} pods outside kube-* namespaces) and this scenario has {} workers: add --yes to load it anyway, or run the smoke scenario",
@@ -350,52 +327,24 @@ pub async fn apf_plan(
     Ok(Some(plan))
 }
 
-/// The identities APF follows in a run in namespace `ns`: the harness's
-/// own (set apart), the run's ServiceAccounts, the controllers a Thor
-/// run drives (the job controller, the garbage collector, the scheduler,
-/// the JobSet controller as its release installs it), the kubelets as a
-/// group, and any `--apf-identity`.
+/// The identities APF follows in a run in namespace `ns` (apf::followed):
+/// the run's ServiceAccounts besides the harness and the controllers.
 fn apf_identities(cluster: &ExistingCluster, ns: &str) -> Vec<Identity> {
-    let groups: Vec<&str> = cluster.groups.iter().map(String::as_str).collect();
-    // The harness's own credentials may be a ServiceAccount's token.
-    let harness = match cluster
-        .user
-        .strip_prefix("system:serviceaccount:")
-        .and_then(|r| r.split_once(':'))
-    {
-        Some((ns, name)) => Identity::service_account(ns, name),
-        None => Identity::user(&cluster.user, &groups),
-    };
-    let mut ids = vec![harness];
-    for sa in [THOR_SA, ECLCC_SA, KUBELET_SA] {
-        ids.push(Identity::service_account(ns, sa));
-    }
-    ids.extend([
-        Identity::service_account("kube-system", "job-controller"),
-        Identity::service_account("kube-system", "generic-garbage-collector"),
-        Identity::user("system:kube-controller-manager", &[]),
-        Identity::user("system:kube-scheduler", &[]),
-        // config/default of kubernetes-sigs/jobset: namespace jobset-system,
-        // name prefix jobset-, ServiceAccount controller-manager.
-        Identity::service_account("jobset-system", "jobset-controller-manager"),
-        Identity::group("system:nodes"),
-    ]);
-    for extra in &cluster.opts.apf_identities {
-        if !ids.iter().any(|i| i.label == extra.label) {
-            ids.push(extra.clone());
-        }
-    }
-    ids
+    let run = [THOR_SA, ECLCC_SA, KUBELET_SA]
+        .into_iter()
+        .map(|sa| Identity::service_account(ns, sa))
+        .collect();
+    apf::followed(
+        &cluster.user,
+        &cluster.groups,
+        run,
+        &cluster.opts.apf_identities,
+    )
 }
 
 /// Remove everything carrying the run id (the modes' namespaces).
 pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
-    let client = crate::cluster::existing::client_for(
-        &target.cluster.kubeconfig,
-        target.cluster.context.as_deref(),
-    )
-    .await?;
-    site::remove_run(&client, &target.run_id, Duration::from_secs(300)).await
+    site::cleanup(&target.cluster, &target.run_id).await
 }
 
 /// A private directory for the identities' kubeconfigs (tokens): removed

@@ -227,6 +227,47 @@ impl Identity {
     }
 }
 
+/// The identities a run follows with APF: the harness's own credentials
+/// (`user` with `groups`; a ServiceAccount's token is followed as that
+/// account), the run's own identities, the controllers a batch run drives
+/// (the job controller, the garbage collector, the controller manager,
+/// the scheduler, the JobSet controller as its release installs it: config/
+/// default of kubernetes-sigs/jobset, namespace jobset-system, name prefix
+/// jobset-, ServiceAccount controller-manager), the kubelets as a group,
+/// and any `--apf-identity` not already among them. The harness's comes
+/// first.
+pub fn followed(
+    user: &str,
+    groups: &[String],
+    run: Vec<Identity>,
+    extra: &[Identity],
+) -> Vec<Identity> {
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let harness = match user
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|r| r.split_once(':'))
+    {
+        Some((ns, name)) => Identity::service_account(ns, name),
+        None => Identity::user(user, &groups),
+    };
+    let mut ids = vec![harness];
+    ids.extend(run);
+    ids.extend([
+        Identity::service_account("kube-system", "job-controller"),
+        Identity::service_account("kube-system", "generic-garbage-collector"),
+        Identity::user("system:kube-controller-manager", &[]),
+        Identity::user("system:kube-scheduler", &[]),
+        Identity::service_account("jobset-system", "jobset-controller-manager"),
+        Identity::group("system:nodes"),
+    ]);
+    for e in extra {
+        if !ids.iter().any(|i| i.label == e.label) {
+            ids.push(e.clone());
+        }
+    }
+    ids
+}
+
 /// Which FlowSchemas count whose requests: set up before a window opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApfFlows {

@@ -302,6 +302,41 @@ pub async fn probe(
 }
 
 /// What `needs` asks that `caps` lacks, each with how to provide it.
+/// Probe `cluster` for `needs` (access checked in `namespace`), print the
+/// table to stderr, and refuse (exit 3, naming each missing piece and its
+/// fix) when anything is missing — before the run creates anything.
+pub async fn probe_and_require(
+    cluster: &ExistingCluster,
+    needs: &Needs,
+    namespace: &str,
+) -> Result<Capabilities> {
+    let caps = probe(cluster, needs, namespace).await?;
+    eprintln!(
+        "harness: cluster {} as {}:\n{}",
+        cluster.opts.kubeconfig.display(),
+        caps.user,
+        table(&caps, needs)
+    );
+    let missing = missing(&caps, needs);
+    if missing.is_empty() {
+        return Ok(caps);
+    }
+    let list = |f: fn(&Missing) -> &str| {
+        missing
+            .iter()
+            .map(|m| format!("  - {}", f(m)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Err(crate::error::env_missing(
+        format!(
+            "the cluster lacks what this run needs (nothing was created):\n{}",
+            list(|m| &m.what)
+        ),
+        format!("\n{}", list(|m| &m.fix)),
+    ))
+}
+
 pub fn missing(caps: &Capabilities, needs: &Needs) -> Vec<Missing> {
     let mut out = Vec::new();
     let denied: Vec<&String> = caps

@@ -114,6 +114,20 @@ pub async fn service_account_kubeconfig(
     Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
 }
 
+/// Make `ns` the default namespace of a kubeconfig
+/// `service_account_kubeconfig` wrote: what its user runs without `-n`
+/// lands there.
+pub fn default_namespace(path: &Path, ns: &str) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    for c in doc["contexts"].as_array_mut().into_iter().flatten() {
+        c["context"]["namespace"] = ns.into();
+    }
+    write_private(path, &(serde_json::to_string_pretty(&doc)? + "\n"))
+}
+
 fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -175,8 +189,6 @@ pub fn kubeconfig_with_token(
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
-/// Delete every namespace carrying `run_id` and wait until none is
-/// listed (their objects go with them); Err naming what is left.
 /// Kueue's cluster-scoped kinds a case suite may apply, labelled with the
 /// run id (workload/gang/steps.rs).
 const KUEUE_CLUSTER_KINDS: &[&str] = &[
@@ -212,6 +224,9 @@ async fn remove_kueue_objects(client: &kube::Client, sel: &ListParams) -> Result
     Ok(())
 }
 
+/// Delete every namespace, node, FlowSchema and Kueue object carrying
+/// `run_id` and wait until no namespace is listed (their objects go with
+/// them); Err naming what is left.
 pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
     let sel = ListParams::default().labels(&format!("{RUN_ID_LABEL}={run_id}"));
@@ -270,6 +285,14 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
         );
     }
     Ok(())
+}
+
+/// Remove everything carrying `run_id` from the cluster of `opts` (waiting
+/// up to 5 minutes for the namespaces to go).
+pub async fn cleanup(opts: &crate::cluster::existing::ExistingOptions, run_id: &str) -> Result<()> {
+    let client =
+        crate::cluster::existing::client_for(&opts.kubeconfig, opts.context.as_deref()).await?;
+    remove_run(&client, run_id, Duration::from_secs(300)).await
 }
 
 /// What runs left on the cluster: run id → the namespaces, nodes and
@@ -362,5 +385,26 @@ mod tests {
         let b = kubeconfig_with_token(&kc, Some("b"), "sa", "T").unwrap();
         assert!(b.contains("https://other:6443") && b.contains("insecure-skip-tls-verify"));
         assert!(kubeconfig_with_token(&kc, Some("nope"), "sa", "T").is_err());
+    }
+
+    #[test]
+    fn a_token_kubeconfig_gets_a_default_namespace_and_stays_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("user.kubeconfig");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://h:6443', insecure-skip-tls-verify: true}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\ncurrent-context: a\nusers:\n- name: u\n  user: {token: x}\n",
+        )
+        .unwrap();
+        let path = dir.path().join("sa.kubeconfig");
+        write_private(&path, &kubeconfig_with_token(&kc, None, "sa", "T").unwrap()).unwrap();
+        default_namespace(&path, "harness-r1-a-0").unwrap();
+        let parsed = kube::config::Kubeconfig::read_from(&path).unwrap();
+        let ctx = parsed.contexts[0].context.as_ref().unwrap();
+        assert_eq!(ctx.namespace.as_deref(), Some("harness-r1-a-0"));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(default_namespace(&dir.path().join("none"), "x").is_err());
     }
 }

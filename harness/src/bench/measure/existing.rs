@@ -1,0 +1,247 @@
+//! `measure --provider existing`: each run in a namespace of its own on a
+//! cluster the harness did not start, under the rules `bench thor
+//! --provider existing` keeps. Before anything is created the cluster is
+//! probed for what the run needs (cluster::existing::probe: a lack is
+//! exit 3 naming each piece); a cluster that runs other workloads needs
+//! `--yes` (their load shares the window). Each run's namespace carries
+//! the run id; the workload acts as the ServiceAccount `harness-workload`
+//! of that namespace, bound to the `admin` ClusterRole there only (a
+//! RoleBinding: it may do anything in its namespace and nothing outside),
+//! through a token kubeconfig whose default namespace is the run's. Its
+//! requests are told apart by the audit log (`--audit-log`) or by
+//! FlowSchemas following it (`--attribution apf`). The namespace (and
+//! every FlowSchema of the run) is removed after each run, on failure and
+//! on Ctrl-C.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::bench::measure::target::{ACCOUNT, ExistingTarget, Identity};
+use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
+use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
+use crate::cluster::existing::{ExistingCluster, site};
+use crate::cluster::provider::Cluster;
+use crate::error::bad_input;
+
+/// What the harness itself does on the cluster: the runs' namespaces, the
+/// workload's ServiceAccount, token and RoleBinding, the pod watch, the
+/// metrics, and the FlowSchemas with `--attribution apf`. Requests per
+/// client need the audit log or APF: counting client-side sees only what
+/// the harness runs itself, and a measured command is not that.
+pub fn needs(attribution: Attribution) -> Result<Needs> {
+    if attribution == Attribution::Client {
+        return Err(bad_input(
+            "--attribution client: counts only the requests of HPCC's kubectl in `bench thor`; a measured workload's requests come from the audit log (--audit-log) or --attribution apf",
+        ));
+    }
+    let mut access: Vec<Access> = vec![
+        Access::new("create", "", "namespaces", false),
+        Access::new("delete", "", "namespaces", false),
+        Access::new("list", "", "namespaces", false),
+        Access::new("get", "", "/metrics", false),
+    ];
+    for (verb, group, resource) in [
+        ("create", "", "serviceaccounts"),
+        ("create", "", "serviceaccounts/token"),
+        ("create", "rbac.authorization.k8s.io", "rolebindings"),
+        ("list", "", "pods"),
+        ("watch", "", "pods"),
+    ] {
+        access.push(Access::new(verb, group, resource, true));
+    }
+    let apf = attribution == Attribution::Apf;
+    if apf {
+        for verb in ["create", "list", "delete"] {
+            access.push(Access::new(
+                verb,
+                "flowcontrol.apiserver.k8s.io",
+                "flowschemas",
+                false,
+            ));
+        }
+    }
+    access.sort();
+    Ok(Needs {
+        access,
+        audit_log: attribution == Attribution::Audit,
+        apf,
+        ..Needs::default()
+    })
+}
+
+/// The namespace of one run (a DNS label: at most 63 characters).
+pub fn namespace_of(run_id: &str, variant: &str, round: u32) -> Result<String> {
+    let ns = format!("harness-{run_id}-{variant}-{round}");
+    match ns.len() <= 63 {
+        true => Ok(ns),
+        false => Err(bad_input(format!(
+            "the variant name {variant:?} makes the run's namespace {ns:?} longer than 63 characters: use a shorter name"
+        ))),
+    }
+}
+
+/// Attach and probe (the table to stderr); refuse before anything is
+/// created when the cluster lacks something, or runs other workloads
+/// without `--yes`.
+pub async fn prepare(
+    target: &ExistingTarget,
+    first_variant: &str,
+) -> Result<(ExistingCluster, Capabilities)> {
+    let needs = needs(target.cluster.attribution)?;
+    let ns = namespace_of(&target.run_id, first_variant, 0)?;
+    let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
+    cluster.run_id = target.run_id.clone();
+    let caps = probe::probe_and_require(&cluster, &needs, &ns).await?;
+    if caps.other_pods > 0 && !target.yes {
+        return Err(bad_input(format!(
+            "the cluster runs other workloads ({} pods outside kube-* namespaces): their requests are told apart by client, but their CPU, memory and etcd writes share the window with the workload's; add --yes to measure anyway",
+            caps.other_pods
+        )));
+    }
+    Ok((cluster, caps))
+}
+
+/// One run's place on the cluster: its namespace, the workload's
+/// identity there, and the FlowSchemas that follow it (apf).
+pub struct Site {
+    pub namespace: String,
+    pub identity: Identity,
+    pub apf: Option<ApfFlows>,
+}
+
+/// The RoleBinding that makes the workload's account admin of its
+/// namespace.
+fn binding(ns: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": ACCOUNT, "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": ns}],
+    })
+}
+
+/// Make the run's namespace, the workload's identity in it (token valid
+/// `ttl`, its kubeconfig in `dir`) and, with `--attribution apf`, the
+/// FlowSchemas that follow the workload, the harness and the controllers.
+pub async fn site(
+    cluster: &ExistingCluster,
+    target: &ExistingTarget,
+    ns: &str,
+    dir: &Path,
+    ttl: Duration,
+) -> Result<Site> {
+    let admin = cluster.client().await?;
+    site::create_namespace(&admin, ns, &target.run_id).await?;
+    crate::install::apply::apply_all(&admin, &[binding(ns)])
+        .await
+        .with_context(|| format!("binding {ACCOUNT} to the admin ClusterRole in {ns}"))?;
+    let opts = &cluster.opts;
+    let (kubeconfig, user) = site::service_account_kubeconfig(
+        &admin,
+        &opts.kubeconfig,
+        opts.context.as_deref(),
+        ns,
+        ACCOUNT,
+        dir,
+        ttl,
+    )
+    .await?;
+    site::default_namespace(&kubeconfig, ns)?;
+    let client = crate::cluster::client::client_from_kubeconfig(&kubeconfig).await?;
+    let apf = match opts.attribution {
+        Attribution::Apf => {
+            let ids = apf::followed(
+                &cluster.user,
+                &cluster.groups,
+                vec![apf::Identity::service_account(ns, ACCOUNT)],
+                &opts.apf_identities,
+            );
+            let plan = apf::plan(
+                &apf::list(&admin).await?,
+                &ids,
+                &cluster.harness_users(),
+                &target.run_id,
+            )?;
+            apf::install(&admin, &plan).await?;
+            Some(plan.flows)
+        }
+        _ => None,
+    };
+    debug_assert!(user.ends_with(ACCOUNT));
+    Ok(Site {
+        namespace: ns.to_string(),
+        identity: Identity { kubeconfig, client },
+        apf,
+    })
+}
+
+/// Remove everything carrying the run id.
+pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
+    site::cleanup(&target.cluster, &target.run_id).await
+}
+
+/// The run's account named alike in every run (each has its own
+/// namespace), so that rounds and variants line up by client.
+pub fn same_clients(ns: &str) -> impl Fn(&str) -> String + use<> {
+    let account = format!("system:serviceaccount:{ns}:");
+    move |c: &str| c.replace(&account, "system:serviceaccount:<run>:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_harness_asks_for_its_own_access_and_no_more() {
+        let n = needs(Attribution::Audit).unwrap();
+        assert!(n.audit_log && !n.apf && !n.jobset && !n.kwok_nodes && !n.real_nodes);
+        let labels: Vec<String> = n.access.iter().map(Access::label).collect();
+        assert!(labels.contains(&"create serviceaccounts/token in the run's namespace".into()));
+        assert!(labels.contains(&"delete namespaces cluster-wide".into()));
+        assert!(!labels.iter().any(|l| l.contains("flowschemas")));
+        let a = needs(Attribution::Apf).unwrap();
+        assert!(a.apf && !a.audit_log);
+        assert!(a.access.iter().any(|x| x.resource == "flowschemas"));
+        let e = needs(Attribution::Client).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+    }
+
+    #[test]
+    fn each_run_has_a_namespace_of_its_own_within_a_dns_label() {
+        assert_eq!(namespace_of("r1", "one", 2).unwrap(), "harness-r1-one-2");
+        assert_ne!(
+            namespace_of("r1", "one", 0).unwrap(),
+            namespace_of("r1", "one", 1).unwrap()
+        );
+        let long = "a".repeat(50);
+        let e = namespace_of("abcdefgh", &long, 0).unwrap_err();
+        assert!(format!("{e}").contains("63"), "{e}");
+    }
+
+    #[test]
+    fn the_workload_is_admin_of_its_namespace_only() {
+        let b = binding("harness-r1-a-0");
+        assert_eq!(b["kind"], "RoleBinding");
+        assert_eq!(b["metadata"]["namespace"], "harness-r1-a-0");
+        assert_eq!(b["roleRef"]["kind"], "ClusterRole");
+        assert_eq!(b["roleRef"]["name"], "admin");
+        assert_eq!(b["subjects"][0]["namespace"], "harness-r1-a-0");
+    }
+
+    #[test]
+    fn runs_line_up_by_client_across_namespaces() {
+        let same = same_clients("harness-r1-a-0");
+        assert_eq!(
+            same("system:serviceaccount:harness-r1-a-0:harness-workload kubectl"),
+            "system:serviceaccount:<run>:harness-workload kubectl"
+        );
+        assert_eq!(
+            same("system:serviceaccount:kube-system:job-controller"),
+            "system:serviceaccount:kube-system:job-controller"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! One measured run: the pod watch, the quiet wait on a fresh cluster,
+//! the one measurement window (metrics::window) around the workload — a
+//! command, a folder of manifests applied and waited for, or Kueue's
+//! performance runner — and the run's figures.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::bench::measure::apply;
+use crate::bench::measure::command;
+use crate::bench::measure::kueue_perf;
+use crate::bench::measure::result::{Overhead, WORKLOAD_ROW, WorkloadRun};
+use crate::bench::measure::target::Identity;
+use crate::bench::measure::workload::{Variant, Workload};
+use crate::bench::thor::result::ModeResult;
+use crate::cluster::Cluster;
+use crate::cluster::existing::apf::ApfFlows;
+use crate::metrics::pods::{self, PodTracker};
+use crate::metrics::timeline::Timeline;
+use crate::metrics::window::{Options, Window};
+
+/// How long the cluster must have been quiet before a window opens, and
+/// the longest the harness waits for that.
+const QUIET: Duration = Duration::from_secs(2);
+const QUIET_AT_MOST: Duration = Duration::from_secs(45);
+
+/// Wait until a fresh cluster has been quiet for `QUIET`: no request in
+/// the audit log but the harness's and lease renewals (the controller
+/// manager starts its controllers for a while after it is ready; their
+/// first LISTs and syncs are not the workload's). Returns the seconds
+/// waited; after `QUIET_AT_MOST` the window opens anyway.
+async fn wait_quiet(cluster: &impl Cluster) -> Result<f64> {
+    let harness = cluster.harness_users();
+    let started = Instant::now();
+    let mut offset = cluster.audit_end()?;
+    let mut quiet_since = Instant::now();
+    while started.elapsed() < QUIET_AT_MOST {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut busy = false;
+        offset = cluster.visit_audit(offset, &mut |e| {
+            let lease = e
+                .object_ref
+                .as_ref()
+                .is_some_and(|o| o.resource == "leases");
+            busy |= !lease && !harness.contains(&e.user.username);
+        })?;
+        if busy {
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= QUIET {
+            break;
+        }
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// What one run is: the workload, where its output goes, how it is
+/// bounded, and where it acts.
+pub struct RunContext<'a> {
+    /// `--name`: with the variant and round, the run's HARNESS_RUN_ID.
+    pub name: &'a str,
+    pub variant: &'a Variant,
+    pub round: u32,
+    /// `--out` and the run's folder in it (runs/<variant>-<round>).
+    pub out: &'a Path,
+    pub run_dir: &'a str,
+    pub path: &'a std::ffi::OsStr,
+    pub manifests: &'a [serde_json::Value],
+    /// Kueue's performance runner, for `--kueue-perf`.
+    pub runner: Option<&'a Path>,
+    pub timeout: Duration,
+    pub scrape: bool,
+    pub settle: bool,
+}
+
+/// Where the run acts on its cluster: the workload's identity, the
+/// namespace its pods are watched in (every namespace on a fresh cluster:
+/// a workload may make its own), whether the cluster is fresh (its
+/// start-up churn is waited out before the window opens), and the
+/// FlowSchemas that count requests by client where there is no audit log.
+pub struct Place<'a> {
+    pub identity: &'a Identity,
+    pub pods_in: Option<&'a str>,
+    pub fresh: bool,
+    pub apf: Option<ApfFlows>,
+}
+
+/// One run: the pod watch, the window, the workload, its figures.
+pub async fn run_one(
+    cluster: &impl Cluster,
+    place: Place<'_>,
+    ctx: &RunContext<'_>,
+) -> Result<(ModeResult, WorkloadRun, Timeline)> {
+    let admin = cluster.client().await?;
+    let identity = place.identity;
+    let out = ctx.out.join(ctx.run_dir);
+    let run_id = format!("{}-{}-{}", ctx.name, ctx.variant.name, ctx.round);
+    let tracker = match place.pods_in {
+        Some(ns) => PodTracker::start(admin.clone(), ns),
+        None => PodTracker::start_all(admin.clone()),
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if place.fresh {
+        wait_quiet(cluster).await?;
+    }
+    let opts = Options {
+        scrape: ctx.scrape,
+        agents: true,
+        apf: place.apf,
+        ..Default::default()
+    };
+    // Pods that were there before (a kind cluster's own: CoreDNS,
+    // kube-proxy, controllers) are not the workload's.
+    let opened = Instant::now();
+    let mut window = Window::open_with(cluster, opts).await?;
+    let work = async {
+        let started = Instant::now();
+        let perf_argv;
+        let command = match &ctx.variant.workload {
+            Workload::Command(argv) => Some(argv),
+            Workload::KueuePerf(config) => {
+                let runner = ctx.runner.context("Kueue's performance runner")?;
+                let dir = out.join("kueue-perf");
+                std::fs::create_dir_all(&dir)?;
+                perf_argv = kueue_perf::argv(
+                    runner,
+                    &std::path::absolute(config)?,
+                    &dir,
+                    ctx.timeout.as_secs(),
+                );
+                Some(&perf_argv)
+            }
+            Workload::Apply(_) => None,
+        };
+        match command {
+            Some(argv) => {
+                let mut env = vec![
+                    (
+                        "KUBECONFIG".to_string(),
+                        identity.kubeconfig.display().to_string(),
+                    ),
+                    ("HARNESS_RUN_ID".to_string(), run_id.clone()),
+                    ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
+                ];
+                if let Workload::KueuePerf(_) = &ctx.variant.workload {
+                    env.extend(kueue_perf::env(&out));
+                }
+                let f = command::run(argv, &env, &out, ctx.timeout).await?;
+                let mut settled = Vec::new();
+                if ctx.settle && !f.timed_out {
+                    let left = ctx.timeout.saturating_sub(started.elapsed());
+                    let unsettled = || {
+                        tracker
+                            .snapshot()
+                            .into_iter()
+                            .filter(|p| p.created >= opened)
+                            .filter(|p| p.running.is_none() && p.ended.is_none())
+                            .map(|p| p.name)
+                            .collect()
+                    };
+                    match apply::wait_settled(&admin, unsettled, left).await {
+                        Ok(s) => settled = s,
+                        Err(e) => {
+                            let msg = format!("harness: {e:#}\n");
+                            let mut log = std::fs::OpenOptions::new()
+                                .append(true)
+                                .open(out.join("stderr.log"))?;
+                            std::io::Write::write_all(&mut log, msg.as_bytes())?;
+                            return Ok((124, true, f.wall_s, settled));
+                        }
+                    }
+                }
+                Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s, settled))
+            }
+            None => {
+                std::fs::create_dir_all(&out)?;
+                let client = &identity.client;
+                // A refused apply or a wait past the timeout is the
+                // workload's result (exit 1, 124), its message in stderr.log.
+                let mut settled = Vec::new();
+                let (code, timed_out, text) =
+                    match apply::apply(client, &admin, ctx.manifests).await {
+                        Err(e) => (1, false, format!("applying: {e:#}\n")),
+                        Ok(()) => {
+                            match apply::wait_finished(&admin, ctx.manifests, ctx.timeout).await {
+                                Ok(s) => {
+                                    settled = s;
+                                    (0, false, String::new())
+                                }
+                                Err(e) => {
+                                    let msg = format!("{e:#}");
+                                    let timed_out = msg.contains("not reached within");
+                                    (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
+                                }
+                            }
+                        }
+                    };
+                std::fs::write(out.join("stdout.log"), "")?;
+                std::fs::write(out.join("stderr.log"), text)?;
+                Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))
+            }
+        }
+    };
+    let outcome = window.during(cluster, work).await;
+    let closed = window.close(cluster).await?;
+    let (exit_code, timed_out, wall_s, settled) = outcome?;
+    let mut w = closed.figures;
+    // The harness's waited-for children are the command and its tree.
+    if let Some(u) = w.resources.remove(crate::metrics::usage::KUBECTL) {
+        w.resources.insert(WORKLOAD_ROW.to_string(), u);
+    }
+    let workload_pods: Vec<_> = tracker
+        .snapshot()
+        .into_iter()
+        .filter(|p| p.created >= opened)
+        .collect();
+    let pf = pods::figures(&workload_pods);
+    let overhead = Overhead::of(&w);
+    let mode = ModeResult {
+        mode: ctx.variant.name.clone(),
+        thor_agent_user: String::new(),
+        window: w,
+        pods_created: pf.pods_created,
+        containers_created: pf.containers_created,
+        pod_startup_ms: pf.startup_ms,
+        pod_schedule_ms: pf.schedule_ms,
+        wall_s: closed.elapsed.as_secs_f64(),
+        ..Default::default()
+    };
+    let run = WorkloadRun {
+        variant: ctx.variant.name.clone(),
+        round: ctx.round,
+        cluster: String::new(),
+        exit_code,
+        timed_out,
+        wall_s,
+        settled,
+        output: ctx.run_dir.to_string(),
+        overhead,
+    };
+    Ok((mode, run, closed.timeline))
+}
