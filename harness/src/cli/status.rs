@@ -58,7 +58,7 @@ async fn existing(args: &StatusArgs) -> Result<i32> {
             );
             print!(
                 "{}",
-                harness::cluster::existing::probe::table(&s.caps, &s.needs)
+                harness::cluster::existing::lacks::table(&s.caps, &s.needs)
             );
             for m in &s.missing {
                 println!("LACKS: {}\n  fix: {}", m.what, m.fix);

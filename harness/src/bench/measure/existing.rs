@@ -21,7 +21,8 @@ use serde_json::json;
 
 use crate::bench::measure::target::{ACCOUNT, ExistingTarget, Identity};
 use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
-use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
+use crate::cluster::existing::lacks;
+use crate::cluster::existing::probe::{Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, site};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
@@ -94,7 +95,7 @@ pub async fn prepare(
     let ns = namespace_of(&target.run_id, first_variant, 0)?;
     let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
     cluster.run_id = target.run_id.clone();
-    let caps = probe::probe_and_require(&cluster, &needs, &ns).await?;
+    let caps = lacks::require(&cluster, &needs, &ns).await?;
     if caps.other_pods > 0 && !target.yes {
         return Err(bad_input(format!(
             "the cluster runs other workloads ({} pods outside kube-* namespaces): their requests are told apart by client, but their CPU, memory and etcd writes share the window with the workload's; add --yes to measure anyway",
@@ -181,7 +182,7 @@ pub async fn site(
 
 /// Remove everything carrying the run id.
 pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
-    site::cleanup(&target.cluster, &target.run_id).await
+    target.cluster.remove_run(&target.run_id).await
 }
 
 /// The run's account named alike in every run (each has its own

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::cluster::existing::apf::{self, Attribution, Identity};
+use crate::cluster::existing::lacks;
 use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
 use crate::cluster::provider::Cluster;
@@ -148,7 +149,7 @@ pub async fn prepare(
     cluster.run_id = target.run_id.clone();
     let needs = needs(s, modes, target.cluster.attribution)?;
     let ns = namespace_of(&target.run_id, modes[0], 0);
-    let caps = probe::probe_and_require(&cluster, &needs, &ns).await?;
+    let caps = lacks::require(&cluster, &needs, &ns).await?;
     if caps.other_pods > 0 && s.thor.num_workers > SMOKE_WORKERS && !target.yes {
         return Err(bad_input(format!(
             "the cluster runs other workloads ({} pods outside kube-* namespaces) and this scenario has {} workers: add --yes to load it anyway, or run the smoke scenario",
@@ -165,7 +166,7 @@ pub struct Survey {
     pub cluster: ExistingCluster,
     pub caps: Capabilities,
     pub needs: Needs,
-    pub missing: Vec<probe::Missing>,
+    pub missing: Vec<lacks::Missing>,
     pub runs_left: std::collections::BTreeMap<String, Vec<String>>,
 }
 
@@ -176,7 +177,7 @@ pub async fn survey(opts: &ExistingOptions, smoke: &ThorScenario) -> Result<Surv
     let modes = [Mode::Baseline, Mode::Jobset, Mode::JobsetGang];
     let needs = needs(smoke, &modes, opts.attribution)?;
     let caps = probe::probe(&cluster, &needs, "harness-status").await?;
-    let missing = probe::missing(&caps, &needs);
+    let missing = lacks::missing(&caps, &needs);
     let runs_left = site::runs_left(&cluster.client().await?).await?;
     Ok(Survey {
         cluster,
@@ -344,7 +345,7 @@ fn apf_identities(cluster: &ExistingCluster, ns: &str) -> Vec<Identity> {
 
 /// Remove everything carrying the run id (the modes' namespaces).
 pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
-    site::cleanup(&target.cluster, &target.run_id).await
+    target.cluster.remove_run(&target.run_id).await
 }
 
 /// A private directory for the identities' kubeconfigs (tokens): removed

@@ -43,6 +43,15 @@ pub struct ExistingOptions {
     pub apf_identities: Vec<Identity>,
 }
 
+impl ExistingOptions {
+    /// Remove everything carrying `run_id` from this cluster (waiting up
+    /// to 5 minutes for the namespaces to go).
+    pub async fn remove_run(&self, run_id: &str) -> Result<()> {
+        let client = client_for(&self.kubeconfig, self.context.as_deref()).await?;
+        crate::cluster::existing::site::remove_run(&client, run_id, Duration::from_secs(300)).await
+    }
+}
+
 /// A cluster reached through a kubeconfig.
 pub struct ExistingCluster {
     pub opts: ExistingOptions,

@@ -7,6 +7,7 @@
 pub mod apf;
 pub mod cluster;
 pub mod labels;
+pub mod lacks;
 pub mod probe;
 pub mod site;
 

@@ -287,14 +287,6 @@ pub async fn remove_run(client: &kube::Client, run_id: &str, timeout: Duration) 
     Ok(())
 }
 
-/// Remove everything carrying `run_id` from the cluster of `opts` (waiting
-/// up to 5 minutes for the namespaces to go).
-pub async fn cleanup(opts: &crate::cluster::existing::ExistingOptions, run_id: &str) -> Result<()> {
-    let client =
-        crate::cluster::existing::client_for(&opts.kubeconfig, opts.context.as_deref()).await?;
-    remove_run(&client, run_id, Duration::from_secs(300)).await
-}
-
 /// What runs left on the cluster: run id → the namespaces, nodes and
 /// FlowSchemas carrying it (a run that was killed before its cleanup).
 pub async fn runs_left(
