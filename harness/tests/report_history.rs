@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use harness::bench::thor::result::{ModeResult, ThorResult, summarize};
+use harness::bench::thor::result::{ModeResult, ThorResult};
+use harness::bench::thor::typical::summarize;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));

@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::bench::thor::result::{ModeResult, Statistics, ThorResult, peak_rss_kib, summarize};
+use crate::bench::thor::result::{ModeResult, Statistics, ThorResult, peak_rss_kib};
+use crate::bench::thor::typical::summarize;
 use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;

@@ -257,7 +257,8 @@ pub fn write(out: &Path, h: &History) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::thor::result::{sample_result, summarize};
+    use crate::bench::thor::result::sample_result;
+    use crate::bench::thor::typical::summarize;
     use crate::stats::synthetic;
 
     /// Eight results; from the fifth on, jobset's Thor requests are +20 %.

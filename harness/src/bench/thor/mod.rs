@@ -17,6 +17,7 @@ pub mod rounds;
 pub mod run;
 pub mod saved;
 pub mod summary;
+pub mod typical;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

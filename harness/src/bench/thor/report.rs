@@ -205,13 +205,18 @@ pub fn markdown(r: &ThorResult, _verdicts: Option<&[Verdict]>) -> String {
         .map(|m| m.to_string())
         .chain(ratio_cols.iter().map(|m| format!("{m} / {reference}")))
         .collect();
-    let first = match thor {
+    let mut first = match thor {
         true => format!(
             "per run of {} instances",
             r.modes.values().next().map_or(0, |m| m.result.instances)
         ),
         false => "per run".to_string(),
     };
+    // With repeats each column is the mean run (bench::thor::typical).
+    let repeats = r.modes.values().map(|m| m.repeats.len()).max().unwrap_or(1);
+    if repeats > 1 {
+        first.push_str(&format!(" (mean of {repeats})"));
+    }
     markdown_table_head(&mut s, &first, &columns);
     for (label, f) in rows() {
         if !thor && THOR_ONLY.iter().any(|t| label.contains(t)) {

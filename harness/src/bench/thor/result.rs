@@ -95,8 +95,8 @@ pub struct ModeResult {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeSummary {
-    /// Means over the repeats for the numeric headline keys; the first
-    /// run's maps.
+    /// The mode as one run: the mean of the repeats, field by field
+    /// (bench::thor::typical).
     pub result: ModeResult,
     pub repeats: Vec<ModeResult>,
     /// (max − min) / mean × 100 over repeats, per headline key.
@@ -342,60 +342,6 @@ pub fn headline(r: &ModeResult) -> Vec<(&'static str, f64)> {
     ]
 }
 
-pub fn summarize(runs: Vec<ModeResult>) -> ModeSummary {
-    let n = runs.len() as f64;
-    let mut result = runs[0].clone();
-    let mut spread_pct = BTreeMap::new();
-    let cols: Vec<Vec<(&str, f64)>> = runs.iter().map(headline).collect();
-    for (i, (name, _)) in cols[0].iter().enumerate() {
-        let vals: Vec<f64> = cols.iter().map(|c| c[i].1).collect();
-        let mean = vals.iter().sum::<f64>() / n;
-        let (lo, hi) = vals
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
-        spread_pct.insert(
-            name.to_string(),
-            if mean > 0.0 {
-                (hi - lo) / mean * 100.0
-            } else {
-                0.0
-            },
-        );
-        let round = |v: f64| v.round() as u64;
-        match *name {
-            "api_requests_total" => result.window.api_requests_total = round(mean),
-            "thor_agent_requests" => result.thor_agent_requests = round(mean),
-            "thor_agent_writes" => result.thor_agent_writes = round(mean),
-            "thor_agent_requests_predicted" => result.thor_agent_requests_predicted = round(mean),
-            "eclccserver_requests" => result.eclccserver_requests = round(mean),
-            "eclccserver_requests_predicted" => result.eclccserver_requests_predicted = round(mean),
-            "etcd.put_bytes" => result.window.etcd.put_bytes = round(mean),
-            "apiserver_etcd_cpu_s" => result.window.apiserver_etcd_cpu_s = mean,
-            "etcd_writes_total" => result.window.etcd_writes_total = round(mean),
-            "pods_created" => result.pods_created = round(mean),
-            "containers_created" => result.containers_created = round(mean),
-            "pod_startup_ms.p99" => result.pod_startup_ms.p99 = mean,
-            "instance_start_ms.p99" => result.instance_start_ms.p99 = mean,
-            "wall_s" => result.wall_s = mean,
-            _ => {}
-        }
-    }
-    let rates: Vec<PodRates> = runs.iter().map(|r| r.worker_pod_rates).collect();
-    result.worker_pod_rates = PodRates::mean(&rates);
-    let stats = samples(&runs)
-        .into_iter()
-        .map(|(k, v)| (k, stats::spread(&v)))
-        .filter(|(_, s)| s.n > 0)
-        .collect();
-    ModeSummary {
-        result,
-        repeats: runs,
-        spread_pct,
-        stats,
-        vs_reference: BTreeMap::new(),
-    }
-}
-
 /// A one-mode result for tests of the renderers and the baseline policy.
 #[cfg(test)]
 pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
@@ -450,7 +396,8 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::result::{ModeResult, ModeSummary, summarize};
+    use crate::bench::thor::result::{ModeResult, ModeSummary};
+    use crate::bench::thor::typical::summarize;
     use crate::stats::{Direction, synthetic};
 
     /// Rounds of two modes: jobset makes `shift` × baseline's requests

@@ -11,8 +11,9 @@ use anyhow::Result;
 use crate::bench::thor::baseline;
 use crate::bench::thor::report;
 use crate::bench::thor::result::{
-    self, ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib, summarize,
+    self, ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib,
 };
+use crate::bench::thor::typical::summarize;
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
 use crate::workload::thor::Mode;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::bench::thor::baseline::{SCHEMA_V1, Tolerance, from_result};
-use crate::bench::thor::result::{ModeResult, sample_result, summarize};
+use crate::bench::thor::result::{ModeResult, sample_result};
+use crate::bench::thor::typical::summarize;
 use crate::stats::{Prng, synthetic};
 
 /// A v1 baseline: one value per metric, the hand-set tolerances.
