@@ -73,8 +73,18 @@ pub fn markdown(r: &MeasureResult) -> String {
             run.settled.join(", ")
         );
     }
-    s.push_str(
-        "\nClients are named by user and user agent; `workload` is the identity the command's KUBECONFIG (and `--apply`) uses, the harness's own requests are counted apart. The `workload` row of CPU and memory is the command and everything it ran.\n\n",
+    // The workload's identity as each provider names it (target.rs,
+    // existing.rs).
+    let who = match r.figures.provider.as_str() {
+        "local" => "`workload`",
+        "existing" => {
+            "`system:serviceaccount:<run>:harness-workload` (admin of the run's namespace only)"
+        }
+        _ => "`system:serviceaccount:harness-measure:harness-workload`",
+    };
+    let _ = write!(
+        s,
+        "\nClients are named by user and user agent; {who} is the identity the command's KUBECONFIG (and `--apply`) uses, the harness's own requests are counted apart. The `workload` row of CPU and memory is the command and everything it ran.\n\n"
     );
     s.push_str(&kueue_runner(r));
     s.push_str(&thor::markdown(&r.figures, None));
