@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use harness::bench::measure::result::MeasureResult;
 use harness::bench::measure::target::{ExistingTarget, Provider};
-use harness::bench::measure::workload::{Variant, Workload};
+use harness::bench::measure::workload::Variant;
 use harness::bench::measure::{MeasureOptions, measure};
 use harness::cluster::Cluster;
 use harness::cluster::existing::ExistingOptions;
@@ -27,6 +27,7 @@ use harness::cluster::existing::site::{new_run_id, runs_left};
 use harness::cluster::local::LocalCluster;
 
 use crate::Fixture;
+use crate::suite::measure::{command, hello_job};
 
 /// The run's account as rounds name it (bench::measure::existing).
 const WORKLOAD: &str = "system:serviceaccount:<run>:harness-workload";
@@ -70,26 +71,6 @@ fn options(
     ))
 }
 
-fn command(name: &str, argv: &[&str]) -> Variant {
-    Variant {
-        name: name.into(),
-        workload: Workload::Command(argv.iter().map(|s| s.to_string()).collect()),
-    }
-}
-
-fn job() -> Variant {
-    command(
-        "job",
-        &[
-            "kubectl",
-            "create",
-            "job",
-            "hello",
-            "--image=registry.k8s.io/pause:3.10",
-        ],
-    )
-}
-
 fn requests(
     r: &MeasureResult,
     variant: &str,
@@ -115,7 +96,7 @@ pub fn a_job_in_a_namespace_of_its_own(fx: &Fixture) -> Result<()> {
     let t = target(c, c.kubeconfig().to_path_buf());
     let run_id = t.run_id.clone();
     let outside = command("outside", &["kubectl", "get", "namespaces"]);
-    let (opts, out) = options(t, vec![job(), outside])?;
+    let (opts, out) = options(t, vec![hello_job(), outside])?;
     let r = fx.rt.block_on(measure(&opts))?;
     ensure!(r.figures.provider == "existing", "{}", r.figures.provider);
     ensure!(r.figures.capabilities.is_some(), "no capabilities recorded");
@@ -179,7 +160,7 @@ pub fn apf_counts_the_workload_without_the_audit_log(fx: &Fixture) -> Result<()>
         Identity::user("kwok-controller", &["system:masters"]),
     ];
     let run_id = t.run_id.clone();
-    let (opts, _out) = options(t, vec![job()])?;
+    let (opts, _out) = options(t, vec![hello_job()])?;
     let from = c.audit_end()?;
     let r = fx.rt.block_on(measure(&opts))?;
     ensure!(r.runs[0].exit_code == 0, "exit {}", r.runs[0].exit_code);
@@ -214,7 +195,7 @@ pub fn a_user_without_rights_exits_3(fx: &Fixture) -> Result<()> {
     let c = &fx.cluster;
     let t = target(c, c.kubeconfig_of("eclccserver"));
     let run_id = t.run_id.clone();
-    let (opts, _out) = options(t, vec![job()])?;
+    let (opts, _out) = options(t, vec![hello_job()])?;
     let e = fx
         .rt
         .block_on(measure(&opts))

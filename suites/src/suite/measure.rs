@@ -52,7 +52,7 @@ fn run(opts: &MeasureOptions) -> Result<MeasureResult> {
     crate::runtime()?.block_on(measure(opts))
 }
 
-fn command(name: &str, argv: &[&str]) -> Variant {
+pub(crate) fn command(name: &str, argv: &[&str]) -> Variant {
     Variant {
         name: name.into(),
         workload: Workload::Command(argv.iter().map(|s| s.to_string()).collect()),
@@ -69,10 +69,9 @@ fn count(r: &MeasureResult, variant: &str, client: &str, request: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// kubectl creates the Job (and only that: one request of its own); the
-/// Job controller creates its pod; the scheduler binds it.
-fn kubectl_job_is_attributed_by_identity() -> Result<()> {
-    let v = command(
+/// `kubectl create job hello` as the variant "job".
+pub(crate) fn hello_job() -> Variant {
+    command(
         "job",
         &[
             "kubectl",
@@ -81,8 +80,13 @@ fn kubectl_job_is_attributed_by_identity() -> Result<()> {
             "hello",
             "--image=registry.k8s.io/pause:3.10",
         ],
-    );
-    let (opts, out) = options("kubectl-job", vec![v], 1)?;
+    )
+}
+
+/// kubectl creates the Job (and only that: one request of its own); the
+/// Job controller creates its pod; the scheduler binds it.
+fn kubectl_job_is_attributed_by_identity() -> Result<()> {
+    let (opts, out) = options("kubectl-job", vec![hello_job()], 1)?;
     let r = run(&opts)?;
     let run0 = &r.runs[0];
     ensure!(run0.exit_code == 0, "kubectl exited {}", run0.exit_code);

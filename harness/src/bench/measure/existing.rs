@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::bench::measure::target::{ACCOUNT, ExistingTarget, Identity};
 use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
 use crate::cluster::existing::lacks;
-use crate::cluster::existing::probe::{Access, Capabilities, Needs};
+use crate::cluster::existing::probe::{self, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, site};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
@@ -38,32 +38,8 @@ pub fn needs(attribution: Attribution) -> Result<Needs> {
             "--attribution client: counts only the requests of HPCC's kubectl in `bench thor`; a measured workload's requests come from the audit log (--audit-log) or --attribution apf",
         ));
     }
-    let mut access: Vec<Access> = vec![
-        Access::new("create", "", "namespaces", false),
-        Access::new("delete", "", "namespaces", false),
-        Access::new("list", "", "namespaces", false),
-        Access::new("get", "", "/metrics", false),
-    ];
-    for (verb, group, resource) in [
-        ("create", "", "serviceaccounts"),
-        ("create", "", "serviceaccounts/token"),
-        ("create", "rbac.authorization.k8s.io", "rolebindings"),
-        ("list", "", "pods"),
-        ("watch", "", "pods"),
-    ] {
-        access.push(Access::new(verb, group, resource, true));
-    }
     let apf = attribution == Attribution::Apf;
-    if apf {
-        for verb in ["create", "list", "delete"] {
-            access.push(Access::new(
-                verb,
-                "flowcontrol.apiserver.k8s.io",
-                "flowschemas",
-                false,
-            ));
-        }
-    }
+    let mut access = probe::run_access(apf);
     access.sort();
     Ok(Needs {
         access,
@@ -195,6 +171,7 @@ pub fn same_clients(ns: &str) -> impl Fn(&str) -> String + use<> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::existing::probe::Access;
 
     #[test]
     fn the_harness_asks_for_its_own_access_and_no_more() {

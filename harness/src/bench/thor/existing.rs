@@ -52,23 +52,14 @@ const TOKEN_TTL: Duration = Duration::from_secs(4 * 3600);
 /// HPCC's setup objects, the fake kubelets' pod status, /metrics) and what
 /// the modes' Roles grant (a user may only grant what it holds).
 pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Result<Needs> {
-    let mut access: Vec<Access> = vec![
-        Access::new("create", "", "namespaces", false),
-        Access::new("delete", "", "namespaces", false),
-        Access::new("list", "", "namespaces", false),
-        Access::new("get", "", "/metrics", false),
-    ];
+    let apf = attribution == Attribution::Apf;
+    let mut access = probe::run_access(apf);
     for (verb, group, resource) in [
-        ("create", "", "serviceaccounts"),
-        ("create", "", "serviceaccounts/token"),
         ("create", "rbac.authorization.k8s.io", "roles"),
-        ("create", "rbac.authorization.k8s.io", "rolebindings"),
         ("create", "", "configmaps"),
         ("create", "", "persistentvolumeclaims"),
         ("list", "", "persistentvolumeclaims"),
         ("create", "networking.k8s.io", "networkpolicies"),
-        ("list", "", "pods"),
-        ("watch", "", "pods"),
         ("list", "batch", "jobs"),
     ] {
         access.push(Access::new(verb, group, resource, true));
@@ -106,17 +97,6 @@ pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Resu
                     access.push(Access::new(&v, &g, &r, true));
                 }
             }
-        }
-    }
-    let apf = attribution == Attribution::Apf;
-    if apf {
-        for verb in ["create", "list", "delete"] {
-            access.push(Access::new(
-                verb,
-                "flowcontrol.apiserver.k8s.io",
-                "flowschemas",
-                false,
-            ));
         }
     }
     let jobset = modes.iter().any(|m| *m != Mode::Baseline);

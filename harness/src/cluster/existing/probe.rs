@@ -66,6 +66,39 @@ impl Access {
     }
 }
 
+/// What the harness itself does on any run on an existing cluster: the
+/// run's namespaces, ServiceAccounts with tokens and RoleBindings in
+/// them, the pod watch, `/metrics`, and with `apf` the FlowSchemas that
+/// follow identities. Runs add what their workloads need.
+pub fn run_access(apf: bool) -> Vec<Access> {
+    let mut access: Vec<Access> = vec![
+        Access::new("create", "", "namespaces", false),
+        Access::new("delete", "", "namespaces", false),
+        Access::new("list", "", "namespaces", false),
+        Access::new("get", "", "/metrics", false),
+    ];
+    for (verb, group, resource) in [
+        ("create", "", "serviceaccounts"),
+        ("create", "", "serviceaccounts/token"),
+        ("create", "rbac.authorization.k8s.io", "rolebindings"),
+        ("list", "", "pods"),
+        ("watch", "", "pods"),
+    ] {
+        access.push(Access::new(verb, group, resource, true));
+    }
+    if apf {
+        for verb in ["create", "list", "delete"] {
+            access.push(Access::new(
+                verb,
+                "flowcontrol.apiserver.k8s.io",
+                "flowschemas",
+                false,
+            ));
+        }
+    }
+    access
+}
+
 /// What a run needs of the cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Needs {
