@@ -6,8 +6,10 @@
 //! Forbid`, short history). One measurement window (metrics::window) over
 //! the K minutes: requests by client from the audit log and etcd writes,
 //! divided by the scheduled runs (the Jobs the CronJob controller created
-//! in the window, from the audit log). Not part of `cargo test`; the batch
-//! suite keeps a CronJob case.
+//! in the window, from the audit log). With `--repeat N`, N rounds on
+//! fresh clusters: the figures are their means, each with its spread
+//! over the rounds (bench::over_rounds). Not part of `cargo test`; the
+//! batch suite keeps a CronJob case.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use kube::api::{Api, PostParams};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::bench::over_rounds::MetricRounds;
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec};
@@ -28,6 +31,7 @@ use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
 use crate::metrics::window::Window;
 use crate::progress::Step;
+use crate::stats::Rule;
 use crate::tools::Component;
 
 pub const SCHEMA: &str = "harness.cron-load/v1";
@@ -44,8 +48,11 @@ pub struct CronBenchOptions {
     pub pod_seconds: u32,
     pub release: K8sRelease,
     pub bins: BTreeMap<Component, PathBuf>,
+    /// Name of the clusters (round N's is `<name>-N`).
     pub cluster_name: String,
     pub control_plane: ControlPlane,
+    /// Rounds, each on a fresh cluster.
+    pub rounds: u32,
 }
 
 impl CronBenchOptions {
@@ -55,6 +62,9 @@ impl CronBenchOptions {
             return Err(bad_input(
                 "--tenants, --cronjobs and --minutes must each be ≥ 1",
             ));
+        }
+        if self.rounds == 0 {
+            return Err(bad_input("--repeat 0: must be at least 1 (rounds)"));
         }
         if self.pod_seconds >= 50 {
             return Err(bad_input(
@@ -75,6 +85,21 @@ impl CronBenchOptions {
     }
 }
 
+/// One round's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CronRound {
+    pub window_s: f64,
+    /// Jobs the CronJob controller created in the window.
+    pub scheduled_runs: u64,
+    /// Everyone but the harness.
+    pub api_requests: u64,
+    pub etcd_writes: u64,
+    pub requests_per_run: f64,
+    pub etcd_writes_per_run: f64,
+    pub api_requests_by_client: BTreeMap<String, u64>,
+    pub objects_created: BTreeMap<String, u64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CronBenchResult {
     pub schema: String,
@@ -84,18 +109,68 @@ pub struct CronBenchResult {
     pub cronjobs: u32,
     pub minutes: u32,
     pub pod_seconds: u32,
-    pub window_s: f64,
     /// tenants × cronjobs × minutes.
     pub expected_runs: u64,
-    /// Jobs the CronJob controller created in the window.
-    pub scheduled_runs: u64,
-    /// Everyone but the harness.
-    pub api_requests: u64,
-    pub etcd_writes: u64,
-    pub api_requests_by_client: BTreeMap<String, u64>,
-    pub objects_created: BTreeMap<String, u64>,
-    pub requests_per_run: f64,
-    pub etcd_writes_per_run: f64,
+    /// The mean round (one round: that round).
+    #[serde(flatten)]
+    pub mean: CronRound,
+    /// Every round, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<CronRound>,
+    /// With rounds: each per-run figure's spread over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub over_rounds: Vec<MetricRounds>,
+}
+
+/// The mean of `rounds` (not empty), field by field; per-run figures are
+/// the mean of each round's.
+pub fn mean_round(rounds: &[CronRound]) -> CronRound {
+    let n = rounds.len().max(1) as f64;
+    let mean = |f: fn(&CronRound) -> f64| rounds.iter().map(f).sum::<f64>() / n;
+    let counts = |f: fn(&CronRound) -> &BTreeMap<String, u64>| {
+        let mut out: BTreeMap<String, f64> = BTreeMap::new();
+        for r in rounds {
+            for (k, v) in f(r) {
+                *out.entry(k.clone()).or_default() += *v as f64 / n;
+            }
+        }
+        out.into_iter()
+            .map(|(k, v)| (k, v.round() as u64))
+            .collect::<BTreeMap<_, _>>()
+    };
+    CronRound {
+        window_s: mean(|r| r.window_s),
+        scheduled_runs: mean(|r| r.scheduled_runs as f64).round() as u64,
+        api_requests: mean(|r| r.api_requests as f64).round() as u64,
+        etcd_writes: mean(|r| r.etcd_writes as f64).round() as u64,
+        requests_per_run: mean(|r| r.requests_per_run),
+        etcd_writes_per_run: mean(|r| r.etcd_writes_per_run),
+        api_requests_by_client: counts(|r| &r.api_requests_by_client),
+        objects_created: counts(|r| &r.objects_created),
+    }
+}
+
+/// The per-run figures' spread over `rounds` (nothing for one round).
+pub fn over_rounds(rounds: &[CronRound]) -> Vec<MetricRounds> {
+    if rounds.len() < 2 {
+        return Vec::new();
+    }
+    type Figure = (&'static str, fn(&CronRound) -> f64);
+    let per: [Figure; 3] = [
+        ("API requests / scheduled run", |r| r.requests_per_run),
+        ("etcd writes / scheduled run", |r| r.etcd_writes_per_run),
+        ("scheduled runs", |r| r.scheduled_runs as f64),
+    ];
+    per.into_iter()
+        .map(|(name, f)| {
+            crate::bench::over_rounds::metric(
+                name,
+                rounds.iter().map(f).collect(),
+                None,
+                Rule::COUNT,
+            )
+        })
+        .collect()
 }
 
 /// Requests and writes per scheduled run (0 when nothing ran).
@@ -141,26 +216,46 @@ fn window_length(now: SystemTime, minutes: u32) -> Duration {
     Duration::from_secs_f64(to_boundary + 60.0 * f64::from(minutes - 1)) + SETTLE
 }
 
-/// Start the cluster, create the CronJobs, measure K minutes, stop it.
+/// Each round: start a cluster, create the CronJobs, measure K minutes,
+/// stop it.
 pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
     opts.check()?;
-    let cluster = lifecycle::up(&UpOptions {
-        spec: ClusterSpec {
-            control_plane: opts.control_plane.clone(),
-            ..ClusterSpec::new(&opts.cluster_name, opts.release.minor)
+    let mut rounds = Vec::new();
+    for round in 0..opts.rounds {
+        let name = format!("{}-{round}", opts.cluster_name);
+        let cluster = lifecycle::up(&UpOptions {
+            spec: ClusterSpec {
+                control_plane: opts.control_plane.clone(),
+                ..ClusterSpec::new(&name, opts.release.minor)
+            },
+            bins: opts.bins.clone(),
+            timeout: Duration::from_secs(180),
+        })
+        .await?;
+        let r = measure(&cluster, opts).await;
+        let down = cluster.down(false);
+        rounds.push(r.with_context(|| format!("cron benchmark on cluster {name}"))?);
+        down?;
+    }
+    Ok(CronBenchResult {
+        schema: SCHEMA.into(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        k8s_version: opts.release.version.to_string(),
+        tenants: opts.tenants,
+        cronjobs: opts.cronjobs,
+        minutes: opts.minutes,
+        pod_seconds: opts.pod_seconds,
+        expected_runs: opts.expected_runs(),
+        mean: mean_round(&rounds),
+        over_rounds: over_rounds(&rounds),
+        rounds: match rounds.len() {
+            1 => Vec::new(),
+            _ => rounds,
         },
-        bins: opts.bins.clone(),
-        timeout: Duration::from_secs(180),
     })
-    .await?;
-    let r = measure(&cluster, opts).await;
-    let down = cluster.down(false);
-    let r = r.with_context(|| format!("cron benchmark on cluster {}", opts.cluster_name))?;
-    down?;
-    Ok(r)
 }
 
-async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<CronBenchResult> {
+async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<CronRound> {
     let client = cluster.client().await?;
     let step = Step::start(format!(
         "{} tenants × {} CronJobs",
@@ -199,16 +294,8 @@ async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<Cron
     step.done("measured");
     let f = closed.figures;
     let runs = f.objects_created.get("jobs").copied().unwrap_or(0);
-    Ok(CronBenchResult {
-        schema: SCHEMA.into(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        k8s_version: opts.release.version.to_string(),
-        tenants: opts.tenants,
-        cronjobs: opts.cronjobs,
-        minutes: opts.minutes,
-        pod_seconds: opts.pod_seconds,
+    Ok(CronRound {
         window_s: closed.elapsed.as_secs_f64(),
-        expected_runs: opts.expected_runs(),
         scheduled_runs: runs,
         api_requests: f.api_requests_total,
         etcd_writes: f.etcd_writes_total,
@@ -221,10 +308,15 @@ async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<Cron
 
 /// The figures as a Markdown table, clients by requests per run.
 pub fn markdown(r: &CronBenchResult) -> String {
+    let m = &r.mean;
+    let rounds = match r.rounds.len() {
+        0 | 1 => String::new(),
+        n => format!(" (means of {n} rounds, each on a fresh cluster)"),
+    };
     let mut out = format!(
         "## Scheduled jobs (harness bench cron)\n\n\
          Kubernetes {}: {} tenants × {} CronJobs every minute (Forbid, history 1), \
-         pods of {} s, {:.0} s window: **{} scheduled runs** ({} expected).\n\n\
+         pods of {} s, {:.0} s window: **{} scheduled runs** ({} expected){rounds}.\n\n\
          | per scheduled run | value |\n|---|---:|\n\
          | API requests (everyone but the harness) | {:.1} |\n\
          | etcd writes | {:.1} |\n",
@@ -232,18 +324,29 @@ pub fn markdown(r: &CronBenchResult) -> String {
         r.tenants,
         r.cronjobs,
         r.pod_seconds,
-        r.window_s,
-        r.scheduled_runs,
+        m.window_s,
+        m.scheduled_runs,
         r.expected_runs,
-        r.requests_per_run,
-        r.etcd_writes_per_run
+        m.requests_per_run,
+        m.etcd_writes_per_run
     );
-    let mut clients: Vec<(&String, &u64)> = r.api_requests_by_client.iter().collect();
+    let mut clients: Vec<(&String, &u64)> = m.api_requests_by_client.iter().collect();
     clients.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (c, n) in clients {
         out.push_str(&format!(
             "| … by {c} | {:.2} |\n",
-            per_run(*n, r.scheduled_runs)
+            per_run(*n, m.scheduled_runs)
+        ));
+    }
+    if !r.over_rounds.is_empty() {
+        let rows: Vec<(Vec<String>, &MetricRounds)> = r
+            .over_rounds
+            .iter()
+            .map(|x| (vec![x.metric.clone()], x))
+            .collect();
+        out.push_str(&format!(
+            "\nOver the rounds:\n\n{}",
+            crate::bench::over_rounds::table(&["figure"], &rows, "—")
         ));
     }
     out
@@ -268,6 +371,7 @@ mod tests {
             bins: Default::default(),
             cluster_name: "t".into(),
             control_plane: Default::default(),
+            rounds: 1,
         }
     }
 
@@ -306,6 +410,20 @@ mod tests {
     fn per_run_figures_and_table() {
         assert_eq!(per_run(90, 60), 1.5);
         assert_eq!(per_run(5, 0), 0.0);
+        let round = |requests: u64| CronRound {
+            window_s: 100.0,
+            scheduled_runs: 4,
+            api_requests: requests,
+            etcd_writes: 20,
+            api_requests_by_client: BTreeMap::from([
+                ("a".into(), requests / 5),
+                ("b".into(), requests - requests / 5),
+            ]),
+            objects_created: BTreeMap::new(),
+            requests_per_run: per_run(requests, 4),
+            etcd_writes_per_run: 5.0,
+        };
+        let rounds = vec![round(36), round(44)];
         let r = CronBenchResult {
             schema: SCHEMA.into(),
             harness_version: "0".into(),
@@ -314,20 +432,25 @@ mod tests {
             cronjobs: 1,
             minutes: 2,
             pod_seconds: 2,
-            window_s: 100.0,
             expected_runs: 4,
-            scheduled_runs: 4,
-            api_requests: 40,
-            etcd_writes: 20,
-            api_requests_by_client: BTreeMap::from([("a".into(), 8), ("b".into(), 32)]),
-            objects_created: BTreeMap::new(),
-            requests_per_run: 10.0,
-            etcd_writes_per_run: 5.0,
+            mean: mean_round(&rounds),
+            over_rounds: over_rounds(&rounds),
+            rounds,
         };
+        assert_eq!(r.mean.api_requests, 40);
+        assert_eq!(r.over_rounds[0].samples, vec![9.0, 11.0]);
+        assert!(over_rounds(&r.rounds[..1]).is_empty());
         let md = markdown(&r);
-        assert!(md.contains("**4 scheduled runs** (4 expected)"), "{md}");
+        assert!(
+            md.contains("**4 scheduled runs** (4 expected) (means of 2 rounds"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| API requests / scheduled run | 10.00 | 9.00–11.00 |"),
+            "{md}"
+        );
         assert!(md.contains("| API requests (everyone but the harness) | 10.0 |"));
-        let b = md.find("… by b | 8.00").expect("b first");
+        let b = md.find("… by b | 8.25").expect("b first");
         let a = md.find("… by a | 2.00").expect("a");
         assert!(b < a);
         let c = cronjob("task-0", 2);

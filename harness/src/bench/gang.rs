@@ -1,32 +1,45 @@
 //! `harness bench gang`: gang placement latency on a fresh local cluster per
 //! Kubernetes minor (that release's gang feature set and Job integration),
 //! gangs of each size placed one after another on a pool of fake nodes.
-//! Prints and writes the latency table; not part of `cargo test` (the gang
-//! suite keeps a gang-of-8 smoke).
+//! With `--repeat N`, N rounds: every release once per round on a fresh
+//! cluster, in an order shuffled from a printed seed; each metric's
+//! spread over the rounds and each release's ratio to the first release
+//! (paired by round, 95 % interval, verdict: bench::over_rounds). Prints
+//! and writes the latency table; not part of `cargo test` (the gang suite
+//! keeps a gang-of-8 smoke).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::over_rounds::MetricRounds;
+use crate::bench::thor::result::rule_of;
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
 use crate::progress::Step;
+use crate::stats::Rule;
 use crate::tools::Component;
 use crate::workload::gang::case::{Benchmark, Pool};
-use crate::workload::gang::latency::{self, LatencyReport};
+use crate::workload::gang::latency::{self, LatencyReport, SizeFigures};
 use crate::workload::gang::trial::Trial;
 
 pub const SCHEMA: &str = "harness.gang-latency/v1";
 
 pub struct GangBenchOptions {
     pub sizes: Vec<u32>,
+    /// Gangs of each size placed on one cluster (`--gangs`).
     pub repeats: u32,
+    /// Rounds of fresh clusters (`--repeat`).
+    pub rounds: u32,
+    /// Seed of the rounds' order (default: the clock).
+    pub seed: Option<u64>,
     pub releases: Vec<K8sRelease>,
     pub pool_nodes: u32,
     pub node_pods: u32,
@@ -64,7 +77,10 @@ impl GangBenchOptions {
             )));
         }
         if self.repeats == 0 {
-            return Err(bad_input("--repeats must be ≥ 1"));
+            return Err(bad_input("--gangs must be ≥ 1"));
+        }
+        if self.rounds == 0 {
+            return Err(bad_input("--repeat 0: must be at least 1 (rounds)"));
         }
         if self.releases.is_empty() {
             return Err(bad_input("no Kubernetes version to run"));
@@ -83,8 +99,19 @@ pub struct ReleaseLatency {
     /// The control plane's profile and resolved limits.
     #[serde(default)]
     pub control_plane: BTreeMap<String, String>,
+    /// The round it ran in (0-based).
+    #[serde(default)]
+    pub round: u32,
     #[serde(flatten)]
     pub report: LatencyReport,
+}
+
+/// One release's gangs of one size over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeRounds {
+    pub k8s_version: String,
+    pub size: u32,
+    pub metrics: Vec<MetricRounds>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,7 +119,111 @@ pub struct GangBenchResult {
     pub schema: String,
     pub harness_version: String,
     pub started: String,
+    /// Every release's run of every round.
     pub releases: Vec<ReleaseLatency>,
+    #[serde(default = "one")]
+    pub rounds: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// With rounds: each metric per release and size over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub over_rounds: Vec<SizeRounds>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The metrics judged over rounds: label, value of a size's figures, and
+/// the rule (latencies: 5 % and the API latency noise floor of 50 ms;
+/// counts: 2 %; CPU: 5 % and 2 s, on the size's gangs together).
+type Metric = (&'static str, fn(&SizeFigures) -> f64, Rule);
+
+/// The rule of `metrics`, as the report states it.
+const RULE: &str = "latencies 5 % and 50 ms (the API latency noise floor); counts 2 %; apiserver + etcd CPU 5 % and 2 s";
+
+fn per_gang(s: &SizeFigures, n: u64) -> f64 {
+    n as f64 / f64::from(s.repeats.max(1))
+}
+
+fn metrics() -> [Metric; 6] {
+    [
+        (
+            "last created → last bound p50 (ms)",
+            |s| s.last_created_to_last_bound_ms.p50,
+            rule_of("api_latency_ms.p99"),
+        ),
+        (
+            "last created → last bound p99 (ms)",
+            |s| s.last_created_to_last_bound_ms.p99,
+            rule_of("api_latency_ms.p99"),
+        ),
+        (
+            "first created → last bound p99 (ms)",
+            |s| s.first_created_to_last_bound_ms.p99,
+            rule_of("api_latency_ms.p99"),
+        ),
+        (
+            "API requests / gang",
+            |s| per_gang(s, s.window.api_requests_total),
+            rule_of("api_requests_total"),
+        ),
+        (
+            "etcd writes / gang",
+            |s| per_gang(s, s.window.etcd_writes_total),
+            rule_of("etcd_writes_total"),
+        ),
+        (
+            "apiserver + etcd CPU s (the size's gangs)",
+            |s| s.window.apiserver_etcd_cpu_s,
+            rule_of("apiserver_etcd_cpu_s"),
+        ),
+    ]
+}
+
+/// Each release's metrics per size over the rounds, each release judged
+/// against the first of `order` (the oldest asked for).
+pub fn over_rounds(runs: &[ReleaseLatency], order: &[K8sRelease]) -> Vec<SizeRounds> {
+    let Some(reference) = order.first() else {
+        return Vec::new();
+    };
+    let samples = |version: &str, size: u32, f: fn(&SizeFigures) -> f64| -> Vec<f64> {
+        let mut rs: Vec<&ReleaseLatency> =
+            runs.iter().filter(|r| r.k8s_version == version).collect();
+        rs.sort_by_key(|r| r.round);
+        rs.iter()
+            .filter_map(|r| r.report.sizes.iter().find(|s| s.size == size))
+            .map(f)
+            .collect()
+    };
+    let sizes: Vec<u32> = runs
+        .first()
+        .map(|r| r.report.sizes.iter().map(|s| s.size).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for release in order {
+        for &size in &sizes {
+            let metrics = metrics()
+                .into_iter()
+                .map(|(label, f, rule)| {
+                    let reference =
+                        (release != reference).then(|| samples(reference.version, size, f));
+                    crate::bench::over_rounds::metric(
+                        label,
+                        samples(release.version, size, f),
+                        reference.as_deref(),
+                        rule,
+                    )
+                })
+                .collect();
+            out.push(SizeRounds {
+                k8s_version: release.version.to_string(),
+                size,
+                metrics,
+            });
+        }
+    }
+    out
 }
 
 /// Run the sizes on a fresh cluster per release.
@@ -101,48 +232,87 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
     let started = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
+    let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
+    let order = crate::stats::interleaved(&opts.releases, opts.rounds, seed);
+    eprintln!(
+        "run order (seed {seed}; replay with --seed {seed}): {}",
+        order
+            .iter()
+            .map(|r| r.iter().map(|k| k.minor).collect::<Vec<_>>().join(", "))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
     let mut releases = Vec::new();
-    for release in &opts.releases {
-        let name = format!("{}-{}", opts.cluster_prefix, release.minor.replace('.', ""));
-        let cluster = lifecycle::up(&UpOptions {
-            spec: ClusterSpec {
-                feature_gates: release.job_gang_feature_gates(),
-                runtime_config: release.gang_runtime_config(),
-                // The gangs get a pool of their own.
-                nodes: NodeSpec {
-                    count: 0,
-                    ..NodeSpec::default()
-                },
-                control_plane: opts.control_plane.clone(),
-                ..ClusterSpec::new(&name, release.minor)
-            },
-            bins: opts.bins.clone(),
-            timeout: Duration::from_secs(180),
-        })
-        .await?;
-        let step = Step::start(format!(
-            "gangs of {:?} × {} on Kubernetes {}",
-            opts.sizes, opts.repeats, release.version
-        ));
-        let r = measure(&cluster, *release, opts).await;
-        let down = cluster.down(false);
-        let report = r.with_context(|| format!("gang benchmark on cluster {name}"))?;
-        down?;
-        step.done("measured");
-        releases.push(ReleaseLatency {
-            k8s_version: release.version.to_string(),
-            minor: release.minor.to_string(),
-            pool_nodes: opts.pool_nodes,
-            node_pods: opts.node_pods,
-            control_plane: opts.control_plane.describe(),
-            report,
-        });
+    for (round, in_order) in order.iter().enumerate() {
+        for release in in_order {
+            releases.push(one_release(opts, *release, round as u32).await?);
+        }
     }
+    let over_rounds = match opts.rounds > 1 {
+        true => over_rounds(&releases, &opts.releases),
+        false => Vec::new(),
+    };
     Ok(GangBenchResult {
         schema: SCHEMA.into(),
         harness_version: env!("CARGO_PKG_VERSION").into(),
         started,
         releases,
+        rounds: opts.rounds,
+        seed: Some(seed),
+        over_rounds,
+    })
+}
+
+/// One release's run of one round on a fresh cluster, down after it.
+async fn one_release(
+    opts: &GangBenchOptions,
+    release: K8sRelease,
+    round: u32,
+) -> Result<ReleaseLatency> {
+    let name = format!(
+        "{}-{}-{round}",
+        opts.cluster_prefix,
+        release.minor.replace('.', "")
+    );
+    let cluster = lifecycle::up(&UpOptions {
+        spec: ClusterSpec {
+            feature_gates: release.job_gang_feature_gates(),
+            runtime_config: release.gang_runtime_config(),
+            // The gangs get a pool of their own.
+            nodes: NodeSpec {
+                count: 0,
+                ..NodeSpec::default()
+            },
+            control_plane: opts.control_plane.clone(),
+            ..ClusterSpec::new(&name, release.minor)
+        },
+        bins: opts.bins.clone(),
+        timeout: Duration::from_secs(180),
+    })
+    .await?;
+    let step = Step::start(format!(
+        "gangs of {:?} × {} on Kubernetes {}{}",
+        opts.sizes,
+        opts.repeats,
+        release.version,
+        match opts.rounds {
+            1 => String::new(),
+            n => format!(", round {}/{n}", round + 1),
+        }
+    ));
+    let r = measure(&cluster, release, opts).await;
+    let down = cluster.down(false);
+    let report = r.with_context(|| format!("gang benchmark on cluster {name}"))?;
+    down?;
+    step.done("measured");
+    Ok(ReleaseLatency {
+        k8s_version: release.version.to_string(),
+        minor: release.minor.to_string(),
+        pool_nodes: opts.pool_nodes,
+        node_pods: opts.node_pods,
+        control_plane: opts.control_plane.describe(),
+        round,
+        report,
     })
 }
 
@@ -175,17 +345,22 @@ async fn measure(
 
 /// The latency table of every release.
 pub fn markdown(r: &GangBenchResult) -> String {
+    // With rounds, each release's row names its round.
+    let labels: Vec<String> = r
+        .releases
+        .iter()
+        .map(|rel| match r.rounds > 1 {
+            true => format!("{} (round {})", rel.k8s_version, rel.round + 1),
+            false => rel.k8s_version.clone(),
+        })
+        .collect();
     let rows: Vec<(&str, &latency::SizeFigures)> = r
         .releases
         .iter()
-        .flat_map(|rel| {
-            rel.report
-                .sizes
-                .iter()
-                .map(move |s| (rel.k8s_version.as_str(), s))
-        })
+        .zip(&labels)
+        .flat_map(|(rel, label)| rel.report.sizes.iter().map(move |s| (label.as_str(), s)))
         .collect();
-    let pools: Vec<String> = r
+    let mut pools: Vec<String> = r
         .releases
         .iter()
         .map(|rel| {
@@ -199,11 +374,41 @@ pub fn markdown(r: &GangBenchResult) -> String {
             )
         })
         .collect();
-    format!(
+    pools.sort();
+    pools.dedup();
+    let mut md = format!(
         "## Gang placement latency (harness bench gang)\n\nPools: {}.\n\n{}",
         pools.join("; "),
         latency::latency_table(&rows)
-    )
+    );
+    if let Some(first) = r.over_rounds.first() {
+        let rows: Vec<(Vec<String>, &MetricRounds)> = r
+            .over_rounds
+            .iter()
+            .flat_map(|s| {
+                s.metrics.iter().map(move |m| {
+                    (
+                        vec![s.k8s_version.clone(), s.size.to_string(), m.metric.clone()],
+                        m,
+                    )
+                })
+            })
+            .collect();
+        let _ = write!(
+            md,
+            "\n### Over {} rounds (seed {})\n\nEach release once per round on a fresh cluster; its ratio to {} is paired by round ({}). Rule: {RULE}.\n\n{}",
+            r.rounds,
+            r.seed.unwrap_or_default(),
+            first.k8s_version,
+            crate::bench::thor::result::METHOD,
+            crate::bench::over_rounds::table(
+                &["version", "gang size", "metric"],
+                &rows,
+                &first.k8s_version
+            )
+        );
+    }
+    md
 }
 
 /// Write gang-latency.json and gang-latency.md into `out`.
@@ -219,6 +424,8 @@ mod tests {
         GangBenchOptions {
             sizes,
             repeats: 1,
+            rounds: 1,
+            seed: None,
             releases: vec![K8sRelease::default_release()],
             pool_nodes: nodes,
             node_pods: pods,
@@ -247,5 +454,67 @@ mod tests {
                 .to_string()
                 .contains("660")
         );
+    }
+
+    fn run(version: &str, round: u32, p50: f64, requests: u64) -> ReleaseLatency {
+        let mut s = SizeFigures {
+            size: 8,
+            repeats: 2,
+            ..Default::default()
+        };
+        s.last_created_to_last_bound_ms.p50 = p50;
+        s.window.api_requests_total = requests;
+        ReleaseLatency {
+            k8s_version: version.into(),
+            minor: version[..4].into(),
+            pool_nodes: 1,
+            node_pods: 64,
+            control_plane: BTreeMap::new(),
+            round,
+            report: LatencyReport { sizes: vec![s] },
+        }
+    }
+
+    #[test]
+    fn each_release_is_judged_against_the_first_paired_by_round() {
+        let a = K8sRelease::parse("1.36").unwrap();
+        let b = K8sRelease::parse("1.37").unwrap();
+        let mut runs = Vec::new();
+        for round in 0..5 {
+            let noise = f64::from(round % 2);
+            // 1.37 places gangs 200 ms slower with the same requests.
+            runs.push(run(b.version, round, 300.0 + noise, 100));
+            runs.push(run(a.version, round, 100.0 + noise, 100));
+        }
+        let o = over_rounds(&runs, &[a, b]);
+        assert_eq!(o.len(), 2);
+        assert_eq!(o[0].k8s_version, a.version);
+        assert!(o[0].metrics.iter().all(|m| m.vs_reference.is_none()));
+        let p50 = &o[1].metrics[0];
+        assert_eq!(p50.samples.len(), 5);
+        assert_eq!(
+            p50.vs_reference.unwrap().verdict,
+            crate::stats::Direction::Higher
+        );
+        let requests = &o[1].metrics[3];
+        assert_eq!(requests.spread.median, 50.0, "per gang");
+        assert_eq!(
+            requests.vs_reference.unwrap().verdict,
+            crate::stats::Direction::Same
+        );
+        let r = GangBenchResult {
+            schema: SCHEMA.into(),
+            harness_version: "0".into(),
+            started: String::new(),
+            releases: runs,
+            rounds: 5,
+            seed: Some(9),
+            over_rounds: o,
+        };
+        let md = markdown(&r);
+        assert!(md.contains("### Over 5 rounds (seed 9)"), "{md}");
+        assert!(md.contains("| 1.37.1 (round 5) | 8 |"), "{md}");
+        assert_eq!(md.matches("1.36.4: 1 nodes").count(), 1, "{md}");
+        assert!(md.contains("↑ higher"), "{md}");
     }
 }

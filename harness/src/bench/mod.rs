@@ -7,4 +7,5 @@
 pub mod cron;
 pub mod gang;
 pub mod measure;
+pub mod over_rounds;
 pub mod thor;

@@ -49,6 +49,10 @@ pub struct BenchCronArgs {
     /// Control-plane profile: default or tuned (as `up --control-plane`).
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
+    /// Rounds, each on a fresh cluster: each figure's spread over them
+    /// is reported, and the figures are their means.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
     /// Where the reports go (cron-load.json, cron-load.md).
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
@@ -162,9 +166,19 @@ pub struct BenchGangArgs {
     /// Gang sizes (pods per gang).
     #[arg(long, value_delimiter = ',', default_values_t = [8u32, 64, 512])]
     pub sizes: Vec<u32>,
-    /// Gangs per size.
-    #[arg(long, default_value_t = 5)]
-    pub repeats: u32,
+    /// Gangs of each size placed one after another on one cluster.
+    #[arg(long = "gangs", alias = "repeats", default_value_t = 5)]
+    pub gangs: u32,
+    /// Rounds: every release once per round on a fresh cluster, in an
+    /// order shuffled from --seed; each metric's spread over the rounds
+    /// and each release's ratio to the first with a 95 % interval and a
+    /// verdict are reported.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Seed of the rounds' order (printed; the same seed replays it).
+    /// Default: the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Kubernetes minors to run (default: every release the harness runs).
     #[arg(long = "k8s-version", value_delimiter = ',')]
     pub k8s_versions: Vec<String>,
@@ -206,6 +220,7 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
         bins: parse_bins(&args.bins)?,
         cluster_name: format!("bench-cron-{}", std::process::id()),
         control_plane: ControlPlane::of(args.control_plane),
+        rounds: args.repeat,
     };
     opts.check()?;
     run_local_bench(bench_cron(&opts), &opts.cluster_name, |r| {
@@ -408,7 +423,9 @@ async fn gang(args: &BenchGangArgs) -> Result<i32> {
     };
     let opts = GangBenchOptions {
         sizes: args.sizes.clone(),
-        repeats: args.repeats,
+        repeats: args.gangs,
+        rounds: args.repeat,
+        seed: args.seed,
         releases,
         pool_nodes: args.nodes,
         node_pods: args.node_pods,
