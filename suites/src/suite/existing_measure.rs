@@ -3,10 +3,11 @@
 //! etcd's metrics URL, or with `--attribution apf` and no audit log):
 //! - a kubectl Job measured in a namespace of its own: kubectl's request
 //!   attributed to the run's ServiceAccount, the pod to the Job
-//!   controller, the window closed once the Job completed; a command that
-//!   reaches outside its namespace is refused by the server (the account
-//!   is admin of its namespace only) and is a result, not an error; the
-//!   capabilities recorded; nothing carrying the run id left;
+//!   controller, the window closed once the Job completed; a folder whose
+//!   Job names no namespace applied into the run's and waited for there;
+//!   a command that reaches outside its namespace is refused by the server
+//!   (the account is admin of its namespace only) and is a result, not an
+//!   error; the capabilities recorded; nothing carrying the run id left;
 //! - with APF and no audit log, the workload's count is what the cluster's
 //!   audit log (read by this test, not the harness) has for it, and no
 //!   FlowSchema of the run is left;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use harness::bench::measure::result::MeasureResult;
 use harness::bench::measure::target::{ExistingTarget, Provider};
-use harness::bench::measure::workload::Variant;
+use harness::bench::measure::workload::{Variant, Workload};
 use harness::bench::measure::{MeasureOptions, measure};
 use harness::cluster::Cluster;
 use harness::cluster::existing::ExistingOptions;
@@ -96,7 +97,18 @@ pub fn a_job_in_a_namespace_of_its_own(fx: &Fixture) -> Result<()> {
     let t = target(c, c.kubeconfig().to_path_buf());
     let run_id = t.run_id.clone();
     let outside = command("outside", &["kubectl", "get", "namespaces"]);
-    let (opts, out) = options(t, vec![hello_job(), outside])?;
+    // A folder whose Job names no namespace: applied into the run's, and
+    // waited for there.
+    let manifests = tempfile::tempdir()?;
+    std::fs::write(
+        manifests.path().join("job.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: applied\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n",
+    )?;
+    let applied = Variant {
+        name: "applied".into(),
+        workload: Workload::Apply(manifests.path().to_path_buf()),
+    };
+    let (opts, out) = options(t, vec![hello_job(), outside, applied])?;
     let r = fx.rt.block_on(measure(&opts))?;
     ensure!(r.figures.provider == "existing", "{}", r.figures.provider);
     ensure!(r.figures.capabilities.is_some(), "no capabilities recorded");
@@ -142,6 +154,18 @@ pub fn a_job_in_a_namespace_of_its_own(fx: &Fixture) -> Result<()> {
     );
     let m = &r.figures.modes["job"].result;
     ensure!(m.pods_created == 1, "pods created {}", m.pods_created);
+    let a = run("applied")?;
+    ensure!(
+        a.exit_code == 0
+            && a.settled.iter().any(|s| {
+                s.starts_with(&format!("Job harness-{run_id}-applied-"))
+                    && s.ends_with("/applied Complete")
+            }),
+        "the applied Job: exit {}, settled {:?}, stderr {:?}",
+        a.exit_code,
+        a.settled,
+        std::fs::read_to_string(out.path().join(&a.output).join("stderr.log")).unwrap_or_default()
+    );
     // Outside its namespace the account may do nothing: a result, not an
     // error of the harness.
     ensure!(o.exit_code != 0, "`kubectl get namespaces` was allowed");

@@ -18,9 +18,6 @@ use serde_json::Value;
 use crate::error::bad_input;
 use crate::poll::Poll;
 
-/// The namespace of a namespaced object that names none.
-pub const DEFAULT_NAMESPACE: &str = "default";
-
 /// Kinds applied after CRDs and namespaces but before what runs: what
 /// workloads refer to.
 const CONFIGURATION: &[&str] = &[
@@ -263,11 +260,15 @@ async fn established(admin: &kube::Client, crds: &[Value]) -> Result<()> {
 
 /// Wait, as `admin`, until everything `objs` made has finished (see
 /// `finished`) and every pod of their namespaces is settled; one LIST
-/// per kind and namespace a second. Returns what is still waited for
-/// when the timeout passes as the error.
+/// per kind and namespace a second. A namespaced object that names no
+/// namespace is in `default_ns`, the one the workload's client applied it
+/// to (its kubeconfig's: `default` on fresh clusters, the run's on an
+/// existing one). Returns what is still waited for when the timeout
+/// passes as the error.
 pub async fn wait_finished(
     admin: &kube::Client,
     objs: &[Value],
+    default_ns: &str,
     timeout: Duration,
 ) -> Result<Vec<String>> {
     let wanted: Vec<String> = groups(objs);
@@ -292,7 +293,7 @@ pub async fn wait_finished(
             Scope::Namespaced => Some(
                 o["metadata"]["namespace"]
                     .as_str()
-                    .unwrap_or(DEFAULT_NAMESPACE)
+                    .unwrap_or(default_ns)
                     .to_string(),
             ),
             Scope::Cluster => None,
@@ -312,7 +313,7 @@ pub async fn wait_finished(
             Some("Namespace") => o["metadata"]["name"].as_str(),
             _ => o["metadata"]["namespace"].as_str(),
         };
-        namespaces.push(ns.unwrap_or(DEFAULT_NAMESPACE).to_string());
+        namespaces.push(ns.unwrap_or(default_ns).to_string());
     }
     namespaces.sort();
     namespaces.dedup();

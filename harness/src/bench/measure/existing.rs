@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::bench::measure::target::{ACCOUNT, ExistingTarget, Identity};
 use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
 use crate::cluster::existing::lacks;
-use crate::cluster::existing::probe::{self, Capabilities, Needs};
+use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, site};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
@@ -129,6 +129,16 @@ pub async fn site(
     .await?;
     site::default_namespace(&kubeconfig, ns)?;
     let client = crate::cluster::client::client_from_kubeconfig(&kubeconfig).await?;
+    // The API server's authorizer sees a new RoleBinding a moment after it
+    // is stored: the workload starts once the server says it may act.
+    let may = Access::new("patch", "batch", "jobs", true);
+    crate::poll::Poll::new(
+        format!("{ACCOUNT} allowed to {} in {ns}", may.label()),
+        Duration::from_secs(30),
+    )
+    .every(Duration::from_millis(200))
+    .until(|| async { Ok(probe::allowed(&client, &may, ns).await?.then_some(())) })
+    .await?;
     let apf = match opts.attribution {
         Attribution::Apf => {
             let ids = apf::followed(
@@ -171,7 +181,6 @@ pub fn same_clients(ns: &str) -> impl Fn(&str) -> String + use<> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::existing::probe::Access;
 
     #[test]
     fn the_harness_asks_for_its_own_access_and_no_more() {

@@ -179,23 +179,25 @@ pub async fn run_one(
                 // A refused apply or a wait past the timeout is the
                 // workload's result (exit 1, 124), its message in stderr.log.
                 let mut settled = Vec::new();
-                let (code, timed_out, text) =
-                    match apply::apply(client, &admin, ctx.manifests).await {
-                        Err(e) => (1, false, format!("applying: {e:#}\n")),
-                        Ok(()) => {
-                            match apply::wait_finished(&admin, ctx.manifests, ctx.timeout).await {
-                                Ok(s) => {
-                                    settled = s;
-                                    (0, false, String::new())
-                                }
-                                Err(e) => {
-                                    let msg = format!("{e:#}");
-                                    let timed_out = msg.contains("not reached within");
-                                    (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
-                                }
+                let (code, timed_out, text) = match apply::apply(client, &admin, ctx.manifests)
+                    .await
+                {
+                    Err(e) => (1, false, format!("applying: {e:#}\n")),
+                    Ok(()) => {
+                        let ns = client.default_namespace();
+                        match apply::wait_finished(&admin, ctx.manifests, ns, ctx.timeout).await {
+                            Ok(s) => {
+                                settled = s;
+                                (0, false, String::new())
+                            }
+                            Err(e) => {
+                                let msg = format!("{e:#}");
+                                let timed_out = msg.contains("not reached within");
+                                (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
                             }
                         }
-                    };
+                    }
+                };
                 std::fs::write(out.join("stdout.log"), "")?;
                 std::fs::write(out.join("stderr.log"), text)?;
                 Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))

@@ -167,7 +167,9 @@ impl Capabilities {
     }
 }
 
-async fn allowed(client: &kube::Client, a: &Access, namespace: &str) -> Result<bool> {
+/// Whether `client` may do `a` (in `namespace` when namespaced): a
+/// SelfSubjectAccessReview.
+pub async fn allowed(client: &kube::Client, a: &Access, namespace: &str) -> Result<bool> {
     let mut spec = SelfSubjectAccessReviewSpec::default();
     if a.resource.starts_with('/') {
         spec.non_resource_attributes = Some(NonResourceAttributes {
