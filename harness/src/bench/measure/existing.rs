@@ -81,10 +81,9 @@ pub async fn prepare(
     Ok((cluster, caps))
 }
 
-/// One run's place on the cluster: its namespace, the workload's
-/// identity there, and the FlowSchemas that follow it (apf).
+/// One run's place on the cluster: the workload's identity in its
+/// namespace, and the FlowSchemas that follow it (apf).
 pub struct Site {
-    pub namespace: String,
     pub identity: Identity,
     pub apf: Option<ApfFlows>,
 }
@@ -117,7 +116,7 @@ pub async fn site(
         .await
         .with_context(|| format!("binding {ACCOUNT} to the admin ClusterRole in {ns}"))?;
     let opts = &cluster.opts;
-    let (kubeconfig, user) = site::service_account_kubeconfig(
+    let (kubeconfig, _) = site::service_account_kubeconfig(
         &admin,
         &opts.kubeconfig,
         opts.context.as_deref(),
@@ -139,28 +138,17 @@ pub async fn site(
     .every(Duration::from_millis(200))
     .until(|| async { Ok(probe::allowed(&client, &may, ns).await?.then_some(())) })
     .await?;
-    let apf = match opts.attribution {
-        Attribution::Apf => {
-            let ids = apf::followed(
-                &cluster.user,
-                &cluster.groups,
-                vec![apf::Identity::service_account(ns, ACCOUNT)],
-                &opts.apf_identities,
-            );
-            let plan = apf::plan(
-                &apf::list(&admin).await?,
-                &ids,
-                &cluster.harness_users(),
-                &target.run_id,
-            )?;
+    let apf = match cluster
+        .apf_plan(vec![apf::Identity::service_account(ns, ACCOUNT)])
+        .await?
+    {
+        Some(plan) => {
             apf::install(&admin, &plan).await?;
             Some(plan.flows)
         }
-        _ => None,
+        None => None,
     };
-    debug_assert!(user.ends_with(ACCOUNT));
     Ok(Site {
-        namespace: ns.to_string(),
         identity: Identity { kubeconfig, client },
         apf,
     })

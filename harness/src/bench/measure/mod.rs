@@ -139,12 +139,18 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     let existing = match &opts.provider {
         target::Provider::Existing(t) => {
             let first = opts.variants.first().map_or("", |v| v.name.as_str());
-            Some(existing::prepare(t, first).await?)
+            let (cluster, caps) = existing::prepare(t, first).await?;
+            Some(OnExisting {
+                target: t,
+                cluster,
+                caps,
+                tokens: crate::bench::thor::existing::token_dir()?,
+            })
         }
         _ => None,
     };
     let k8s = match &existing {
-        Some((_, caps)) => crate::bench::thor::existing::server_release(caps)?,
+        Some(e) => crate::bench::thor::existing::server_release(&e.caps)?,
         None => K8sRelease::parse(&opts.spec.k8s_minor)?,
     };
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
@@ -198,7 +204,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             scenario_file: String::new(),
             provider: opts.provider.name().into(),
             k8s_version: match &existing {
-                Some((_, caps)) => caps.server_version.trim_start_matches('v').to_string(),
+                Some(e) => e.caps.server_version.trim_start_matches('v').to_string(),
                 None => k8s.version.into(),
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
@@ -212,7 +218,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             model,
             modes: BTreeMap::new(),
             harness_peak_rss_kib: 0,
-            capabilities: existing.as_ref().map(|(_, caps)| caps.clone()),
+            capabilities: existing.as_ref().map(|e| e.caps.clone()),
             timelines: Vec::new(),
             statistics: Some(Statistics {
                 seed,
@@ -227,8 +233,6 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
         },
     };
     let mut runs: BTreeMap<String, Vec<ModeResult>> = BTreeMap::new();
-    // The workload's token kubeconfigs on an existing cluster.
-    let tokens = crate::bench::thor::existing::token_dir()?;
     for (round, order) in rounds.iter().enumerate() {
         for name in order {
             let v = opts
@@ -259,11 +263,9 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 scrape: opts.scrape,
                 settle: opts.settle,
             };
-            let (mode, mut run, timeline, where_) = match (&existing, &opts.provider) {
-                (Some((cluster, _)), target::Provider::Existing(t)) => {
-                    on_existing(cluster, t, &ctx, tokens.path()).await?
-                }
-                _ => {
+            let (mode, mut run, timeline, where_) = match &existing {
+                Some(e) => on_existing(e, &ctx).await?,
+                None => {
                     let name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
                     let (r, version) = on_fresh(opts, &ctx, &name).await?;
                     // What the nodes run (a pulled kind image may be
@@ -314,6 +316,15 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
 /// A run's figures, its workload's outcome, its timeline, and where it ran.
 type Ran = (ModeResult, WorkloadRun, Timeline, String);
 
+/// An existing cluster measure runs on: attached and probed once, with a
+/// private directory for the workload's token kubeconfigs.
+struct OnExisting<'a> {
+    target: &'a target::ExistingTarget,
+    cluster: crate::cluster::existing::ExistingCluster,
+    caps: crate::cluster::existing::probe::Capabilities,
+    tokens: tempfile::TempDir,
+}
+
 /// One run on a fresh cluster called `name`, down after it; on failure the
 /// cluster is stopped and its state kept (the error says where). Also the
 /// version a kind cluster's nodes run.
@@ -363,16 +374,12 @@ async fn on_fresh(
 
 /// One run in a namespace of its own on an existing cluster, removed
 /// after it whatever happened (with every FlowSchema of the run).
-async fn on_existing(
-    cluster: &crate::cluster::existing::ExistingCluster,
-    t: &target::ExistingTarget,
-    ctx: &run::RunContext<'_>,
-    tokens: &Path,
-) -> Result<Ran> {
+async fn on_existing(e: &OnExisting<'_>, ctx: &run::RunContext<'_>) -> Result<Ran> {
+    let (t, cluster) = (e.target, &e.cluster);
     let ns = existing::namespace_of(&t.run_id, &ctx.variant.name, ctx.round)?;
     let r = async {
         let ttl = ctx.timeout + Duration::from_secs(600);
-        let site = existing::site(cluster, t, &ns, tokens, ttl).await?;
+        let site = existing::site(cluster, t, &ns, e.tokens.path(), ttl).await?;
         let place = run::Place {
             identity: &site.identity,
             pods_in: Some(&ns),

@@ -92,7 +92,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         }
         let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
         by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
-        if let Some(apf) = existing::apf_plan(&cluster, target, &ns).await? {
+        if let Some(apf) = existing::apf_plan(&cluster, &ns).await? {
             by(
                 &cluster.user,
                 apf.schemas

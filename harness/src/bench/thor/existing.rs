@@ -268,7 +268,7 @@ pub async fn site(
             (Exits::Kwok(kubelet), None)
         }
     };
-    let apf = match apf_plan(cluster, target, &ns).await? {
+    let apf = match apf_plan(cluster, &ns).await? {
         Some(plan) => {
             apf::install(&admin, &plan).await?;
             Some(plan.flows)
@@ -289,38 +289,14 @@ pub async fn site(
 }
 
 /// The FlowSchemas that count a run in namespace `ns` by identity (none
-/// unless --attribution apf), planned from the cluster's own.
-pub async fn apf_plan(
-    cluster: &ExistingCluster,
-    target: &ExistingTarget,
-    ns: &str,
-) -> Result<Option<apf::Plan>> {
-    if target.cluster.attribution != Attribution::Apf {
-        return Ok(None);
-    }
-    let admin = cluster.client().await?;
-    let plan = apf::plan(
-        &apf::list(&admin).await?,
-        &apf_identities(cluster, ns),
-        &cluster.harness_users(),
-        &target.run_id,
-    )?;
-    Ok(Some(plan))
-}
-
-/// The identities APF follows in a run in namespace `ns` (apf::followed):
-/// the run's ServiceAccounts besides the harness and the controllers.
-fn apf_identities(cluster: &ExistingCluster, ns: &str) -> Vec<Identity> {
+/// unless --attribution apf): its ServiceAccounts besides the harness and
+/// the controllers, planned from the cluster's own.
+pub async fn apf_plan(cluster: &ExistingCluster, ns: &str) -> Result<Option<apf::Plan>> {
     let run = [THOR_SA, ECLCC_SA, KUBELET_SA]
         .into_iter()
         .map(|sa| Identity::service_account(ns, sa))
         .collect();
-    apf::followed(
-        &cluster.user,
-        &cluster.groups,
-        run,
-        &cluster.opts.apf_identities,
-    )
+    cluster.apf_plan(run).await
 }
 
 /// Remove everything carrying the run id (the modes' namespaces).

@@ -10,7 +10,7 @@
 //! themselves stay in `ModeSummary::repeats`, and the intervals and
 //! verdicts come from them (stats), not from this.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bench::thor::result::{ModeResult, ModeSummary, headline, samples};
 use crate::metrics::percentiles::Percentiles;
@@ -27,13 +27,18 @@ fn mean_u64(vals: impl Iterator<Item = u64>, n: usize) -> u64 {
     mean(vals.map(|v| v as f64), n).round() as u64
 }
 
+/// Every key of `maps`, once, in order.
+fn keys<'a, V: 'a>(maps: impl Iterator<Item = &'a BTreeMap<String, V>>) -> BTreeSet<&'a String> {
+    maps.flat_map(|m| m.keys()).collect()
+}
+
 /// Per key: the rounded mean over `maps` (absent = 0).
 fn counts<'a>(
     maps: impl Iterator<Item = &'a BTreeMap<String, u64>> + Clone,
 ) -> BTreeMap<String, u64> {
     let n = maps.clone().count();
-    let keys: std::collections::BTreeSet<&String> = maps.clone().flat_map(|m| m.keys()).collect();
-    keys.into_iter()
+    keys(maps.clone())
+        .into_iter()
         .map(|k| {
             let v = mean_u64(maps.clone().map(|m| m.get(k).copied().unwrap_or(0)), n);
             (k.clone(), v)
@@ -47,8 +52,8 @@ fn nested<'a>(
     maps: impl Iterator<Item = &'a BTreeMap<String, BTreeMap<String, u64>>> + Clone,
 ) -> BTreeMap<String, BTreeMap<String, u64>> {
     let empty = BTreeMap::new();
-    let keys: std::collections::BTreeSet<&String> = maps.clone().flat_map(|m| m.keys()).collect();
-    keys.into_iter()
+    keys(maps.clone())
+        .into_iter()
         .map(|k| {
             // A run without the key is an empty map: it counts 0.
             let c = counts(maps.clone().map(|m| m.get(k).unwrap_or(&empty)));
@@ -82,8 +87,8 @@ fn some_percentiles<'a>(
 fn keyed_percentiles<'a>(
     maps: impl Iterator<Item = &'a BTreeMap<String, Percentiles>> + Clone,
 ) -> BTreeMap<String, Percentiles> {
-    let keys: std::collections::BTreeSet<&String> = maps.clone().flat_map(|m| m.keys()).collect();
-    keys.into_iter()
+    keys(maps.clone())
+        .into_iter()
         .map(|k| {
             (
                 k.clone(),
@@ -98,8 +103,8 @@ fn usage<'a>(
     maps: impl Iterator<Item = &'a BTreeMap<String, Usage>> + Clone,
 ) -> BTreeMap<String, Usage> {
     let n = maps.clone().count();
-    let keys: std::collections::BTreeSet<&String> = maps.clone().flat_map(|m| m.keys()).collect();
-    keys.into_iter()
+    keys(maps.clone())
+        .into_iter()
         .map(|k| {
             let of = |f: fn(&Usage) -> f64| mean(maps.clone().filter_map(|m| m.get(k)).map(f), n);
             let u = Usage {

@@ -14,7 +14,7 @@ use kube::api::{Api, ListParams, PostParams};
 use crate::cluster::existing::labels::{KWOK_NODE_ANNOTATION, RUN_ID_LABEL};
 
 use crate::cluster::client::{client_get, ok_body};
-use crate::cluster::existing::apf::{Attribution, Identity};
+use crate::cluster::existing::apf::{self, Attribution, Identity};
 use crate::cluster::pool::NodePool;
 use crate::cluster::provider::Cluster;
 use crate::cluster::spec::{ComponentHealth, NodeSpec};
@@ -146,6 +146,24 @@ impl ExistingCluster {
             run_id: crate::cluster::existing::site::new_run_id(),
             client,
         })
+    }
+
+    /// With `--attribution apf`, the FlowSchemas that follow the run's own
+    /// identities `run`, the harness and the controllers (apf::followed),
+    /// planned from the cluster's own and carrying the run id; None with
+    /// any other attribution.
+    pub async fn apf_plan(&self, run: Vec<Identity>) -> Result<Option<apf::Plan>> {
+        if self.opts.attribution != Attribution::Apf {
+            return Ok(None);
+        }
+        let ids = apf::followed(&self.user, &self.groups, run, &self.opts.apf_identities);
+        let plan = apf::plan(
+            &apf::list(&self.client).await?,
+            &ids,
+            &self.harness_users(),
+            &self.run_id,
+        )?;
+        Ok(Some(plan))
     }
 
     async fn etcd_get(&self, url: &str) -> Result<String> {
