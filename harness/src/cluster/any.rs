@@ -89,6 +89,9 @@ impl Cluster for AnyCluster {
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
         each!(self, c => c.scheduler_metrics().await)
     }
+    async fn controller_manager_metrics(&self) -> Result<Option<String>> {
+        each!(self, c => c.controller_manager_metrics().await)
+    }
     fn processes(&self) -> Processes {
         each!(self, c => c.processes())
     }

@@ -70,6 +70,11 @@ pub trait Cluster: Sync {
     fn scheduler_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
         async { Ok(None) }
     }
+    /// kube-controller-manager's Prometheus metrics text, when the
+    /// provider serves it to the harness (None otherwise).
+    fn controller_manager_metrics(&self) -> impl Future<Output = Result<Option<String>>> + Send {
+        async { Ok(None) }
+    }
     /// Where the control-plane processes can be seen, for CPU and memory
     /// per component (metrics::usage).
     fn processes(&self) -> Processes {

@@ -3,7 +3,8 @@
 //! log in between (`attribution`: requests per client identity) — plus a
 //! pod watch (`pods`: creation → scheduled → running), CPU and memory per
 //! component (`procfs`, `usage`), metrics over time (`timeline`), API
-//! latency against the SLOs (`slo`) and the one percentile type.
+//! latency against the SLOs (`slo`), client-side throttling (`throttle`)
+//! and the one percentile type.
 
 pub mod apf;
 pub mod attribution;
@@ -15,6 +16,7 @@ pub mod procfs;
 pub mod prom;
 pub mod slo;
 pub mod snapshot;
+pub mod throttle;
 pub mod timeline;
 pub mod usage;
 pub mod window;

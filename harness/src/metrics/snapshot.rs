@@ -5,6 +5,7 @@ use anyhow::Result;
 
 use crate::cluster::provider::Cluster;
 use crate::metrics::prom::{self, Sample};
+use crate::metrics::throttle;
 
 /// Metrics and the audit log position at one moment.
 #[derive(Debug, Clone, Default)]
@@ -14,6 +15,9 @@ pub struct Snapshot {
     /// Empty unless the window was opened with the scheduler's metrics and
     /// the provider exposes them.
     pub scheduler: Vec<Sample>,
+    /// kube-controller-manager's client-side throttling histogram
+    /// (metrics::throttle); empty where the provider does not serve it.
+    pub controller_manager: Vec<Sample>,
     pub audit_offset: u64,
 }
 
@@ -34,6 +38,17 @@ pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapsho
             .unwrap_or_default(),
         false => Vec::new(),
     };
+    // Not fatal: a cluster started before the controller manager served
+    // its metrics to the harness (or a provider that cannot reach it)
+    // reports its throttling as not measured.
+    let controller_manager = match cluster.controller_manager_metrics().await {
+        Ok(Some(t)) => throttle::keep(prom::parse(&t)),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            tracing::debug!("kube-controller-manager's metrics: {e:#}");
+            Vec::new()
+        }
+    };
     let audit_offset = match cluster.audit_log() {
         Some(_) => cluster.audit_end()?,
         None => 0,
@@ -42,6 +57,7 @@ pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapsho
         apiserver,
         etcd,
         scheduler,
+        controller_manager,
         audit_offset,
     })
 }

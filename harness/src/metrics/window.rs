@@ -29,6 +29,7 @@ use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};
 use crate::metrics::percentiles::Percentiles;
 use crate::metrics::slo::{self, SloRow};
 use crate::metrics::snapshot::{Snapshot, snapshot};
+use crate::metrics::throttle::{self, Throttle};
 use crate::metrics::timeline::{self, Raw, Timeline};
 use crate::metrics::usage::{Usage, UsageTracker};
 
@@ -100,7 +101,16 @@ pub struct WindowFigures {
     /// as each counted them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub apf_agreement: BTreeMap<String, Agreement>,
+    /// Client-side throttling per component whose metrics the provider
+    /// serves (kube-controller-manager; kube-scheduler when the window
+    /// took its metrics): seconds its requests waited on its own QPS
+    /// limit (metrics::throttle).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_throttle: BTreeMap<String, Throttle>,
 }
+
+/// The `client_throttle` key of the controller manager.
+pub const KCM: &str = "kube-controller-manager";
 
 impl WindowFigures {
     /// Rename every client identity by `f` (names that carry one run's
@@ -354,6 +364,13 @@ impl Window {
         };
         let api = api_figures(&before, &after);
         let etcd = etcd_figures(&before, &after);
+        let client_throttle = [
+            (KCM, &before.controller_manager, &after.controller_manager),
+            ("kube-scheduler", &before.scheduler, &after.scheduler),
+        ]
+        .into_iter()
+        .filter_map(|(c, b, a)| throttle::between(b, a).map(|t| (c.to_string(), t)))
+        .collect();
         let figures = WindowFigures {
             api_requests_total: attribution.total,
             api_requests: attribution.by_request,
@@ -374,6 +391,7 @@ impl Window {
             not_measured,
             attribution: source.to_string(),
             apf_agreement,
+            client_throttle,
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

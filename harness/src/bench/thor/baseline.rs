@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::thor::kept::{MetricKind, metric_specs, metric_value};
 use crate::yaml::Seg;
 
 fn k(s: &str) -> Seg {
@@ -70,21 +71,6 @@ pub fn same_capabilities(b: &Baseline, r: &ThorResult, path: &Path) -> Result<()
         )));
     }
     Ok(())
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum MetricKind {
-    /// Request, write, object counts: near-deterministic.
-    Count,
-    /// Latencies and durations: noisy.
-    Latency,
-    /// Sizes.
-    Bytes,
-    /// Counts the scenario fixes (pods, containers, objects, the Thor
-    /// identity's writes): judged exactly, against the recorded runs'
-    /// range.
-    Exact,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -367,176 +353,6 @@ pub fn load(path: &Path) -> Result<Baseline> {
         return Err(bad_input(format!("baseline {f}")));
     }
     found.ok_or_else(|| bad_input(format!("baseline {file}: no baseline in it")))
-}
-
-/// The metrics a baseline keeps: name, value, unit, kind. Each is judged
-/// by `crate::bench::thor::result::rule_of` (its minimum effect and noise
-/// floor) and the band of its recorded runs; the kinds `Exact` exactly.
-fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKind)> {
-    use MetricKind::{Count, Latency};
-    let mut v: Vec<(String, f64, &'static str, MetricKind)> = vec![
-        // HPCC's clients poll with a doubling backoff until a pod is
-        // scheduled and a Job is done, and every poll is a cold kubectl
-        // (~27 requests): one poll more per instance moves a smoke run by
-        // ~5 %. The band comes from the recorded runs' spread.
-        (
-            "api_requests_total".into(),
-            r.window.api_requests_total as f64,
-            "requests",
-            Count,
-        ),
-        (
-            "thor_agent_requests".into(),
-            r.thor_agent_requests as f64,
-            "requests",
-            Count,
-        ),
-        (
-            "thor_agent_writes".into(),
-            r.thor_agent_writes as f64,
-            "requests",
-            Count,
-        ),
-        (
-            "eclccserver_requests".into(),
-            r.eclccserver_requests as f64,
-            "requests",
-            Count,
-        ),
-        (
-            "etcd_writes_total".into(),
-            r.window.etcd_writes_total as f64,
-            "writes",
-            Count,
-        ),
-        // What etcd stored, in bytes (etcd's total put size): JobSet's
-        // objects are larger, so writes alone understate its cost.
-        (
-            "etcd.put_bytes".into(),
-            r.window.etcd.put_bytes as f64,
-            "bytes",
-            MetricKind::Bytes,
-        ),
-        ("pods_created".into(), r.pods_created as f64, "pods", Count),
-        (
-            "containers_created".into(),
-            r.containers_created as f64,
-            "containers",
-            Count,
-        ),
-        (
-            "pod_startup_ms.p99".into(),
-            r.pod_startup_ms.p99,
-            "ms",
-            Latency,
-        ),
-        (
-            "instance_start_ms.p99".into(),
-            r.instance_start_ms.p99,
-            "ms",
-            Latency,
-        ),
-        ("wall_s".into(), r.wall_s, "s", Latency),
-    ];
-    // Events are recorded with rate limiting and aggregation: their count
-    // is not a property of the workload, so it is not kept.
-    for (res, n) in r
-        .window
-        .objects_created
-        .iter()
-        .filter(|(res, _)| res.as_str() != "events")
-    {
-        v.push((
-            format!("objects_created.{res}"),
-            *n as f64,
-            "objects",
-            Count,
-        ));
-    }
-    // The Thor identity's kubectl calls by kind (polls included): a
-    // regression that adds calls shows here by name.
-    for (call, n) in &r.thor_agent_calls {
-        v.push((
-            format!("thor_agent_calls.{call}"),
-            *n as f64,
-            "requests",
-            Count,
-        ));
-    }
-    // eclccserver's identity the same way (its compile Jobs' polls).
-    for (call, n) in &r.eclccserver_calls {
-        v.push((
-            format!("eclccserver_calls.{call}"),
-            *n as f64,
-            "requests",
-            Count,
-        ));
-    }
-    for (class, p) in &r.window.api_latency_ms {
-        v.push((format!("api_latency_ms.{class}.p99"), p.p99, "ms", Latency));
-    }
-    // The API server's own work, judged like a latency: it depends on the
-    // machine.
-    v.push((
-        "apiserver_etcd_cpu_s".into(),
-        r.window.apiserver_etcd_cpu_s,
-        "cpu-s",
-        Latency,
-    ));
-    // Per (verb, resource, scope) SLO classes with enough calls for a p99
-    // to mean something; the bucket edges make anything under 250 ms noise.
-    for row in r
-        .window
-        .api_latency_slo
-        .iter()
-        .filter(|x| x.count >= SLO_MIN_CALLS)
-    {
-        v.push((
-            format!("{SLO_PREFIX}{}:{}:{}", row.verb, row.resource, row.scope),
-            row.latency_ms.p99,
-            "ms",
-            Latency,
-        ));
-    }
-    for x in &mut v {
-        if crate::bench::thor::result::is_deterministic(&x.0) {
-            x.3 = MetricKind::Exact;
-        }
-    }
-    v
-}
-
-/// Every metric a baseline would keep of one run, by name.
-pub fn metric_values(r: &ModeResult) -> BTreeMap<String, f64> {
-    metric_specs(r)
-        .into_iter()
-        .map(|(n, v, ..)| (n, v))
-        .collect()
-}
-
-/// SLO classes with fewer calls in a run are not kept in a baseline.
-const SLO_MIN_CALLS: u64 = 20;
-const SLO_PREFIX: &str = "api_slo_p99_ms.";
-
-/// The current value of a baseline metric in a run.
-pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {
-    metric_specs(r)
-        .into_iter()
-        .find(|(n, ..)| n == name)
-        .map(|(_, v, ..)| v)
-        .or_else(|| {
-            // A kind of call the run did not make.
-            name.strip_prefix("thor_agent_calls.")
-                .or_else(|| name.strip_prefix("eclccserver_calls."))
-                .map(|_| 0.0)
-        })
-        .or_else(|| {
-            // An object kind the run did not create at all counts as zero;
-            // so does an SLO class with too few calls to keep (no latency).
-            name.strip_prefix("objects_created.")
-                .or_else(|| name.strip_prefix(SLO_PREFIX))
-                .map(|_| 0.0)
-        })
 }
 
 /// A v2 baseline of `r`: every metric with each run's value (a run

@@ -18,7 +18,8 @@
 
 use serde::Serialize;
 
-use crate::bench::thor::baseline::{Baseline, Metric, MetricKind, metric_value, metric_values};
+use crate::bench::thor::baseline::{Baseline, Metric};
+use crate::bench::thor::kept::{MetricKind, metric_value, metric_values};
 use crate::bench::thor::result::{ThorResult, rule_of};
 use crate::stats::{self, Direction};
 use crate::workload::thor::driver::callplan;

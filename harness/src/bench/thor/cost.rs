@@ -68,6 +68,7 @@ pub fn markdown(r: &ThorResult) -> String {
             "\nkubectl: the driver's forked kubectl processes (CPU of those finished in the window; memory summed over those alive at each sample).\n",
         );
     }
+    throttling(&mut s, r, &modes);
     s.push_str("\n### API call latency against the SLOs (p99 of the window, ms)\n\n");
     for m in &modes {
         let rows = &r.modes[*m].result.window.api_latency_slo;
@@ -109,6 +110,60 @@ pub fn markdown(r: &ThorResult) -> String {
         s.push('\n');
     }
     s
+}
+
+/// "Client-side throttling": per component and mode, the seconds its
+/// requests waited on its own QPS limit (metrics::throttle).
+fn throttling(s: &mut String, r: &ThorResult, modes: &[&String]) {
+    let mut components: Vec<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| m.result.window.client_throttle.keys())
+        .collect();
+    components.sort();
+    components.dedup();
+    if components.is_empty() {
+        return;
+    }
+    s.push_str("\n### Client-side throttling (seconds waited on the component's own QPS limit · requests · of them waiting > 1 s; then seconds by verb)\n\n");
+    crate::output::markdown_table_head(s, "component", modes);
+    for c in components {
+        let of = |m: &String| r.modes[m].result.window.client_throttle.get(c);
+        let _ = write!(s, "| {c} |");
+        for m in modes {
+            match of(m) {
+                Some(t) => {
+                    let _ = write!(
+                        s,
+                        " {:.2} · {} · {} |",
+                        t.waited_s, t.requests, t.waited_over_1s
+                    );
+                }
+                None => s.push_str(" — |"),
+            }
+        }
+        s.push('\n');
+        let mut verbs: Vec<&String> = modes
+            .iter()
+            .filter_map(|m| of(m))
+            .flat_map(|t| t.waited_s_by_verb.keys())
+            .collect();
+        verbs.sort();
+        verbs.dedup();
+        for v in verbs {
+            let _ = write!(s, "| {c} {v} |");
+            for m in modes {
+                match of(m).and_then(|t| t.waited_s_by_verb.get(v)) {
+                    Some(w) => {
+                        let _ = write!(s, " {w:.2} |");
+                    }
+                    None => s.push_str(" — |"),
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str("\nFrom client-go's `rest_client_rate_limiter_duration_seconds` (summed over concurrent requests, so it can exceed the run's length).\n");
 }
 
 /// The charts a timeline gets: (title, unit, series name or prefix ending

@@ -11,6 +11,7 @@ pub mod cost;
 pub mod dry_run;
 pub mod existing;
 pub mod history;
+pub mod kept;
 pub mod report;
 pub mod result;
 pub mod rounds;

@@ -175,7 +175,21 @@ pub struct Statistics {
 /// The method the `statistics` block names.
 pub const METHOD: &str = "percentile bootstrap of the median of per-round ratios (paired by round; rounds assumed exchangeable, no distribution assumed); verdict lower/higher only when the 95 % interval excludes 1 and the effect exceeds the metric's minimum";
 /// The minimum effects, as the report states them.
-pub const RULE_TEXT: &str = "counts and bytes: 2 %; latencies, times and CPU: 5 % and a noise floor (API p99 50 ms, SLO-class p99 250 ms, pod and instance start-up 1000 ms, wall 5 s, kube-apiserver + etcd CPU 2 s)";
+pub const RULE_TEXT: &str = "counts and bytes: 2 %; latencies, times and CPU: 5 % and a noise floor (API p99 50 ms, SLO-class p99 250 ms, pod and instance start-up 1000 ms, wall 5 s, kube-apiserver + etcd CPU 2 s, kube-controller-manager's client-side throttling 1 s)";
+
+/// Seconds kube-controller-manager's requests waited on its own QPS
+/// limit (metrics::throttle): a controller manager paced by
+/// `--kube-api-qps` makes no more requests, it makes them later.
+pub const KCM_WAIT: &str = "kcm_client_wait_s";
+
+/// [`KCM_WAIT`] of a run; None where the provider does not serve the
+/// controller manager's metrics.
+pub fn kcm_wait_s(r: &ModeResult) -> Option<f64> {
+    r.window
+        .client_throttle
+        .get(crate::metrics::window::KCM)
+        .map(|t| t.waited_s)
+}
 
 /// The minimum effect of a metric (by its name in [`metrics`] and in
 /// baselines): one table for mode ratios and `--compare`.
@@ -194,6 +208,8 @@ pub fn rule_of(name: &str) -> stats::Rule {
         stats::Rule::latency(5.0)
     } else if name == "apiserver_etcd_cpu_s" {
         stats::Rule::latency(2.0)
+    } else if name == KCM_WAIT {
+        stats::Rule::latency(1.0)
     } else {
         stats::Rule::COUNT
     }
@@ -229,6 +245,9 @@ pub fn metrics(r: &ModeResult) -> Vec<(String, f64)> {
     }
     for (call, n) in &r.eclccserver_calls {
         v.push((format!("eclccserver_calls.{call}"), *n as f64));
+    }
+    if let Some(w) = kcm_wait_s(r) {
+        v.push((KCM_WAIT.to_string(), w));
     }
     v
 }

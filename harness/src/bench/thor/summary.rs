@@ -240,7 +240,8 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::thor::baseline::{MetricKind, Tolerance};
+    use crate::bench::thor::baseline::Tolerance;
+    use crate::bench::thor::kept::MetricKind;
     use std::collections::BTreeMap;
 
     fn metric(samples: &[f64]) -> Metric {

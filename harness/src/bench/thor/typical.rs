@@ -16,6 +16,7 @@ use crate::bench::thor::result::{ModeResult, ModeSummary, headline, samples};
 use crate::metrics::percentiles::Percentiles;
 use crate::metrics::pods::PodRates;
 use crate::metrics::slo::SloRow;
+use crate::metrics::throttle::Throttle;
 use crate::metrics::usage::Usage;
 use crate::stats;
 
@@ -122,6 +123,35 @@ fn usage<'a>(
         .collect()
 }
 
+/// Per component: the mean throttling of the runs that measured it.
+fn throttles<'a>(
+    maps: impl Iterator<Item = &'a BTreeMap<String, Throttle>> + Clone,
+) -> BTreeMap<String, Throttle> {
+    keys(maps.clone())
+        .into_iter()
+        .map(|k| {
+            let of = || maps.clone().filter_map(|m| m.get(k));
+            let n = of().count();
+            let t = Throttle {
+                requests: mean_u64(of().map(|t| t.requests), n),
+                waited_s: mean(of().map(|t| t.waited_s), n),
+                waited_over_1s: mean_u64(of().map(|t| t.waited_over_1s), n),
+                waited_s_by_verb: keys(of().map(|t| &t.waited_s_by_verb))
+                    .into_iter()
+                    .map(|v| {
+                        let w = mean(
+                            of().map(|t| t.waited_s_by_verb.get(v).copied().unwrap_or(0.0)),
+                            n,
+                        );
+                        (v.clone(), w)
+                    })
+                    .collect(),
+            };
+            (k.clone(), t)
+        })
+        .collect()
+}
+
 /// Per SLO row: the mean count and latency of the runs that had it,
 /// worst (largest share of its bound) first.
 fn slo_rows<'a>(rows: impl Iterator<Item = &'a Vec<SloRow>> + Clone) -> Vec<SloRow> {
@@ -178,6 +208,7 @@ pub fn typical(runs: &[ModeResult]) -> ModeResult {
     tw.resources = usage(w().map(|w| &w.resources));
     tw.apiserver_etcd_cpu_s = mean(w().map(|w| w.apiserver_etcd_cpu_s), n);
     tw.api_latency_slo = slo_rows(w().map(|w| &w.api_latency_slo));
+    tw.client_throttle = throttles(w().map(|w| &w.client_throttle));
     t.pod_startup_ms = percentiles(runs.iter().map(|r| &r.pod_startup_ms));
     t.pod_schedule_ms = percentiles(runs.iter().map(|r| &r.pod_schedule_ms));
     t.instance_start_ms = percentiles(runs.iter().map(|r| &r.instance_start_ms));

@@ -366,18 +366,21 @@ pub mod plan {
         )
     }
 
-    /// kube-scheduler's metrics, from inside the control-plane node:
-    /// kubeadm's scheduler serves them on https://127.0.0.1:10259 to an
-    /// authorized client, so the request carries the client certificate of
-    /// the node's admin.conf (written to a temporary directory, removed
-    /// after); the serving certificate is the scheduler's self-signed one.
-    pub fn scheduler_metrics(docker: &Path, control_plane: &str) -> Cmd {
-        const SCRIPT: &str = "set -e; k=/etc/kubernetes/admin.conf; d=$(mktemp -d); \
+    /// A control-plane component's metrics, from inside the control-plane
+    /// node: kubeadm's scheduler (10259) and controller manager (10257)
+    /// serve them on 127.0.0.1 to an authorized client, so the request
+    /// carries the client certificate of the node's admin.conf (written to
+    /// a temporary directory, removed after); the serving certificate is
+    /// the component's self-signed one.
+    pub fn component_metrics(docker: &Path, control_plane: &str, port: u16) -> Cmd {
+        let script = format!(
+            "set -e; k=/etc/kubernetes/admin.conf; d=$(mktemp -d); \
              trap 'rm -rf \"$d\"' EXIT; \
              sed -n 's/^ *client-certificate-data: *//p' $k | base64 -d > \"$d/c\"; \
              sed -n 's/^ *client-key-data: *//p' $k | base64 -d > \"$d/k\"; \
-             curl -sS --fail --max-time 10 -k --cert \"$d/c\" --key \"$d/k\" https://127.0.0.1:10259/metrics";
-        Cmd::new(docker, &["exec", control_plane, "sh", "-c", SCRIPT])
+             curl -sS --fail --max-time 10 -k --cert \"$d/c\" --key \"$d/k\" https://127.0.0.1:{port}/metrics"
+        );
+        Cmd::new(docker, &["exec", control_plane, "sh", "-c", &script])
     }
 
     /// Server-side apply of a release manifest fetched by kubectl.

@@ -229,7 +229,10 @@ pub fn effective(profile: &Profile, host_policy: &Path, host_audit_dir: &Path) -
 /// cannot be had), so kind falls back on a default class `standard` of the
 /// in-tree `kubernetes.io/host-path` provisioner
 /// (kind's installstorage.addDefaultStorage): the controller manager's
-/// `--enable-hostpath-provisioner` makes that class provision.
+/// `--enable-hostpath-provisioner` makes that class provision. The
+/// controller manager serves /metrics without a SubjectAccessReview, so
+/// the harness's scrape of its client-side throttling is no request of
+/// the controller manager's inside a window (metrics::throttle).
 pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &str) {
     if let Some(nodes) = doc["nodes"].as_array_mut() {
         for n in nodes.iter_mut() {
@@ -242,7 +245,7 @@ pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &s
     doc["networking"]["disableDefaultCNI"] = json!(true);
     let patches = [
         format!(
-            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\netcd:\n  local:\n    imageTag: \"{etcd_tag}\"\ndns:\n  imageTag: \"{dns_tag}\"\ncontrollerManager:\n  extraArgs:\n    - name: enable-hostpath-provisioner\n      value: \"true\"\n"
+            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\netcd:\n  local:\n    imageTag: \"{etcd_tag}\"\ndns:\n  imageTag: \"{dns_tag}\"\ncontrollerManager:\n  extraArgs:\n    - name: enable-hostpath-provisioner\n      value: \"true\"\n    - name: authorization-always-allow-paths\n      value: \"/healthz,/readyz,/livez,/metrics\"\n"
         ),
         "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
             .to_string(),
@@ -296,6 +299,9 @@ mod tests {
             )
         );
         assert!(text.iter().any(|t| t.contains("failCgroupV1: false")));
+        assert!(text.iter().any(|t| t.contains(
+            "- name: authorization-always-allow-paths\n      value: \"/healthz,/readyz,/livez,/metrics\""
+        )));
         assert!(
             text.iter()
                 .any(|t| t.contains("name: enable-hostpath-provisioner\n      value: \"true\""))

@@ -34,19 +34,25 @@ pub async fn etcd_metrics(docker: &Path, control_plane: &str, node_image: &str) 
     )
 }
 
-/// kube-scheduler's Prometheus text (https://127.0.0.1:10259 in the
-/// node, as the node's admin).
-pub async fn scheduler_metrics(docker: &Path, control_plane: &str) -> Result<String> {
-    let cmd = plan::scheduler_metrics(docker, control_plane);
+/// A control-plane component's Prometheus text (https://127.0.0.1:`port`
+/// in the node, as the node's admin): kube-scheduler on 10259,
+/// kube-controller-manager on 10257.
+pub async fn component_metrics(
+    docker: &Path,
+    control_plane: &str,
+    port: u16,
+    component: &str,
+) -> Result<String> {
+    let cmd = plan::component_metrics(docker, control_plane, port);
     let out = commands::output(&cmd).await?;
     if !out.status.success() {
         bail!(
-            "kube-scheduler metrics from inside {}: `{}` failed ({}):\n{}",
+            "{component} metrics from inside {}: `{}` failed ({}):\n{}",
             control_plane,
             cmd.display(),
             out.status,
             commands::tail(&out, 10)
         );
     }
-    String::from_utf8(out.stdout).context("kube-scheduler metrics are not UTF-8")
+    String::from_utf8(out.stdout).with_context(|| format!("{component} metrics are not UTF-8"))
 }

@@ -18,6 +18,7 @@ pub mod config;
 /// and, with the `testkit` feature, for its integration tests.
 #[cfg(any(test, feature = "testkit"))]
 pub mod fakes;
+pub mod health;
 pub mod images;
 pub mod inside;
 pub mod network;
@@ -31,7 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::client::{client_from_kubeconfig, client_get};
+use crate::cluster::client::client_from_kubeconfig;
 use crate::cluster::kind::commands::{KindEnv, KindTools, plan};
 use crate::cluster::local::identity::AUDIT_POLICY;
 use crate::cluster::pool::NodePool;
@@ -473,9 +474,31 @@ impl Cluster for KindCluster {
     }
 
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
-        inside::scheduler_metrics(&self.tools()?.docker, &self.state.control_plane)
-            .await
-            .map(Some)
+        inside::component_metrics(
+            &self.tools()?.docker,
+            &self.state.control_plane,
+            10259,
+            "kube-scheduler",
+        )
+        .await
+        .map(Some)
+    }
+
+    /// Only on built node images, whose controller manager lets /metrics
+    /// through unasked (config::built_overrides); kind's stock one would
+    /// ask the API server about every scrape, inside the window.
+    async fn controller_manager_metrics(&self) -> Result<Option<String>> {
+        if !self.built() {
+            return Ok(None);
+        }
+        inside::component_metrics(
+            &self.tools()?.docker,
+            &self.state.control_plane,
+            10257,
+            "kube-controller-manager",
+        )
+        .await
+        .map(Some)
     }
 
     fn audit_log(&self) -> Option<PathBuf> {
@@ -523,51 +546,13 @@ impl Cluster for KindCluster {
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {
-        let mut out = Vec::new();
-        let docker = self.tools().map(|t| t.docker);
-        let mut cp_running = false;
-        for n in &self.state.nodes {
-            let (running, pid, health) = match &docker {
-                Err(e) => (false, None, format!("{e:#}")),
-                Ok(d) => match commands::output(&plan::inspect(d, n)).await {
-                    Ok(o) if o.status.success() => {
-                        let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                        let mut parts = text.split_whitespace();
-                        let status = parts.next().unwrap_or_default().to_string();
-                        let pid = parts.next().and_then(|p| p.parse().ok()).filter(|p| *p > 0);
-                        (status == "running", pid, format!("container {status}"))
-                    }
-                    Ok(o) => (false, None, commands::tail(&o, 2).trim().to_string()),
-                    Err(e) => (false, None, format!("{e:#}")),
-                },
-            };
-            if *n == self.state.control_plane {
-                cp_running = running;
-            }
-            out.push(ComponentHealth {
-                component: n.clone(),
-                pid,
-                running,
-                health,
-                healthy: running,
-            });
-        }
-        let check = match client_from_kubeconfig(&self.state.kubeconfig).await {
-            Ok(c) => client_get(&c, "/readyz").await,
-            Err(e) => Err(e),
-        };
-        let (healthy, health) = match check {
-            Ok(body) => (body.trim() == "ok", body.trim().chars().take(60).collect()),
-            Err(e) => (false, format!("{e:#}").chars().take(200).collect()),
-        };
-        out.push(ComponentHealth {
-            component: "kube-apiserver".into(),
-            pid: None,
-            running: cp_running,
-            health,
-            healthy,
-        });
-        out
+        health::of(
+            &self.tools().map(|t| t.docker),
+            &self.state.nodes,
+            &self.state.control_plane,
+            &self.state.kubeconfig,
+        )
+        .await
     }
 
     fn down(self, keep: bool) -> Result<()> {

@@ -1,7 +1,8 @@
 //! What the local cluster's components serve beyond the API: where the
 //! controllers that run as local processes (JobSet, Kueue) serve their
 //! webhooks — what `install` needs to point webhook configurations and CRD
-//! conversion at them — and the scheduler's metrics port.
+//! conversion at them — and the scheduler's and controller manager's
+//! metrics ports.
 
 use std::time::Duration;
 
@@ -27,10 +28,12 @@ pub fn webhook(layout: &Layout, port: u16) -> Result<WebhookEndpoint> {
     })
 }
 
-/// kube-scheduler's Prometheus metrics, read from its secure `port` with
-/// the admin client certificate (the scheduler authenticates it through
-/// the API server's client CA and authorizes it by RBAC).
-pub async fn scheduler_metrics(layout: &Layout, port: u16) -> Result<String> {
+/// A component's Prometheus metrics (kube-scheduler's, kube-controller-
+/// manager's), read from its secure `port` with the admin client
+/// certificate: the component authenticates it through the API server's
+/// client CA and authorizes it by RBAC (the scheduler) or lets /metrics
+/// through unasked (the controller manager: flags::controller_manager).
+pub async fn component_metrics(layout: &Layout, port: u16, component: &str) -> Result<String> {
     crate::init_crypto();
     let read = |f: &str| {
         let path = layout.pki(f);
@@ -52,6 +55,6 @@ pub async fn scheduler_metrics(layout: &Layout, port: u16) -> Result<String> {
         .get(&url)
         .send()
         .await
-        .with_context(|| format!("GET {url} (kube-scheduler)"))?;
-    ok_body(resp, &format!("{url} (kube-scheduler)")).await
+        .with_context(|| format!("GET {url} ({component})"))?;
+    ok_body(resp, &format!("{url} ({component})")).await
 }

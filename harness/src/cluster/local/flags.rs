@@ -151,6 +151,12 @@ pub fn controller_manager(_k8s: K8sRelease, l: &Layout, ports: &Ports, g: &Gates
         // StorageClass `install::storage` creates, so PVCs — HPCC's planes —
         // bind here as a cloud's would. Its volumes live under /tmp.
         "--enable-hostpath-provisioner=true".into(),
+        // /metrics without asking the API server (a SubjectAccessReview per
+        // scrape would be the controller manager's request inside every
+        // measurement window): the harness reads its client-side
+        // throttling there (metrics::throttle). It listens on loopback
+        // only.
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".into(),
     ]);
     push_gates(&mut args, g);
     args
@@ -271,6 +277,10 @@ mod tests {
         assert!(has(&kcm, "--use-service-account-credentials=true"));
         assert!(has(&kcm, "--leader-elect=false"));
         assert!(has(&kcm, "--secure-port=10257"));
+        assert!(has(
+            &kcm,
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+        ));
         assert!(has(
             &kcm,
             "--kubeconfig=/state/c1/kubeconfigs/kube-controller-manager.kubeconfig"

@@ -403,10 +403,11 @@ impl LocalCluster {
         endpoints::webhook(&self.layout, self.state.ports.kueue_webhook)
     }
 
-    /// kube-scheduler's Prometheus metrics (endpoints::scheduler_metrics).
+    /// kube-scheduler's Prometheus metrics (endpoints::component_metrics).
     pub async fn scheduler_metrics_text(&self) -> Result<String> {
         self.check_processes()?;
-        endpoints::scheduler_metrics(&self.layout, self.state.ports.scheduler).await
+        endpoints::component_metrics(&self.layout, self.state.ports.scheduler, "kube-scheduler")
+            .await
     }
 
     /// The kubeconfig of an identity of this cluster (its name in
@@ -498,6 +499,17 @@ impl Cluster for LocalCluster {
 
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
         self.scheduler_metrics_text().await.map(Some)
+    }
+
+    async fn controller_manager_metrics(&self) -> Result<Option<String>> {
+        self.check_processes()?;
+        endpoints::component_metrics(
+            &self.layout,
+            self.state.ports.controller_manager,
+            "kube-controller-manager",
+        )
+        .await
+        .map(Some)
     }
 
     fn processes(&self) -> Processes {

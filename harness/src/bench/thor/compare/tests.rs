@@ -1,6 +1,6 @@
 use super::*;
 use crate::bench::thor::baseline::{SCHEMA_V1, Tolerance, from_result};
-use crate::bench::thor::result::{ModeResult, sample_result};
+use crate::bench::thor::result::{KCM_WAIT, ModeResult, sample_result};
 use crate::bench::thor::typical::summarize;
 use crate::stats::{Prng, synthetic};
 
@@ -74,6 +74,8 @@ struct Shape {
     others: f64,
     cpu: f64,
     extra_thor: f64,
+    /// Seconds kube-controller-manager's requests wait on its QPS limit.
+    kcm_wait: f64,
 }
 
 const UNCHANGED: Shape = Shape {
@@ -81,6 +83,7 @@ const UNCHANGED: Shape = Shape {
     others: 1500.0,
     cpu: 5.5,
     extra_thor: 0.0,
+    kcm_wait: 0.2,
 };
 
 fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
@@ -102,6 +105,20 @@ fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
     m.pod_startup_ms.p99 = 265.0 * (1.0 + 0.5 * u());
     m.instance_start_ms.p99 = 1400.0 * (1.0 + 0.4 * u());
     m.wall_s = 31.0 * (1.0 + 0.05 * u());
+    // Unpaced: a few short waits (0–0.4 s in all); paced: ±30 %.
+    let wait = match s.kcm_wait > 1.0 {
+        true => s.kcm_wait * (1.0 + 0.3 * u()),
+        false => s.kcm_wait * (1.0 + u()),
+    };
+    m.window.client_throttle.insert(
+        crate::metrics::window::KCM.into(),
+        crate::metrics::throttle::Throttle {
+            requests: 400,
+            waited_s: wait,
+            waited_over_1s: 0,
+            waited_s_by_verb: Default::default(),
+        },
+    );
     m.window.api_latency_ms.insert(
         "mutating".into(),
         crate::metrics::Percentiles {
@@ -166,6 +183,33 @@ fn unchanged_code_passes_and_a_thor_only_regression_of_30_percent_fails() {
             "{}",
             thor.note
         );
+    }
+}
+
+#[test]
+fn a_controller_manager_paced_by_its_qps_is_regressed_by_name() {
+    // kube-controller-manager's limits halved: no request more, each
+    // later. The counts stay; its wait on its own limit is named.
+    let paced = Shape {
+        kcm_wait: 30.0,
+        ..UNCHANGED
+    };
+    for t in 0..10 {
+        let base = from_result(&run_set(3, 100 + t, UNCHANGED), "s.yaml");
+        assert!(base.modes["baseline"].contains_key(KCM_WAIT));
+        let v = compare(&base, &run_set(3, 700 + t, paced));
+        let failed: Vec<&str> = v
+            .iter()
+            .filter(|v| !v.pass)
+            .map(|v| v.metric.as_str())
+            .collect();
+        assert_eq!(failed, [KCM_WAIT, KCM_WAIT], "{t}");
+        let row = v.iter().find(|v| v.metric == KCM_WAIT).unwrap();
+        assert!(row.note.starts_with("higher: ×"), "{}", row.note);
+        // Not judged where latencies are not (another machine).
+        let mut v = v;
+        not_judging_latency(&mut v);
+        assert!(v.iter().all(|v| v.pass));
     }
 }
 
