@@ -19,7 +19,7 @@
 use serde::Serialize;
 
 use crate::bench::thor::baseline::{Baseline, Metric};
-use crate::bench::thor::kept::{MetricKind, metric_value, metric_values};
+use crate::bench::thor::kept::{MetricKind, is_time_bound, metric_value, metric_values};
 use crate::bench::thor::result::{ThorResult, rule_of};
 use crate::stats::{self, Direction};
 use crate::workload::thor::driver::callplan;
@@ -329,17 +329,23 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
     }
 }
 
-/// Keep latency verdicts as information only: they pass, and their note
-/// says what they would have been. For runs on a machine unlike the one
+/// Keep the verdicts that depend on the machine's speed as information
+/// only — latencies, and the counts that follow how long HPCC polled
+/// (`kept::is_time_bound`): they pass, and their note says what they
+/// would have been. For runs on a machine unlike (or busier than) the one
 /// that recorded the baseline (`bench --compare --counts-only`, the
 /// `cargo test` smoke suite).
 pub fn not_judging_latency(verdicts: &mut [Verdict]) {
     for v in verdicts
         .iter_mut()
-        .filter(|v| v.kind == MetricKind::Latency)
+        .filter(|v| v.kind == MetricKind::Latency || is_time_bound(&v.metric))
     {
         let would = if v.pass { "" } else { ", would regress" };
-        v.note = format!("not judged (latency{would}): {}", v.note);
+        let what = match v.kind {
+            MetricKind::Latency => "latency",
+            _ => "polls follow the run's length",
+        };
+        v.note = format!("not judged ({what}{would}): {}", v.note);
         v.pass = true;
         if v.status == Status::Regressed {
             v.status = Status::Ok;
