@@ -85,9 +85,11 @@ pub struct BenchThorArgs {
     /// Compare with the stored baseline; exit 1 on a regression.
     #[arg(long)]
     pub compare: bool,
-    /// With --compare: judge counts and sizes only; latencies and wall
-    /// times are shown but cannot fail. For a machine unlike the one that
-    /// recorded the baseline (a CI runner).
+    /// With --compare: judge counts and sizes only; latencies, wall times
+    /// and the counts that follow how long HPCC polled (its identities'
+    /// requests, the run total) are shown but cannot fail. For a machine
+    /// unlike, or busier than, the one that recorded the baseline (a CI
+    /// runner).
     #[arg(long, requires = "compare")]
     pub counts_only: bool,
     /// Store this run as the baseline.

@@ -335,7 +335,7 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
 /// would have been. For runs on a machine unlike (or busier than) the one
 /// that recorded the baseline (`bench --compare --counts-only`, the
 /// `cargo test` smoke suite).
-pub fn not_judging_latency(verdicts: &mut [Verdict]) {
+pub fn counts_only(verdicts: &mut [Verdict]) {
     for v in verdicts
         .iter_mut()
         .filter(|v| v.kind == MetricKind::Latency || is_time_bound(&v.metric))

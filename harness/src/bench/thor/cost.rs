@@ -2,7 +2,7 @@
 //! mode, API call latency against the SLOs (the worst ten and every
 //! breach), and the timeline charts and files (timeline.json, .csv).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -33,36 +33,24 @@ pub fn peak_rss(m: &ModeResult, component: &str) -> f64 {
 pub fn markdown(r: &ThorResult) -> String {
     let mut s = String::new();
     let modes: Vec<&String> = r.modes.keys().collect();
-    let components: Vec<&String> = {
-        let mut c: Vec<&String> = r
-            .modes
-            .values()
-            .flat_map(|m| m.result.window.resources.keys())
-            .collect();
-        c.sort();
-        c.dedup();
-        c
-    };
+    let components: BTreeSet<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| m.result.window.resources.keys())
+        .collect();
     s.push_str("\n### CPU and memory per component (CPU s · peak / mean RSS MiB)\n\n");
     if components.is_empty() {
         s.push_str("Not measured: this provider's processes do not run on this machine.\n");
     } else {
         crate::output::markdown_table_head(&mut s, "component", &modes);
         for c in components {
-            let _ = write!(s, "| {c} |");
-            for m in &modes {
-                match r.modes[*m].result.window.resources.get(c) {
-                    Some(u) => {
-                        let _ = write!(
-                            s,
-                            " {:.2} · {:.0} / {:.0} |",
-                            u.cpu_s, u.rss_peak_mib, u.rss_mean_mib
-                        );
-                    }
-                    None => s.push_str(" — |"),
-                }
-            }
-            s.push('\n');
+            row(&mut s, c, &modes, |m| {
+                let u = r.modes[m].result.window.resources.get(c)?;
+                Some(format!(
+                    "{:.2} · {:.0} / {:.0}",
+                    u.cpu_s, u.rss_peak_mib, u.rss_mean_mib
+                ))
+            });
         }
         s.push_str(
             "\nkubectl: the driver's forked kubectl processes (CPU of those finished in the window; memory summed over those alive at each sample).\n",
@@ -112,16 +100,29 @@ pub fn markdown(r: &ThorResult) -> String {
     s
 }
 
+/// One row of a component × mode table: `label`, then each mode's cell
+/// ("—" where it has none).
+fn row(s: &mut String, label: &str, modes: &[&String], cell: impl Fn(&String) -> Option<String>) {
+    let _ = write!(s, "| {label} |");
+    for m in modes {
+        match cell(m) {
+            Some(c) => {
+                let _ = write!(s, " {c} |");
+            }
+            None => s.push_str(" — |"),
+        }
+    }
+    s.push('\n');
+}
+
 /// "Client-side throttling": per component and mode, the seconds its
 /// requests waited on its own QPS limit (metrics::throttle).
 fn throttling(s: &mut String, r: &ThorResult, modes: &[&String]) {
-    let mut components: Vec<&String> = r
+    let components: BTreeSet<&String> = r
         .modes
         .values()
         .flat_map(|m| m.result.window.client_throttle.keys())
         .collect();
-    components.sort();
-    components.dedup();
     if components.is_empty() {
         return;
     }
@@ -129,38 +130,18 @@ fn throttling(s: &mut String, r: &ThorResult, modes: &[&String]) {
     crate::output::markdown_table_head(s, "component", modes);
     for c in components {
         let of = |m: &String| r.modes[m].result.window.client_throttle.get(c);
-        let _ = write!(s, "| {c} |");
-        for m in modes {
-            match of(m) {
-                Some(t) => {
-                    let _ = write!(
-                        s,
-                        " {:.2} · {} · {} |",
-                        t.waited_s, t.requests, t.waited_over_1s
-                    );
-                }
-                None => s.push_str(" — |"),
-            }
-        }
-        s.push('\n');
-        let mut verbs: Vec<&String> = modes
+        row(s, c, modes, |m| {
+            of(m).map(|t| format!("{:.2} · {} · {}", t.waited_s, t.requests, t.waited_over_1s))
+        });
+        let verbs: BTreeSet<&String> = modes
             .iter()
             .filter_map(|m| of(m))
             .flat_map(|t| t.waited_s_by_verb.keys())
             .collect();
-        verbs.sort();
-        verbs.dedup();
         for v in verbs {
-            let _ = write!(s, "| {c} {v} |");
-            for m in modes {
-                match of(m).and_then(|t| t.waited_s_by_verb.get(v)) {
-                    Some(w) => {
-                        let _ = write!(s, " {w:.2} |");
-                    }
-                    None => s.push_str(" — |"),
-                }
-            }
-            s.push('\n');
+            row(s, &format!("{c} {v}"), modes, |m| {
+                of(m)?.waited_s_by_verb.get(v).map(|w| format!("{w:.2}"))
+            });
         }
     }
     s.push_str("\nFrom client-go's `rest_client_rate_limiter_duration_seconds` (summed over concurrent requests, so it can exceed the run's length).\n");

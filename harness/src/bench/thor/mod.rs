@@ -437,7 +437,8 @@ impl Comparison {
 }
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`; with `counts_only` latencies are shown but not judged. Writes
+/// `root`; with `counts_only` latencies and the counts that follow how
+/// long HPCC polled are shown but not judged (compare::counts_only). Writes
 /// compare.md and compare-junit.xml into `out`.
 pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
@@ -445,7 +446,7 @@ pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Re
     baseline::same_capabilities(&base, r, &path)?;
     let mut verdicts = compare::compare(&base, r);
     if counts_only {
-        compare::not_judging_latency(&mut verdicts);
+        compare::counts_only(&mut verdicts);
     }
     let md = report::compare_markdown(&verdicts, &path);
     crate::output::write_atomic(&out.join("compare.md"), &md)?;

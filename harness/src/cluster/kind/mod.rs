@@ -293,6 +293,19 @@ impl KindCluster {
         Ok(())
     }
 
+    /// A control-plane component's metrics on `port`, read inside the
+    /// control-plane node (inside::component_metrics).
+    async fn component_metrics(&self, port: u16, component: &str) -> Result<Option<String>> {
+        inside::component_metrics(
+            &self.tools()?.docker,
+            &self.state.control_plane,
+            port,
+            component,
+        )
+        .await
+        .map(Some)
+    }
+
     /// Whether the node image was built here.
     pub fn built(&self) -> bool {
         self.state.images == "built"
@@ -474,14 +487,7 @@ impl Cluster for KindCluster {
     }
 
     async fn scheduler_metrics(&self) -> Result<Option<String>> {
-        inside::component_metrics(
-            &self.tools()?.docker,
-            &self.state.control_plane,
-            10259,
-            "kube-scheduler",
-        )
-        .await
-        .map(Some)
+        self.component_metrics(10259, "kube-scheduler").await
     }
 
     /// Only on built node images, whose controller manager lets /metrics
@@ -491,14 +497,8 @@ impl Cluster for KindCluster {
         if !self.built() {
             return Ok(None);
         }
-        inside::component_metrics(
-            &self.tools()?.docker,
-            &self.state.control_plane,
-            10257,
-            "kube-controller-manager",
-        )
-        .await
-        .map(Some)
+        self.component_metrics(10257, "kube-controller-manager")
+            .await
     }
 
     fn audit_log(&self) -> Option<PathBuf> {

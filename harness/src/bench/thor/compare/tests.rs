@@ -64,7 +64,7 @@ fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
     // the total, which follows how long HPCC polled; everyone else's
     // requests still fail.
     let mut v = compare(&base, &sample_result(390, 1800.0));
-    not_judging_latency(&mut v);
+    counts_only(&mut v);
     let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
     assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
     let t = v.iter().find(|v| v.metric == "api_requests_total").unwrap();
@@ -94,7 +94,7 @@ fn where_latency_is_not_judged_neither_are_hpccs_polls_but_the_plan_is() {
         .map(|v| v.metric.as_str())
         .collect();
     assert!(judged.contains(&"thor_agent_requests"), "{judged:?}");
-    not_judging_latency(&mut v);
+    counts_only(&mut v);
     assert!(v.iter().all(|v| v.pass), "{v:#?}");
     for m in [
         "thor_agent_requests",
@@ -115,7 +115,7 @@ fn where_latency_is_not_judged_neither_are_hpccs_polls_but_the_plan_is() {
         }
     }
     let mut v = compare(&base, &r);
-    not_judging_latency(&mut v);
+    counts_only(&mut v);
     let failed: Vec<&str> = v
         .iter()
         .filter(|v| !v.pass)
@@ -266,7 +266,7 @@ fn a_controller_manager_paced_by_its_qps_is_regressed_by_name() {
         assert!(row.note.starts_with("higher: ×"), "{}", row.note);
         // Not judged where latencies are not (another machine).
         let mut v = v;
-        not_judging_latency(&mut v);
+        counts_only(&mut v);
         assert!(v.iter().all(|v| v.pass));
     }
 }
