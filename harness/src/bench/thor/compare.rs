@@ -19,7 +19,7 @@
 use serde::Serialize;
 
 use crate::bench::thor::baseline::{Baseline, Metric};
-use crate::bench::thor::kept::{MetricKind, is_time_bound, metric_value, metric_values};
+use crate::bench::thor::kept::{MetricKind, metric_value, metric_values, time_bound};
 use crate::bench::thor::result::{ThorResult, rule_of};
 use crate::stats::{self, Direction};
 use crate::workload::thor::driver::callplan;
@@ -330,21 +330,21 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
 }
 
 /// Keep the verdicts that depend on the machine's speed as information
-/// only — latencies, and the counts that follow how long HPCC polled
-/// (`kept::is_time_bound`): they pass, and their note says what they
-/// would have been. For runs on a machine unlike (or busier than) the one
-/// that recorded the baseline (`bench --compare --counts-only`, the
-/// `cargo test` smoke suite).
+/// only — latencies, and the counts that follow the machine's timing
+/// (`kept::time_bound`: HPCC's polls, everyone else's requests): they
+/// pass, and their note says what they would have been. For runs on a
+/// machine unlike (or busier than) the one that recorded the baseline
+/// (`bench --compare --counts-only`, the `cargo test` smoke suite).
 pub fn counts_only(verdicts: &mut [Verdict]) {
-    for v in verdicts
-        .iter_mut()
-        .filter(|v| v.kind == MetricKind::Latency || is_time_bound(&v.metric))
-    {
-        let would = if v.pass { "" } else { ", would regress" };
+    for v in verdicts.iter_mut() {
         let what = match v.kind {
             MetricKind::Latency => "latency",
-            _ => "polls follow the run's length",
+            _ => match time_bound(&v.metric) {
+                Some(why) => why,
+                None => continue,
+            },
         };
+        let would = if v.pass { "" } else { ", would regress" };
         v.note = format!("not judged ({what}{would}): {}", v.note);
         v.pass = true;
         if v.status == Status::Regressed {
