@@ -131,11 +131,23 @@ pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<AuditEvent>, u64)> {
 /// one line at most the input limit (`HARNESS_MAX_INPUT_BYTES`); a FIFO or
 /// a device is refused.
 pub fn visit_from(path: &Path, offset: u64, each: &mut dyn FnMut(AuditEvent)) -> Result<u64> {
+    visit_between(path, offset, u64::MAX, each)
+}
+
+/// `visit_from`, stopping at byte `until` (an offset `end_offset` gave:
+/// the end of a measurement window) or the file's size at open,
+/// whichever comes first.
+pub fn visit_between(
+    path: &Path,
+    offset: u64,
+    until: u64,
+    each: &mut dyn FnMut(AuditEvent),
+) -> Result<u64> {
     use std::io::Read;
     let (mut f, len) = crate::input::open_stream("the audit log", path)?;
     let line_cap = crate::input::max_bytes()?;
     f.seek(SeekFrom::Start(offset))?;
-    let mut reader = BufReader::new(f.take(len.saturating_sub(offset)));
+    let mut reader = BufReader::new(f.take(len.min(until).saturating_sub(offset)));
     let mut pos = offset;
     let mut line = String::new();
     loop {
@@ -202,6 +214,27 @@ mod tests {
         let (events, end) = read_from(&path, off).unwrap();
         assert_eq!(end_offset(&path).unwrap(), end);
         assert_eq!(events.len(), 1);
+    }
+
+    /// A window's events end where the log ended when it closed, however
+    /// far the log has grown by the time it is read.
+    #[test]
+    fn a_window_reads_up_to_its_end_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        std::fs::write(&path, format!("{LINE}\n{LINE}\n")).unwrap();
+        let closed = end_offset(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(f, "{LINE}").unwrap();
+        let mut seen = 0;
+        let end = visit_between(&path, 0, closed, &mut |_| seen += 1).unwrap();
+        assert_eq!((seen, end), (2, closed));
+        let mut all = 0;
+        visit_from(&path, 0, &mut |_| all += 1).unwrap();
+        assert_eq!(all, 3);
     }
 
     /// Issue 30: the audit log is read to its size at open, and a FIFO or a

@@ -89,8 +89,18 @@ pub trait Cluster: Sync {
     /// Each audit event written since byte `offset` of the audit log, in
     /// order, none kept; the offset to read from next time.
     fn visit_audit(&self, offset: u64, each: &mut dyn FnMut(AuditEvent)) -> Result<u64> {
+        self.visit_audit_until(offset, u64::MAX, each)
+    }
+    /// `visit_audit`, up to byte `until` (a window's end, from
+    /// `audit_end`) at most.
+    fn visit_audit_until(
+        &self,
+        offset: u64,
+        until: u64,
+        each: &mut dyn FnMut(AuditEvent),
+    ) -> Result<u64> {
         match self.audit_log() {
-            Some(path) => crate::cluster::audit::visit_from(&path, offset, each),
+            Some(path) => crate::cluster::audit::visit_between(&path, offset, until, each),
             None => Err(no_audit_log(self.name())),
         }
     }

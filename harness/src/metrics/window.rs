@@ -182,10 +182,14 @@ fn not_measured(cluster: &impl Cluster) -> Vec<String> {
 /// log is streamed: at 1024 workers a window holds ~50 000 events, which
 /// the harness must not hold at once. Its request spans go into the
 /// timeline.
+/// The window's audit events: from the audit log's end when it opened to
+/// its end when it closed (taken beside the API server's counters, so
+/// the two count the same requests), not to wherever the log has grown
+/// by the time it is read.
 fn audit_attribution(
     cluster: &impl Cluster,
     agents: bool,
-    before: &Snapshot,
+    (before, after): (&Snapshot, &Snapshot),
     opened_at: time::OffsetDateTime,
     timeline: &mut Timeline,
 ) -> Result<Attribution> {
@@ -195,7 +199,7 @@ fn audit_attribution(
         attributor = attributor.by_agent();
     }
     let mut spans = timeline::AuditSpans::new(opened_at, &harness);
-    cluster.visit_audit(before.audit_offset, &mut |e| {
+    cluster.visit_audit_until(before.audit_offset, after.audit_offset, &mut |e| {
         attributor.add(&e);
         spans.add(&e);
     })?;
@@ -321,7 +325,7 @@ impl Window {
                 let a = audit_attribution(
                     cluster,
                     this.opts.agents,
-                    &before,
+                    (&before, &after),
                     this.opened_at,
                     &mut timeline,
                 )?;
