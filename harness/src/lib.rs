@@ -17,6 +17,7 @@ pub mod progress;
 pub mod schema;
 pub mod signal;
 pub mod stats;
+pub mod timings;
 pub mod tools;
 pub mod validate;
 pub mod workload;

@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["k8s"],
     &[
         "lib", "input", "yaml", "error", "paths", "output", "poll", "signal", "progress", "logs",
-        "stats",
+        "stats", "timings",
     ],
 ];
 

@@ -1,5 +1,6 @@
 //! `harness report …`: pages rendered from recorded result files (the
-//! README's headline table; change points over a series of results,
+//! README's headline table; how long timed commands took; change points
+//! over a series of results,
 //! written as history.md, history.html and history.json), and `help-markdown`, the CLI reference page
 //! rendered from these clap definitions. harness/tests/docs.rs checks that
 //! every generated block committed in README.md and docs/src/ equals what
@@ -33,6 +34,25 @@ pub enum ReportCommand {
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
+    /// How long timed commands took and where the time went (the README's
+    /// and the quick start's tables): renders recorded timing files, or
+    /// with --record reads timed logs (ci/timed.sh writes them: `# name:`,
+    /// `# command:`, `# commit:`, `# date:`, `# machine:` header lines,
+    /// the command's output, GNU time's report) into one.
+    Timings(TimingsArgs),
+}
+#[derive(Args, Debug)]
+pub struct TimingsArgs {
+    /// Recorded timing files (harness.timings/v1) to render, e.g.
+    /// docs/src/timings/fresh-machine.json; with --record, timed logs.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Read the FILEs as timed logs and write one recorded file here.
+    #[arg(long, value_name = "OUT", requires = "title")]
+    pub record: Option<PathBuf>,
+    /// With --record: what was timed, the table's first line.
+    #[arg(long, requires = "record")]
+    pub title: Option<String>,
 }
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
@@ -62,6 +82,24 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
                 "{}",
                 harness::bench::thor::summary::spread_markdown(&recorded)
             );
+            Ok(0)
+        }
+        ReportCommand::Timings(a) => {
+            use harness::timings;
+            if let Some(out) = &a.record {
+                let logs: Vec<&std::path::Path> = a.files.iter().map(PathBuf::as_path).collect();
+                let r = timings::record(a.title.as_deref().unwrap_or_default(), &logs)?;
+                timings::write(out, &r)?;
+                print!("{}", timings::markdown(&r));
+                eprintln!("wrote {}", out.display());
+            } else {
+                for (i, f) in a.files.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    print!("{}", timings::markdown(&timings::load(f)?));
+                }
+            }
             Ok(0)
         }
         ReportCommand::History(a) => {
