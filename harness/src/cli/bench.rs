@@ -86,10 +86,10 @@ pub struct BenchThorArgs {
     #[arg(long)]
     pub compare: bool,
     /// With --compare: judge counts and sizes only; latencies, wall times
-    /// and the counts that follow how long HPCC polled (its identities'
-    /// requests, the run total) are shown but cannot fail. For a machine
-    /// unlike, or busier than, the one that recorded the baseline (a CI
-    /// runner).
+    /// and the counts that follow the machine's timing (HPCC's identities'
+    /// polls, everyone else's requests, the run total) are shown but
+    /// cannot fail. For a machine unlike, or busier than, the one that
+    /// recorded the baseline (a CI runner).
     #[arg(long, requires = "compare")]
     pub counts_only: bool,
     /// Store this run as the baseline.

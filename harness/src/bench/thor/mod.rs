@@ -437,8 +437,8 @@ impl Comparison {
 }
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`; with `counts_only` latencies and the counts that follow how
-/// long HPCC polled are shown but not judged (compare::counts_only). Writes
+/// `root`; with `counts_only` latencies and the counts that follow the
+/// machine's timing are shown but not judged (compare::counts_only). Writes
 /// compare.md and compare-junit.xml into `out`.
 pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
