@@ -50,6 +50,13 @@ if [ "${1:-}" = stop ]; then
       done
       rm -f "$exec_root/links-before"
     fi
+    for k in max_user_instances max_user_watches; do
+      if [ -f "$exec_root/inotify-$k-before" ]; then
+        cat "$exec_root/inotify-$k-before" >"/proc/sys/fs/inotify/$k" || true
+        say "put fs.inotify.$k back to $(cat "$exec_root/inotify-$k-before")"
+        rm -f "$exec_root/inotify-$k-before"
+      fi
+    done
     if [ -f "$exec_root/ip_forward-before" ]; then
       was=$(cat "$exec_root/ip_forward-before")
       [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$was" ] || echo "$was" >/proc/sys/net/ipv4/ip_forward
@@ -197,6 +204,23 @@ rm -f "$sock"
 # links the engine made, docker0 and its networks' bridges, away again).
 ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' >"$exec_root/links-before" || true
 cat /proc/sys/net/ipv4/ip_forward >"$exec_root/ip_forward-before" 2>/dev/null || true
+# A kind node is a systemd machine with a control plane or a kubelet in
+# it, all running as this root: each takes inotify instances from root's
+# fs.inotify.max_user_instances (128 by default), and the kind suite's
+# clusters beside the local suites' run out of them ("too many open
+# files": containerd without its CRI service, controllers stopping at
+# start). Raised to what kind's known issues advise while the engine runs;
+# stop puts the values back. `harness doctor` shows the room left.
+for k in max_user_instances:512 max_user_watches:524288; do
+  f=/proc/sys/fs/inotify/${k%%:*} want=${k##*:}
+  [ -w "$f" ] || continue
+  was=$(cat "$f")
+  if [ "$was" -lt "$want" ]; then
+    echo "$was" >"$exec_root/inotify-${k%%:*}-before"
+    echo "$want" >"$f"
+    say "raised fs.inotify.${k%%:*} from $was to $want while the engine runs"
+  fi
+done
 nohup setsid dockerd \
   --host "unix://$sock" --group root \
   --data-root "$dir/data" --exec-root "$exec_root" --pidfile "$pidfile" \

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod cluster;
 pub mod error;
+pub mod inotify;
 pub mod input;
 pub mod install;
 pub mod k8s;

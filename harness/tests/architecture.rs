@@ -25,8 +25,8 @@ const LAYERS: &[&[&str]] = &[
     &["schema"],
     &["k8s"],
     &[
-        "lib", "input", "yaml", "error", "paths", "output", "poll", "signal", "progress", "logs",
-        "stats", "timings",
+        "lib", "inotify", "input", "yaml", "error", "paths", "output", "poll", "signal",
+        "progress", "logs", "stats", "timings",
     ],
 ];
 

@@ -12,7 +12,9 @@
 //! cluster's pace) is `quiet`: it runs with no other test at once, and
 //! the quiet tests of every suite run first. Tests
 //! of one `serial` lane (one cluster measured at a time) run one after the
-//! other, without holding a slot while they wait.
+//! other, without holding a slot while they wait. A test starts beside
+//! others only while this user has inotify instances to spare for its
+//! clusters (`inotify_room`): components that find none fail at start.
 //!
 //! Trials are shown and filtered as `[suite] name`; a suite's `after`
 //! runs as soon as its last selected test is done, so its clusters stop
@@ -219,7 +221,7 @@ impl Ending {
 /// Run these suites' tests, their `after`s, and exit.
 pub fn main(builds: &[Build]) -> ! {
     let (mut args, n) = arguments();
-    let slots = Arc::new(Slots::new(n));
+    let slots = Arc::new(Slots::with_room(n, Box::new(inotify_room)));
     let errors = Arc::new(Mutex::new(Vec::new()));
     let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
     let mut trials = Vec::new();
@@ -292,6 +294,30 @@ pub fn main(builds: &[Build]) -> ! {
         std::process::exit(101);
     }
     conclusion.exit()
+}
+
+/// Room for one more test beside the running ones: the inotify instances
+/// the biggest cluster a test makes takes, for it and for each test that
+/// started in the last minute (its clusters may not hold theirs yet).
+/// Unknown (no /proc) is room.
+fn inotify_room(recent: usize) -> bool {
+    let need = harness::inotify::BIGGEST.instances * (recent as u64 + 1);
+    match harness::inotify::free() {
+        Some(free) if free < need => {
+            // Asked every second while a test waits: said every half minute.
+            static SAID: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+            let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+            if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(30)) {
+                *said = Some(std::time::Instant::now());
+                eprintln!(
+                    "suites: waiting to start a test: {free} inotify instances free, {need} wanted \
+                 (fs.inotify.max_user_instances; see `harness doctor`)"
+                );
+            }
+            false
+        }
+        _ => true,
+    }
 }
 
 /// On SIGINT or SIGTERM: start no more tests, run the `after` of every

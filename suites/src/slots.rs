@@ -2,13 +2,25 @@
 //! run's list order (suites put their longest chains first): the first
 //! waiting test starts when a slot is free — or, when it is quiet, when
 //! no test runs at all; nothing starts while a quiet test runs or waits.
+//! A slot is not enough when the machine lacks room for another cluster
+//! (`room`, e.g. inotify instances): the test then waits while others
+//! run, and starts when room is back or nothing else runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Is there room for one more test, given how many started in the last
+/// [`RECENT`] (their clusters may still be coming up)?
+pub type Room = Box<dyn Fn(usize) -> bool + Send + Sync>;
+
+/// How long a started test counts as still making its clusters.
+pub const RECENT: Duration = Duration::from_secs(60);
 
 /// `n` tests at a time, first in the list first.
 pub struct Slots {
     n: usize,
+    room: Room,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -20,6 +32,8 @@ struct State {
     quiet_running: bool,
     /// Waiting tests by index: quiet or not.
     waiting: BTreeMap<usize, bool>,
+    /// When the tests of the last [`RECENT`] started.
+    recent: VecDeque<Instant>,
     /// The order tests started in.
     #[cfg(test)]
     started: Vec<usize>,
@@ -33,13 +47,20 @@ pub struct Turn<'a> {
 
 impl Slots {
     pub fn new(n: usize) -> Slots {
+        Slots::with_room(n, Box::new(|_| true))
+    }
+
+    /// `n` at a time, and a test beside others only when `room` says so.
+    pub fn with_room(n: usize, room: Room) -> Slots {
         Slots {
             n: n.max(1),
+            room,
             state: Mutex::new(State {
                 stopped: false,
                 running: 0,
                 quiet_running: false,
                 waiting: BTreeMap::new(),
+                recent: VecDeque::new(),
                 #[cfg(test)]
                 started: Vec::new(),
             }),
@@ -67,17 +88,31 @@ impl Slots {
                 return None;
             }
             let first = s.waiting.keys().next() == Some(&index);
-            let room = if quiet {
+            let slot = if quiet {
                 s.running == 0
             } else {
                 !s.quiet_running && s.running < self.n
             };
-            if first && room {
-                break;
+            if first && slot {
+                let now = Instant::now();
+                while s.recent.front().is_some_and(|t| now - *t > RECENT) {
+                    s.recent.pop_front();
+                }
+                if s.running == 0 || (self.room)(s.recent.len()) {
+                    break;
+                }
+                // No event says room came back: look again soon.
+                s = self
+                    .changed
+                    .wait_timeout(s, Duration::from_secs(1))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                continue;
             }
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
         s.waiting.remove(&index);
+        s.recent.push_back(Instant::now());
         #[cfg(test)]
         s.started.push(index);
         s.running += 1;
@@ -196,6 +231,41 @@ mod tests {
         drop(running);
         assert!(slots.take(2, true).is_none());
         assert_eq!(slots.state.lock().unwrap().started, vec![0]);
+    }
+
+    /// Without room a test waits while another runs, and starts when room
+    /// comes back; with nothing running it starts anyway.
+    #[test]
+    fn a_test_waits_for_room_while_others_run() {
+        use std::sync::atomic::AtomicBool;
+        let roomy = Arc::new(AtomicBool::new(false));
+        let asked = Arc::new(AtomicUsize::new(0));
+        let (r, a) = (roomy.clone(), asked.clone());
+        let slots = Arc::new(Slots::with_room(
+            4,
+            Box::new(move |recent| {
+                a.store(recent, Ordering::SeqCst);
+                r.load(Ordering::SeqCst)
+            }),
+        ));
+        let first = slots
+            .take(0, false)
+            .expect("nothing runs: starts without room");
+        let second = {
+            let slots = slots.clone();
+            std::thread::spawn(move || slots.take(1, false).is_some())
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!second.is_finished(), "started without room");
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            1,
+            "the first counts as recent"
+        );
+        roomy.store(true, Ordering::SeqCst);
+        assert!(second.join().unwrap());
+        drop(first);
+        assert_eq!(slots.state.lock().unwrap().started, vec![0, 1]);
     }
 
     #[test]

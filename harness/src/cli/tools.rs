@@ -387,6 +387,12 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
                 "kind_provider": &kind,
                 "kind_ready": kind_ready,
                 "kind_node_images_built": &node_images,
+                "inotify_instances": harness::inotify::instances().map(|i| serde_json::json!({
+                    "limit": i.limit,
+                    "in_use": i.in_use,
+                    "local_cluster_needs": harness::inotify::LOCAL.instances,
+                    "kind_two_node_cluster_needs": harness::inotify::kind_need(2).instances,
+                })),
                 "fixes": report.fixes(),
             }))?
         ),
@@ -493,6 +499,25 @@ fn print_doctor(
     }
     for line in node_images {
         println!("  node image {line}");
+    }
+    if let Some(i) = harness::inotify::instances() {
+        use harness::inotify::{LOCAL, kind_need};
+        let kind = kind_need(2).instances;
+        println!(
+            "\ninotify instances (fs.inotify.max_user_instances): {} of {} in use by this user; \
+             room for about {} local clusters or {} two-node kind clusters ({} and {} each){}",
+            i.in_use,
+            i.limit,
+            i.free() / LOCAL.instances,
+            i.free() / kind,
+            LOCAL.instances,
+            kind,
+            if i.limit < 512 {
+                "; kind's known issues advise 512 (`sysctl -w fs.inotify.max_user_instances=512`)"
+            } else {
+                ""
+            }
+        );
     }
     println!(
         "\nlocal provider: {}",

@@ -281,10 +281,28 @@ fn lacks() -> Option<String> {
         .args(["info", "--format", "{{.ServerVersion}}"])
         .output()
         .is_ok_and(|o| o.status.success());
-    (!answers).then(|| {
-        format!(
+    if !answers {
+        return Some(format!(
             "no Docker engine answers ({}): `bash ci/ensure-docker.sh` (as root on Debian) starts a private one the harness finds; elsewhere start Docker",
             harness::tools::engine::engine().how
+        ));
+    }
+    inotify_lacks(harness::inotify::instances())
+}
+
+/// The kind suite's clusters (a two-node cluster per minor, and a fresh
+/// one beside it for its bench and measure trials) run beside the local
+/// suites' tests: about 2 × 2 × 44 + 8 × 24 ≈ 370 inotify instances at
+/// the peak, more than the default limit of 128 holds; kind's known
+/// issues advise 512.
+fn inotify_lacks(i: Option<harness::inotify::Instances>) -> Option<String> {
+    const WANTED: u64 = 512;
+    let i = i?;
+    (i.limit < WANTED).then(|| {
+        format!(
+            "fs.inotify.max_user_instances is {}: the kind suite's clusters beside the local suites' need about {WANTED} \
+             (`sysctl -w fs.inotify.max_user_instances={WANTED}`, kind's advice; `bash ci/ensure-docker.sh` raises it while its private engine runs)",
+            i.limit
         )
     })
 }
@@ -399,4 +417,29 @@ pub fn suite(_args: &Arguments) -> Suite {
         }
         kind_gang::write_report().map_err(|e| format!("{e:#}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::inotify::Instances;
+
+    #[test]
+    fn the_default_inotify_limit_is_named_as_what_the_suite_lacks() {
+        let low = inotify_lacks(Some(Instances {
+            limit: 128,
+            in_use: 0,
+        }))
+        .expect("128 is too few");
+        assert!(
+            low.contains("is 128") && low.contains("max_user_instances=512"),
+            "{low}"
+        );
+        let raised = Instances {
+            limit: 512,
+            in_use: 300,
+        };
+        assert_eq!(inotify_lacks(Some(raised)), None);
+        assert_eq!(inotify_lacks(None), None, "unknown is not a lack");
+    }
 }

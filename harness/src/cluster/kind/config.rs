@@ -32,6 +32,14 @@ pub struct Profile {
     pub k8s_version: String,
 }
 
+impl Profile {
+    /// How many nodes the config makes (a config is checked to have a
+    /// control-plane node).
+    pub fn nodes(&self) -> usize {
+        self.doc["nodes"].as_array().map_or(1, |n| n.len().max(1))
+    }
+}
+
 /// `kind-configs/<profile>-<minor>.yaml` under the repository root.
 pub fn default_config(root: &Path, profile: &str, minor: &str) -> Result<PathBuf> {
     if !PROFILES.contains(&profile) {

@@ -140,6 +140,7 @@ impl KindCluster {
         config::check_minor(&profile, spec.k8s_version.as_deref())?;
         let tools = commands::find_tools(&env.search_path)?;
         let kind_version = commands::preflight(&tools).await?;
+        crate::inotify::check_room(&crate::inotify::kind_need(profile.nodes()))?;
         let root = env.cluster_dir(&spec.name);
         if root.exists() {
             return Err(bad_input(format!(

@@ -96,6 +96,10 @@ impl LocalCluster {
     /// configuration files; start nothing.
     fn prepare(spec: &ClusterSpec, tools: &Tools) -> Result<LocalCluster> {
         validate_name(&spec.name)?;
+        crate::inotify::check_room(&crate::inotify::local_need(
+            spec.kueue.is_some(),
+            spec.real_node,
+        ))?;
         let lock = crate::cluster::state::lock(&spec.name)?;
         let k8s = K8sRelease::parse(&spec.k8s_minor)?;
         let root = cluster_dir(&spec.name);
