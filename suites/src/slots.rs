@@ -6,12 +6,13 @@
 //! (`room`, e.g. inotify instances): the test then waits while others
 //! run, and starts when room is back or nothing else runs.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Is there room for one more test, given how many started in the last
-/// [`RECENT`] (their clusters may still be coming up)?
+/// Is there room for one more test, given how many of the running ones
+/// started in the last [`RECENT`] (their clusters may still be coming
+/// up; a test that ended holds nothing more than what is in use now)?
 pub type Room = Box<dyn Fn(usize) -> bool + Send + Sync>;
 
 /// How long a started test counts as still making its clusters.
@@ -32,8 +33,10 @@ struct State {
     quiet_running: bool,
     /// Waiting tests by index: quiet or not.
     waiting: BTreeMap<usize, bool>,
-    /// When the tests of the last [`RECENT`] started.
-    recent: VecDeque<Instant>,
+    /// When each running test started, by its turn's number.
+    since: BTreeMap<u64, Instant>,
+    /// The next turn's number.
+    next_turn: u64,
     /// The order tests started in.
     #[cfg(test)]
     started: Vec<usize>,
@@ -43,6 +46,7 @@ struct State {
 pub struct Turn<'a> {
     slots: &'a Slots,
     quiet: bool,
+    number: u64,
 }
 
 impl Slots {
@@ -60,7 +64,8 @@ impl Slots {
                 running: 0,
                 quiet_running: false,
                 waiting: BTreeMap::new(),
-                recent: VecDeque::new(),
+                since: BTreeMap::new(),
+                next_turn: 0,
                 #[cfg(test)]
                 started: Vec::new(),
             }),
@@ -94,11 +99,8 @@ impl Slots {
                 !s.quiet_running && s.running < self.n
             };
             if first && slot {
-                let now = Instant::now();
-                while s.recent.front().is_some_and(|t| now - *t > RECENT) {
-                    s.recent.pop_front();
-                }
-                if s.running == 0 || (self.room)(s.recent.len()) {
+                let recent = s.since.values().filter(|t| t.elapsed() < RECENT).count();
+                if s.running == 0 || (self.room)(recent) {
                     break;
                 }
                 // No event says room came back: look again soon.
@@ -112,7 +114,9 @@ impl Slots {
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
         s.waiting.remove(&index);
-        s.recent.push_back(Instant::now());
+        let number = s.next_turn;
+        s.next_turn += 1;
+        s.since.insert(number, Instant::now());
         #[cfg(test)]
         s.started.push(index);
         s.running += 1;
@@ -120,7 +124,11 @@ impl Slots {
         drop(s);
         // The next in line may go too.
         self.changed.notify_all();
-        Some(Turn { slots: self, quiet })
+        Some(Turn {
+            slots: self,
+            quiet,
+            number,
+        })
     }
 }
 
@@ -128,6 +136,7 @@ impl Drop for Turn<'_> {
     fn drop(&mut self) {
         let mut s = self.slots.state.lock().unwrap_or_else(|e| e.into_inner());
         s.running -= 1;
+        s.since.remove(&self.number);
         if self.quiet {
             s.quiet_running = false;
         }
@@ -264,8 +273,21 @@ mod tests {
         );
         roomy.store(true, Ordering::SeqCst);
         assert!(second.join().unwrap());
+        // The second's turn ended with its thread: only the first runs.
+        roomy.store(false, Ordering::SeqCst);
+        let third = {
+            let slots = slots.clone();
+            std::thread::spawn(move || slots.take(2, false).is_some())
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            1,
+            "an ended test is not counted as still starting"
+        );
         drop(first);
-        assert_eq!(slots.state.lock().unwrap().started, vec![0, 1]);
+        assert!(third.join().unwrap(), "nothing runs: starts without room");
+        assert_eq!(slots.state.lock().unwrap().started, vec![0, 1, 2]);
     }
 
     #[test]
