@@ -170,8 +170,15 @@ fn compare(
         end.name()
     );
     for (pod, c) in per_pod {
+        let (events, retries) = lifecycle_events(&c.events);
+        if retries > 0 {
+            eprintln!(
+                "{}: pod {pod}: the kubelet also reported {retries} FailedMount (a mount retry it races with the pod's end; not modelled)",
+                end.name()
+            );
+        }
         ensure!(
-            c.events == model.events,
+            events == model.events,
             "{}: pod {pod}: the kubelet's events {:?}, the model's {:?}",
             end.name(),
             c.events,
@@ -186,6 +193,23 @@ fn compare(
         );
     }
     Ok(())
+}
+
+/// The kubelet's events of a pod's life, less its FailedMount warnings,
+/// and how many of those there were. A real kubelet sometimes reports a
+/// failed mount of the pod's projected service-account volume: its
+/// volume manager remounts projected volumes on every sync
+/// (pkg/kubelet/volumemanager/reconciler), and one that runs while the
+/// pod's ConfigMap is being unregistered at its end fails "object
+/// \"ns\"/\"kube-root-ca.crt\" not registered" (kubernetes/kubernetes
+/// #105204, #113289; seen here on a kind 1.37 worker during a loaded
+/// .ci/run). That retry races with the pod's end and is not part of the
+/// life the model plays, so it is reported, not compared; every other
+/// reason is compared exactly.
+fn lifecycle_events(events: &BTreeMap<String, u32>) -> (BTreeMap<String, u32>, u32) {
+    let mut life = events.clone();
+    let retries = life.remove("FailedMount").unwrap_or(0);
+    (life, retries)
 }
 
 /// The three lives on one real kubelet; every table printed before any
@@ -213,4 +237,31 @@ pub fn model_against_the_real_kubelet(k: &RealKubelet<'_, impl Cluster>) -> Resu
         compare(*end, per_pod, others)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn a_failed_mount_retry_is_set_aside_and_every_other_reason_kept() {
+        let seen = events(&[
+            ("Created", 2),
+            ("FailedMount", 1),
+            ("Killing", 2),
+            ("Started", 2),
+        ]);
+        let (life, retries) = lifecycle_events(&seen);
+        assert_eq!(retries, 1);
+        assert_eq!(
+            life,
+            events(&[("Created", 2), ("Killing", 2), ("Started", 2)])
+        );
+        let other = events(&[("Created", 2), ("BackOff", 1)]);
+        assert_eq!(lifecycle_events(&other), (other.clone(), 0));
+    }
 }
