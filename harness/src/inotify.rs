@@ -18,6 +18,15 @@ use crate::error::env_missing;
 /// Where the limit is.
 pub const LIMIT_FILE: &str = "/proc/sys/fs/inotify/max_user_instances";
 
+/// The limit kind's known issues advise ("Pod errors due to too many open
+/// files"), and what the kind suite wants beside the local suites.
+pub const ADVISED: u64 = 512;
+
+/// The command that sets it.
+pub fn raise() -> String {
+    format!("sysctl -w fs.inotify.max_user_instances={ADVISED}")
+}
+
 /// What a cluster takes. The counts below were measured on this machine
 /// (2026-11-27, Kubernetes 1.37.1: the descriptors `held_by` counts, per
 /// process, once the cluster was ready); `harness doctor` prints them
@@ -70,14 +79,6 @@ pub fn kind_need(nodes: usize) -> Need {
         instances: KIND_CONTROL_PLANE + KIND_WORKER * nodes.saturating_sub(1) as u64,
     }
 }
-
-/// The biggest one test's `up` makes: what the suite runner keeps free
-/// for a test it starts beside others (a local cluster with Kueue and a
-/// real node).
-pub const BIGGEST: Need = Need {
-    what: "a test's cluster",
-    instances: LOCAL.instances + KUEUE + REAL_NODE,
-};
 
 /// The limit and this user's instances now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,9 +172,12 @@ fn judge(i: Instances, need: &Need) -> anyhow::Result<()> {
             i.limit,
             i.in_use
         ),
-        "raise the limit (`sysctl -w fs.inotify.max_user_instances=512`, what kind's \
-         known issues advise) or stop other clusters (`harness status`); without room \
-         components fail at start with \"too many open files\"",
+        format!(
+            "raise the limit (`{}`, what kind's known issues advise) or stop other \
+             clusters (`harness status`); without room components fail at start with \
+             \"too many open files\"",
+            raise()
+        ),
     ))
 }
 

@@ -297,11 +297,13 @@ pub fn main(builds: &[Build]) -> ! {
 }
 
 /// Room for one more test beside the running ones: the inotify instances
-/// the biggest cluster a test makes takes, for it and for each test that
-/// started in the last minute (its clusters may not hold theirs yet).
-/// Unknown (no /proc) is room.
+/// the biggest cluster a test makes takes (a local one with Kueue and a
+/// real node), for it and for each running test that started in the last
+/// minute (its clusters may not hold theirs yet). Unknown (no /proc) is
+/// room.
 fn inotify_room(recent: usize) -> bool {
-    let need = harness::inotify::BIGGEST.instances * (recent as u64 + 1);
+    let biggest = harness::inotify::local_need(true, true).instances;
+    let need = biggest * (recent as u64 + 1);
     match harness::inotify::free() {
         Some(free) if free < need => {
             // Asked every second while a test waits: said every half minute.

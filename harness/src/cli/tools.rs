@@ -501,7 +501,7 @@ fn print_doctor(
         println!("  node image {line}");
     }
     if let Some(i) = harness::inotify::instances() {
-        use harness::inotify::{LOCAL, kind_need};
+        use harness::inotify::{ADVISED, LOCAL, kind_need, raise};
         let kind = kind_need(2).instances;
         println!(
             "\ninotify instances (fs.inotify.max_user_instances): {} of {} in use by this user; \
@@ -512,10 +512,10 @@ fn print_doctor(
             i.free() / kind,
             LOCAL.instances,
             kind,
-            if i.limit < 512 {
-                "; kind's known issues advise 512 (`sysctl -w fs.inotify.max_user_instances=512`)"
+            if i.limit < ADVISED {
+                format!("; kind's known issues advise {ADVISED} (`{}`)", raise())
             } else {
-                ""
+                String::new()
             }
         );
     }

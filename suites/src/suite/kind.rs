@@ -294,15 +294,16 @@ fn lacks() -> Option<String> {
 /// one beside it for its bench and measure trials) run beside the local
 /// suites' tests: about 2 × 2 × 44 + 8 × 24 ≈ 370 inotify instances at
 /// the peak, more than the default limit of 128 holds; kind's known
-/// issues advise 512.
+/// issues advise [`harness::inotify::ADVISED`].
 fn inotify_lacks(i: Option<harness::inotify::Instances>) -> Option<String> {
-    const WANTED: u64 = 512;
+    use harness::inotify::{ADVISED, raise};
     let i = i?;
-    (i.limit < WANTED).then(|| {
+    (i.limit < ADVISED).then(|| {
         format!(
-            "fs.inotify.max_user_instances is {}: the kind suite's clusters beside the local suites' need about {WANTED} \
-             (`sysctl -w fs.inotify.max_user_instances={WANTED}`, kind's advice; `bash ci/ensure-docker.sh` raises it while its private engine runs)",
-            i.limit
+            "fs.inotify.max_user_instances is {}: the kind suite's clusters beside the local suites' need about {ADVISED} \
+             (`{}`, kind's advice; `bash ci/ensure-docker.sh` raises it while its private engine runs)",
+            i.limit,
+            raise()
         )
     })
 }
