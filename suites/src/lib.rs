@@ -22,6 +22,7 @@ pub mod case_suite;
 pub mod runner;
 pub mod slots;
 pub mod suite;
+pub mod timing;
 
 /// The repository this suite crate sits in.
 pub fn repo_root() -> PathBuf {

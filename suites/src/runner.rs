@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::slots::Slots;
+use crate::timing::Timings;
 
 /// How many tests run at once unless told otherwise.
 pub const TEST_THREADS: usize = 8;
@@ -194,6 +195,7 @@ struct Ending {
     started: std::sync::atomic::AtomicBool,
     after: Mutex<Option<After>>,
     errors: Arc<Mutex<Vec<String>>>,
+    timings: Arc<Timings>,
 }
 
 impl Ending {
@@ -201,9 +203,15 @@ impl Ending {
         // Held while `after` runs: a signal's teardown that comes now
         // waits for it to finish instead of exiting under it.
         let mut slot = self.after.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(after) = slot.take()
-            && let Err(e) = after()
-        {
+        let Some(after) = slot.take() else {
+            return;
+        };
+        let at = self.timings.now();
+        let outcome = after();
+        if self.started.load(Ordering::SeqCst) {
+            self.timings.done(shown(self.suite, "after"), None, at);
+        }
+        if let Err(e) = outcome {
             eprintln!("error: after the {} suite: {e}", self.suite);
             if let Ok(mut errors) = self.errors.lock() {
                 errors.push(format!("{}: {e}", self.suite));
@@ -223,6 +231,7 @@ pub fn main(builds: &[Build]) -> ! {
     let (mut args, n) = arguments();
     let slots = Arc::new(Slots::with_room(n, Box::new(inotify_room)));
     let errors = Arc::new(Mutex::new(Vec::new()));
+    let timings = Arc::new(Timings::default());
     let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
     let mut trials = Vec::new();
     let mut endings = Vec::new();
@@ -239,6 +248,7 @@ pub fn main(builds: &[Build]) -> ! {
             started: std::sync::atomic::AtomicBool::new(false),
             after: Mutex::new(Some(suite.after)),
             errors: errors.clone(),
+            timings: timings.clone(),
         });
         for t in suite.tests {
             if let Some(what) = t.lacks {
@@ -254,8 +264,9 @@ pub fn main(builds: &[Build]) -> ! {
             // start: placed among them, each would wait for every running
             // test to end.
             let index = trials.len() + if t.quiet { 0 } else { 1 << 32 };
-            let (quiet, body) = (t.quiet, t.body);
-            let (ending, slots) = (ending.clone(), slots.clone());
+            let (quiet, body, lane_name) = (t.quiet, t.body, t.serial);
+            let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
+            let full = shown(suite.name, &t.name);
             trials.push(
                 Trial::test(t.name, move || {
                     let outcome = {
@@ -266,7 +277,10 @@ pub fn main(builds: &[Build]) -> ! {
                             return Err("not started: the run was interrupted".into());
                         };
                         ending.started.store(true, Ordering::SeqCst);
-                        body()
+                        let at = timings.now();
+                        let outcome = body();
+                        timings.done(full, lane_name, at);
+                        outcome
                     };
                     if counts {
                         ending.one_done();
@@ -286,6 +300,7 @@ pub fn main(builds: &[Build]) -> ! {
     for e in &endings {
         e.run();
     }
+    eprint!("{}", timings.summary());
     // What a failed trial left (a half-made cluster dir, its processes)
     // does not outlive the run either (issue 30).
     crate::abandon_all();
