@@ -1,9 +1,11 @@
-//! Every suite that runs on local clusters, at once (`crate::runner`):
-//! what `cargo test --workspace` runs. The quiet tests (the Thor smoke,
-//! the existing-cluster smoke, the gang latency cases) run first, alone;
-//! then the rest, longest chains first: the existing-cluster and kubectl
-//! lanes, contention, the Kueue, batch and gang suites, the short ones,
-//! the real node's lane.
+//! Every suite, at once (`crate::runner`): what `cargo test --workspace`
+//! runs. The quiet tests (the Thor smoke, the existing-cluster smoke, the
+//! gang latency cases) run first, alone; then the rest, longest chains
+//! first: the kind lanes (each minor's shared cluster, and the fresh
+//! clusters' bench and measure — the run's longest chains: listed last
+//! they made a 22 min run, their lane starting at 8 min 20 s), the
+//! existing-cluster and kubectl lanes, contention, the Kueue, batch and
+//! gang suites, the short ones, the real node's lane.
 //! `cargo test -p suites --test all -- '[gang]'` runs one suite's trials;
 //! `tests/<suite>.rs` runs one suite alone. The ECL suite needs a kind
 //! cluster with HPCC and stays `tests/ecl.rs`.
@@ -13,6 +15,7 @@ use suites::suite;
 fn main() {
     suites::runner::main(&[
         suite::thor::suite,
+        suite::kind::suite,
         suite::existing::suite,
         suite::kubectl::suite,
         suite::contention::suite,
@@ -24,6 +27,5 @@ fn main() {
         suite::logs::suite,
         suite::measure::suite,
         suite::realnode::suite,
-        suite::kind::suite,
     ])
 }
