@@ -10,6 +10,7 @@ pub mod install;
 pub mod k8s;
 pub mod lifecycle;
 pub mod logs;
+pub mod machine;
 pub mod metrics;
 pub mod output;
 pub mod paths;

@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["k8s"],
     &[
         "lib", "inotify", "input", "yaml", "error", "paths", "output", "poll", "signal",
-        "progress", "logs", "stats", "timings",
+        "progress", "logs", "stats", "timings", "machine",
     ],
 ];
 

@@ -47,6 +47,7 @@ fn result(started: &str, writes: u64) -> ThorResult {
         .collect(),
         harness_peak_rss_kib: 0,
         capabilities: None,
+        machine: None,
         timelines: Vec::new(),
         statistics: None,
     }

@@ -319,7 +319,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
             let c = thor::compare(root, &result.figures, args.counts_only, &args.out)?;
             print!(
                 "{}",
-                thor::report::compare_markdown(&c.verdicts, &c.baseline)
+                thor::report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
             );
             if c.regressed() {
                 code = error::EXIT_FAILED;

@@ -119,7 +119,9 @@ impl Timeline {
                 let cpu = ticks.saturating_sub(before) as f64 / ticks_per_s / dt;
                 point.insert(format!("cpu_cores.{name}"), cpu);
             }
-            point.insert(format!("rss_mib.{name}"), kib as f64 / 1024.0);
+            if name != crate::metrics::usage::OTHERS {
+                point.insert(format!("rss_mib.{name}"), kib as f64 / 1024.0);
+            }
         }
         for (key, &v) in &cur.values {
             match key.strip_prefix("counter:") {

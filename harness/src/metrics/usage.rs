@@ -19,6 +19,11 @@ use crate::metrics::procfs::{self, ProcStat};
 pub const HARNESS: &str = "harness";
 /// The kubectl processes the harness forks (HPCC's drivers).
 pub const KUBECTL: &str = "kubectl";
+/// Everything else the machine's CPUs did (/proc/stat's busy time less
+/// every row above): other processes, a build, another test's cluster.
+/// Its CPU says whether the machine was quiet while latencies were
+/// measured; it has no memory figure.
+pub const OTHERS: &str = "others";
 
 /// One component's use of the machine in a window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -68,6 +73,18 @@ pub fn point(table: &BTreeMap<i32, ProcStat>, groups: &[(String, i32)], me: i32)
         p.insert(KUBECTL.into(), (s.children_ticks, kids_rss));
     }
     p
+}
+
+/// Add the [`OTHERS`] row: the machine's busy ticks less every watched
+/// row's (cumulative, like theirs; the window's difference is what they
+/// used meanwhile).
+pub fn with_others(p: &mut Point, machine_busy: u64) {
+    let ours: u64 = p
+        .iter()
+        .filter(|(n, _)| *n != OTHERS)
+        .map(|(_, v)| v.0)
+        .sum();
+    p.insert(OTHERS.into(), (machine_busy.saturating_sub(ours), 0));
 }
 
 /// Command names in kind's node containers (/proc/PID/stat's, at most 15
@@ -152,6 +169,9 @@ impl UsageTracker {
                 }
             }
         }
+        if let Some(busy) = crate::machine::busy_ticks() {
+            with_others(&mut p, busy);
+        }
         self.record(p.clone());
         p
     }
@@ -207,7 +227,9 @@ mod tests {
 
     use crate::cluster::provider::Processes;
     use crate::metrics::procfs::ProcStat;
-    use crate::metrics::usage::{HARNESS, KUBECTL, UsageTracker, point, point_in_container};
+    use crate::metrics::usage::{
+        HARNESS, KUBECTL, OTHERS, UsageTracker, point, point_in_container, with_others,
+    };
 
     fn p(pid: i32, ppid: i32, pgrp: i32, ticks: u64, kids: u64, rss: u64) -> (i32, ProcStat) {
         let s = ProcStat {
@@ -239,6 +261,24 @@ mod tests {
         assert_eq!(pt["kwok"], (50, 32_048));
         assert_eq!(pt[HARNESS], (500, 100_000));
         assert_eq!(pt[KUBECTL], (70, 40_000));
+    }
+
+    #[test]
+    fn others_is_the_machine_less_every_watched_row() {
+        let mut t = UsageTracker::new(Processes::Unseen);
+        let at = |etcd: u64, busy: u64| {
+            let mut p: super::Point = [("etcd".to_string(), (etcd, 1024))].into();
+            with_others(&mut p, busy);
+            p
+        };
+        t.record(at(1000, 50_000));
+        // etcd used 100 ticks, the machine 130: 30 were someone else's.
+        t.record(at(1100, 50_130));
+        let f = t.figures();
+        let per_s = t.ticks_per_s();
+        assert!((f[OTHERS].cpu_s - 30.0 / per_s).abs() < 1e-9, "{f:?}");
+        assert!((f["etcd"].cpu_s - 100.0 / per_s).abs() < 1e-9);
+        assert_eq!(f[OTHERS].rss_peak_mib, 0.0);
     }
 
     #[test]

@@ -230,6 +230,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 bootstrap_seed: crate::stats::SEED,
                 rule: crate::bench::thor::result::RULE_TEXT.into(),
             }),
+            machine: crate::machine::Machine::this(),
         },
     };
     let mut runs: BTreeMap<String, Vec<ModeResult>> = BTreeMap::new();

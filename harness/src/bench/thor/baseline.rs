@@ -52,6 +52,11 @@ pub struct Baseline {
     /// compared with this baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<String>,
+    /// The machine the runs were recorded on: latencies and CPU are
+    /// judged only on one alike (`compare::machine_gate`). Absent in
+    /// files recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::machine::Machine>,
 }
 
 /// Err (bad input) when `r` was measured with other capabilities than
@@ -399,6 +404,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
         harness_version: r.harness_version.clone(),
         modes,
         capabilities: r.capabilities.as_ref().map(|c| c.comparable()),
+        machine: r.machine.clone(),
     }
 }
 

@@ -46,6 +46,9 @@ pub fn markdown(r: &ThorResult) -> String {
         for c in components {
             row(&mut s, c, &modes, |m| {
                 let u = r.modes[m].result.window.resources.get(c)?;
+                if c == crate::metrics::usage::OTHERS {
+                    return Some(format!("{:.2} · —", u.cpu_s));
+                }
                 Some(format!(
                     "{:.2} · {:.0} / {:.0}",
                     u.cpu_s, u.rss_peak_mib, u.rss_mean_mib
@@ -53,7 +56,7 @@ pub fn markdown(r: &ThorResult) -> String {
             });
         }
         s.push_str(
-            "\nkubectl: the driver's forked kubectl processes (CPU of those finished in the window; memory summed over those alive at each sample).\n",
+            "\nkubectl: the driver's forked kubectl processes (CPU of those finished in the window; memory summed over those alive at each sample). others: the CPU the rest of the machine used (/proc/stat's busy time less every row above) — a build or another cluster beside the run shows here.\n",
         );
     }
     throttling(&mut s, r, &modes);

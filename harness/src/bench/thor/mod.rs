@@ -10,6 +10,7 @@ pub mod contention;
 pub mod cost;
 pub mod dry_run;
 pub mod existing;
+pub mod gate;
 pub mod history;
 pub mod kept;
 pub mod report;
@@ -428,6 +429,9 @@ pub fn kind_profile(mode: Mode) -> &'static str {
 pub struct Comparison {
     pub baseline: PathBuf,
     pub verdicts: Vec<compare::Verdict>,
+    /// Ok(why) the machine-bound figures were judged, Err(why) they were
+    /// only shown (`bench::thor::gate`).
+    pub timing: std::result::Result<String, String>,
 }
 
 impl Comparison {
@@ -437,18 +441,25 @@ impl Comparison {
 }
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`; with `counts_only` latencies and the counts that follow the
-/// machine's timing are shown but not judged (compare::counts_only). Writes
-/// compare.md and compare-junit.xml into `out`.
+/// `root`. Latencies and the counts that follow the machine's timing are
+/// judged only on a quiet machine alike the baseline's (gate),
+/// and never with `counts_only`; otherwise they are shown but not judged
+/// (compare::counts_only). Writes compare.md and compare-junit.xml into
+/// `out`.
 pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
     let base = baseline::load(&path)?;
     baseline::same_capabilities(&base, r, &path)?;
     let mut verdicts = compare::compare(&base, r);
-    if counts_only {
+    let timing = if counts_only {
+        Err("asked with --counts-only".to_string())
+    } else {
+        gate::machine_gate(&base, r)
+    };
+    if timing.is_err() {
         compare::counts_only(&mut verdicts);
     }
-    let md = report::compare_markdown(&verdicts, &path);
+    let md = report::compare_markdown(&verdicts, &path, &timing);
     crate::output::write_atomic(&out.join("compare.md"), &md)?;
     crate::output::write_atomic(
         &out.join("compare-junit.xml"),
@@ -457,6 +468,7 @@ pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Re
     Ok(Comparison {
         baseline: path,
         verdicts,
+        timing,
     })
 }
 

@@ -148,6 +148,10 @@ pub struct ThorResult {
     /// How the runs were ordered and compared (`--repeat`, `--seed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<Statistics>,
+    /// The machine the runs were measured on (`crate::machine`): a
+    /// baseline keeps it, and latencies are judged only on one alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::machine::Machine>,
 }
 
 /// How the modes' runs were ordered and how their ratios were computed:
@@ -398,6 +402,7 @@ pub fn sample_result(requests: u64, p99: f64) -> ThorResult {
         capabilities: None,
         timelines: Vec::new(),
         statistics: None,
+        machine: None,
         model: Default::default(),
         modes: [(
             "baseline".to_string(),

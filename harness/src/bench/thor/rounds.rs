@@ -73,6 +73,7 @@ impl Runs {
             capabilities,
             timelines: Vec::new(),
             statistics: Some(statistics(&rounds, seed, plan.modes)),
+            machine: crate::machine::Machine::this(),
         };
         Runs {
             result,

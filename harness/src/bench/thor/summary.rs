@@ -279,6 +279,7 @@ mod tests {
                 harness_version: "0".into(),
                 modes,
                 capabilities: None,
+                machine: None,
             },
         }
     }

@@ -8,7 +8,14 @@ use crate::bench::thor::charts::fmt_num;
 use crate::bench::thor::compare::Verdict;
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
-pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
+/// The verdict table under a heading, the rule, and whether the
+/// machine-bound figures were judged (`timing`: Ok(why) or Err(why not),
+/// from `bench::thor::gate`).
+pub fn compare_markdown(
+    verdicts: &[Verdict],
+    baseline: &Path,
+    timing: &Result<String, String>,
+) -> String {
     use crate::bench::thor::compare::Status;
     let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
     let failed = verdicts.iter().filter(|v| !v.pass).count();
@@ -45,6 +52,16 @@ pub fn compare_markdown(verdicts: &[Verdict], baseline: &Path) -> String {
             crate::bench::thor::result::RULE_TEXT
         );
     }
+    let _ = match timing {
+        Ok(why) => writeln!(
+            s,
+            "Latencies, times, CPU and the counts that follow the machine's timing: judged — {why}.\n"
+        ),
+        Err(why) => writeln!(
+            s,
+            "Latencies, times, CPU and the counts that follow the machine's timing: shown, not judged — {why}.\n"
+        ),
+    };
     s.push_str("| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n");
     let num = |x: f64| {
         if x.is_finite() {
