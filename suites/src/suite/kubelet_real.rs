@@ -184,15 +184,37 @@ fn compare(
             c.events,
             model.events
         );
-        ensure!(
-            c.status_patches >= model.status_patches,
-            "{}: pod {pod}: the kubelet wrote its status {} times, the model {}",
-            end.name(),
-            c.status_patches,
-            model.status_patches
-        );
+        match status_writes(c.status_patches, model.status_patches) {
+            Ok(None) => {}
+            Ok(Some(why)) => eprintln!("{}: pod {pod}: {why}", end.name()),
+            Err(e) => anyhow::bail!("{}: pod {pod}: {e}", end.name()),
+        }
     }
     Ok(())
+}
+
+/// The kubelet's status writes of a pod against the model's, one per
+/// state the pod passes through. A real kubelet may write fewer: its
+/// status manager keeps only each pod's latest status
+/// (pkg/kubelet/status/status_manager.go: `podStatuses`, woken through
+/// `podStatusChannel`, a channel of one) and writes it at its next sync,
+/// so states that follow each other before that sync are one write — seen
+/// on a kind 1.36 worker beside two other kind clusters (5 writes for
+/// the model's 6). It still writes at least a pod's start and its end.
+/// Ok(Some(note)) for such a coalesced count, Err below that.
+fn status_writes(real: u32, model: u32) -> std::result::Result<Option<String>, String> {
+    const START_AND_END: u32 = 2;
+    if real >= model {
+        Ok(None)
+    } else if real >= START_AND_END {
+        Ok(Some(format!(
+            "the kubelet wrote its status {real} times, the model {model}: states between two of its status manager's syncs were one write"
+        )))
+    } else {
+        Err(format!(
+            "the kubelet wrote its status {real} times, the model {model}: not even a start and an end"
+        ))
+    }
 }
 
 /// The kubelet's events of a pod's life, less its FailedMount warnings,
@@ -242,6 +264,17 @@ pub fn model_against_the_real_kubelet(k: &RealKubelet<'_, impl Cluster>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fewer_status_writes_are_coalesced_down_to_a_start_and_an_end() {
+        assert_eq!(status_writes(6, 6), Ok(None));
+        assert_eq!(status_writes(7, 6), Ok(None));
+        let note = status_writes(5, 6).unwrap().unwrap();
+        assert!(note.contains("5 times, the model 6"), "{note}");
+        assert!(status_writes(2, 6).unwrap().is_some());
+        let e = status_writes(1, 6).unwrap_err();
+        assert!(e.contains("not even a start and an end"), "{e}");
+    }
 
     fn events(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()

@@ -298,9 +298,10 @@ fn audit_reconciles_with_metrics() -> Result<()> {
 /// latencies, times and CPU too when this machine is the baseline's kind
 /// and was quiet while the run was measured (`gate`: CI's
 /// machines, where this test runs alone) — otherwise they are printed,
-/// with why they were not judged. One round's latencies carry one
-/// round's luck, so a machine-bound regression is confirmed: its modes
-/// run once more, and it stands only when that run has it too
+/// with why they were not judged. One round carries one round's luck, so
+/// a regression of a metric with a band (all but the exact counts) is
+/// confirmed: its modes run once more, and it stands only when that run
+/// has it too
 /// (`gate::confirmed`). compare.md (confirmed) and the second
 /// run's (in again/) are kept in `$HARNESS_THOR_OUT` when it is set.
 fn compares_with_the_stored_baseline() -> Result<()> {
@@ -317,9 +318,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
     let mut c = harness::bench::thor::compare(&root, r, false, &out)?;
     let again = gate::to_confirm(&c.verdicts);
     if c.timing.is_ok() && !again.is_empty() {
-        eprintln!(
-            "thor smoke: machine-bound regressions in {again:?}: those modes run once more to confirm"
-        );
+        eprintln!("thor smoke: regressions to confirm in {again:?}: those modes run once more");
         let modes = again
             .iter()
             .map(|m| Mode::parse(m).with_context(|| format!("mode {m}")))
