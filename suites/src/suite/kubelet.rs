@@ -231,8 +231,14 @@ async fn event_reasons(
     Ok(out)
 }
 
+/// How long the audit log and the Event objects may take to agree.
+const AGREE: Duration = Duration::from_secs(20);
+
 /// The per-pod calls: audit counts with the POSTs split by reason; checked
-/// against each other.
+/// against each other. The two are read one after the other while the
+/// reporter may still be sending (seen in a loaded `.ci/run`: 6 event
+/// POSTs in the audit log, 8 Event objects listed a moment later), so
+/// both are read again until they agree, for at most [`AGREE`].
 pub(crate) async fn measure(
     cluster: &impl Cluster,
     client: &kube::Client,
@@ -240,21 +246,33 @@ pub(crate) async fn measure(
     ns: &str,
     from: u64,
 ) -> Result<(BTreeMap<String, PodCalls>, Vec<String>)> {
-    let (mut per_pod, other) = audited_calls(cluster, who, ns, from)?;
-    let reasons = event_reasons(client, who, ns).await?;
-    for (pod, calls) in per_pod.iter_mut() {
-        let posts = calls.events.remove("POST").unwrap_or(0);
-        let by_reason = reasons.get(pod).cloned().unwrap_or_default();
-        ensure!(
-            by_reason.values().sum::<u32>() == posts,
-            "pod {pod}: {posts} event POSTs in the audit log, Event objects {by_reason:?}"
-        );
-        calls.events = EVENT_REASONS.iter().map(|r| (r.to_string(), 0)).collect();
-        for (r, n) in by_reason {
-            *calls.events.entry(r).or_default() += n;
+    Poll::new(
+        format!(
+            "{}'s event POSTs in {ns} and its Event objects to agree",
+            who.user
+        ),
+        AGREE,
+    )
+    .every(Duration::from_millis(500))
+    .until_state(|| async {
+        let (mut per_pod, other) = audited_calls(cluster, who, ns, from)?;
+        let reasons = event_reasons(client, who, ns).await?;
+        for (pod, calls) in per_pod.iter_mut() {
+            let posts = calls.events.remove("POST").unwrap_or(0);
+            let by_reason = reasons.get(pod).cloned().unwrap_or_default();
+            if by_reason.values().sum::<u32>() != posts {
+                return Ok(Err(format!(
+                    "pod {pod}: {posts} event POSTs in the audit log, Event objects {by_reason:?}"
+                )));
+            }
+            calls.events = EVENT_REASONS.iter().map(|r| (r.to_string(), 0)).collect();
+            for (r, n) in by_reason {
+                *calls.events.entry(r).or_default() += n;
+            }
         }
-    }
-    Ok((per_pod, other))
+        Ok(Ok((per_pod, other)))
+    })
+    .await
 }
 
 pub(crate) fn table(
