@@ -301,9 +301,9 @@ fn audit_reconciles_with_metrics() -> Result<()> {
 /// with why they were not judged. One round carries one round's luck, so
 /// a regression of a metric with a band (all but the exact counts) is
 /// confirmed: its modes run once more, and it stands only when that run
-/// has it too
-/// (`gate::confirmed`). compare.md (confirmed) and the second
-/// run's (in again/) are kept in `$HARNESS_THOR_OUT` when it is set.
+/// has it too (`gate::confirmed`). compare.md and compare-junit.xml
+/// (confirmed) and the second run's (in again/) are kept in
+/// `$HARNESS_THOR_OUT` when it is set.
 fn compares_with_the_stored_baseline() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let scratch = tempfile::tempdir()?;
@@ -333,6 +333,10 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         c.verdicts = gate::confirmed(c.verdicts, &c2.verdicts);
         let md = report::compare_markdown(&c.verdicts, &c.baseline, &c.timing);
         harness::output::write_atomic(&out.join("compare.md"), &md)?;
+        harness::output::write_atomic(
+            &out.join("compare-junit.xml"),
+            report::compare_junit(&c.verdicts),
+        )?;
     }
     ensure!(
         c.verdicts
@@ -344,7 +348,10 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         Ok(why) => eprintln!("thor smoke: latencies judged: {why}"),
         Err(why) => eprintln!("thor smoke: latencies not judged: {why}"),
     }
-    for v in c.verdicts.iter().filter(|v| v.kind == MetricKind::Latency) {
+    let shown = |v: &&harness::bench::thor::compare::Verdict| {
+        v.kind == MetricKind::Latency || v.note.contains("confirmed")
+    };
+    for v in c.verdicts.iter().filter(shown) {
         eprintln!("{} {}: {}", v.mode, v.metric, v.note);
     }
     let failed: Vec<String> = c

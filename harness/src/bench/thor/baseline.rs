@@ -53,7 +53,7 @@ pub struct Baseline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<String>,
     /// The machine the runs were recorded on: latencies and CPU are
-    /// judged only on one alike (`compare::machine_gate`). Absent in
+    /// judged only on one alike (`gate::machine_gate`). Absent in
     /// files recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::machine::Machine>,
@@ -241,7 +241,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::bench::thor::result::{ModeResult, ThorResult};
+use crate::bench::thor::result::ThorResult;
 use crate::error::bad_input;
 use crate::schema::Finding;
 use crate::schema::typed::{Ctx, decode};
@@ -367,11 +367,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
         .modes
         .iter()
         .map(|(mode, s)| {
-            let runs: &[ModeResult] = if s.repeats.is_empty() {
-                std::slice::from_ref(&s.result)
-            } else {
-                &s.repeats
-            };
+            let runs = s.runs();
             let mut metrics: BTreeMap<String, Metric> = BTreeMap::new();
             for run in runs {
                 for (name, _, unit, kind) in metric_specs(run) {

@@ -63,12 +63,7 @@ pub struct Verdict {
 
 /// The run's values of `name` in `mode`, one per repeat.
 fn run_samples(r: &ThorResult, mode: &str, name: &str) -> Option<Vec<f64>> {
-    let s = r.modes.get(mode)?;
-    let runs = if s.repeats.is_empty() {
-        std::slice::from_ref(&s.result)
-    } else {
-        &s.repeats[..]
-    };
+    let runs = r.modes.get(mode)?.runs();
     let v: Vec<f64> = runs.iter().filter_map(|x| metric_value(x, name)).collect();
     (!v.is_empty()).then_some(v)
 }
@@ -80,11 +75,7 @@ fn run_samples(r: &ThorResult, mode: &str, name: &str) -> Option<Vec<f64>> {
 pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
     let mut out = Vec::new();
     for (mode, s) in &r.modes {
-        let runs = if s.repeats.is_empty() {
-            std::slice::from_ref(&s.result)
-        } else {
-            &s.repeats[..]
-        };
+        let runs = s.runs();
         let plans: Vec<Option<_>> = runs
             .iter()
             .map(|x| x.call_plan.as_ref().and_then(callplan::expected))

@@ -108,12 +108,7 @@ pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
     }
     let mut busiest: Option<(&str, f64)> = None;
     for (mode, s) in &r.modes {
-        let runs = if s.repeats.is_empty() {
-            std::slice::from_ref(&s.result)
-        } else {
-            &s.repeats[..]
-        };
-        for run in runs {
+        for run in s.runs() {
             let Some(cores) = others_cores(run) else {
                 return Err(format!(
                     "a {mode} run did not measure how busy the rest of the machine was"

@@ -70,13 +70,9 @@ pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
 
 /// A mode's runs in one result.
 fn runs(r: &ThorResult, mode: &str) -> Vec<ModeResult> {
-    r.modes.get(mode).map_or_else(Vec::new, |s| {
-        if s.repeats.is_empty() {
-            vec![s.result.clone()]
-        } else {
-            s.repeats.clone()
-        }
-    })
+    r.modes
+        .get(mode)
+        .map_or_else(Vec::new, |s| s.runs().to_vec())
 }
 
 /// Every mode's headline metrics over the series, change points found.

@@ -113,6 +113,18 @@ pub struct ModeSummary {
     pub vs_reference: BTreeMap<String, stats::Judged>,
 }
 
+impl ModeSummary {
+    /// The mode's runs: its repeats, or the one result of a run saved
+    /// before repeats were kept.
+    pub fn runs(&self) -> &[ModeResult] {
+        if self.repeats.is_empty() {
+            std::slice::from_ref(&self.result)
+        } else {
+            &self.repeats
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThorResult {
     pub schema: String,
