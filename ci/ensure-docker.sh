@@ -210,7 +210,8 @@ cat /proc/sys/net/ipv4/ip_forward >"$exec_root/ip_forward-before" 2>/dev/null ||
 # clusters beside the local suites' run out of them ("too many open
 # files": containerd without its CRI service, controllers stopping at
 # start). Raised to what kind's known issues advise while the engine runs;
-# stop puts the values back. `harness doctor` shows the room left.
+# stop puts the values back. `harness doctor` shows the room left. (512
+# is harness/src/inotify.rs's ADVISED; a test there holds them equal.)
 for k in max_user_instances:512 max_user_watches:524288; do
   f=/proc/sys/fs/inotify/${k%%:*} want=${k##*:}
   [ -w "$f" ] || continue

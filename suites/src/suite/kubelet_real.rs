@@ -139,9 +139,9 @@ async fn life(
 /// charge the control plane more than a real node). Of the kubelet's
 /// other requests: a GET of the pod before each status write (the status
 /// manager's syncPod reads the pod, then patches it;
-/// pkg/kubelet/status/status_manager.go) and one service-account token per
-/// pod (its projected token volume), neither of which kwok's Stages can
-/// make.
+/// pkg/kubelet/status/status_manager.go) and a service-account token per
+/// pod (its projected token volume; `token_requests`), neither of which
+/// kwok's Stages can make.
 fn compare(
     end: PodEnd,
     per_pod: &BTreeMap<String, PodCalls>,
@@ -164,11 +164,11 @@ fn compare(
         .get("create serviceaccounts/token")
         .copied()
         .unwrap_or(0);
-    ensure!(
-        tokens as usize == PODS,
-        "{}: {tokens} token requests for {PODS} pods",
-        end.name()
-    );
+    match token_requests(tokens, PODS as u32) {
+        Ok(None) => {}
+        Ok(Some(why)) => eprintln!("{}: {why}", end.name()),
+        Err(e) => anyhow::bail!("{}: {e}", end.name()),
+    }
     for (pod, c) in per_pod {
         let (events, retries) = lifecycle_events(&c.events);
         if retries > 0 {
@@ -213,6 +213,33 @@ fn status_writes(real: u32, model: u32) -> std::result::Result<Option<String>, S
     } else {
         Err(format!(
             "the kubelet wrote its status {real} times, the model {model}: not even a start and an end"
+        ))
+    }
+}
+
+/// The kubelet's service-account token requests for `pods` pods: one per
+/// pod, for its projected token volume's first set-up
+/// (pkg/volume/projected/projected.go `collectData`, through the token
+/// manager, pkg/kubelet/token/token_manager.go `GetServiceAccountToken`,
+/// which caches the token per pod). The projected volume's tear-down
+/// empties that pod's cache (`TearDownAt` → `DeleteServiceAccountToken`),
+/// and the volume manager's reconciler remounts projected volumes while the
+/// pod is still in its desired state, so a pod deleted while running may
+/// ask once more — seen on a kind 1.37 worker beside two other kind
+/// clusters (4 requests for 3 pods). More than twice per pod would be a
+/// kubelet that does not cache; fewer than once, a pod without its token.
+/// Ok(Some(note)) for the extra requests, Err outside one to two per pod.
+fn token_requests(tokens: u32, pods: u32) -> std::result::Result<Option<String>, String> {
+    if tokens == pods {
+        Ok(None)
+    } else if tokens > pods && tokens <= 2 * pods {
+        Ok(Some(format!(
+            "{tokens} token requests for {pods} pods: {} asked again after its volume's tear-down emptied the token manager's cache",
+            tokens - pods
+        )))
+    } else {
+        Err(format!(
+            "{tokens} token requests for {pods} pods: want one per pod, and at most one more after a tear-down"
         ))
     }
 }
@@ -274,6 +301,17 @@ mod tests {
         assert!(status_writes(2, 6).unwrap().is_some());
         let e = status_writes(1, 6).unwrap_err();
         assert!(e.contains("not even a start and an end"), "{e}");
+    }
+
+    #[test]
+    fn one_token_per_pod_and_at_most_one_more_after_a_tear_down() {
+        assert_eq!(token_requests(3, 3), Ok(None));
+        let note = token_requests(4, 3).unwrap().unwrap();
+        assert!(note.contains("1 asked again"), "{note}");
+        assert!(token_requests(6, 3).unwrap().is_some());
+        assert!(token_requests(7, 3).is_err());
+        let e = token_requests(2, 3).unwrap_err();
+        assert!(e.contains("want one per pod"), "{e}");
     }
 
     fn events(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
