@@ -13,15 +13,18 @@
 //! other than watches (exec, attach, port-forward, proxy, log follow)
 //! bypass the filter (pkg/server/filters/priority-and-fairness.go,
 //! `ServeHTTP`), where the audit log has both; requests the authorizer
-//! refuses (403) are dispatched first and counted in both. A window's
-//! APF counts end at its closing snapshot, its audit events at the log's
-//! end when read just after.
+//! refuses (403) are dispatched first and counted in both. A watch is
+//! counted by APF when it begins and is in a window's audit log while it
+//! begins or ends, so the agreement leaves out the watches that began
+//! before the window. A window's APF counts end at its closing snapshot,
+//! its audit events at the log's end when read just after.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::existing::apf::{ApfFlows, EXEMPT_SCHEMA};
+use crate::metrics::attribution::Attribution;
 use crate::metrics::prom::{Sample, counter_delta};
 
 /// The metric APF counts dispatched requests in.
@@ -95,6 +98,7 @@ pub fn counts(before: &[Sample], after: &[Sample], flows: &ApfFlows) -> ApfCount
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
     pub apf: u64,
+    /// The audit log's requests that began in the window.
     pub audit: u64,
 }
 
@@ -109,23 +113,26 @@ impl Agreement {
     }
 }
 
-/// For each identity APF counted, its audit figure beside it. Group
-/// identities ("group:NAME") sum the audit's users of that group, given
-/// as `audit_groups`.
-pub fn agreement(
-    apf: &ApfCounts,
-    audit_by_client: &BTreeMap<String, u64>,
-    audit_groups: &BTreeMap<String, u64>,
-) -> BTreeMap<String, Agreement> {
+/// For each identity APF counted, its audit figure beside it: the
+/// requests that began in the window, as APF counts them (at dispatch) —
+/// the audit's requests less its watches that began before
+/// (`Attribution::watches_begun_before`). Group identities
+/// ("group:NAME") sum the audit's users of that group.
+pub fn agreement(apf: &ApfCounts, audit: &Attribution) -> BTreeMap<String, Agreement> {
     apf.by_client
         .iter()
         .filter(|(label, _)| !label.starts_with(OTHER_PREFIX))
         .map(|(label, n)| {
-            let audit = match label.strip_prefix("group:") {
-                Some(g) => audit_groups.get(g).copied().unwrap_or(0),
-                None => audit_by_client.get(label).copied().unwrap_or(0),
+            let seen = match label.strip_prefix("group:") {
+                Some(g) => audit.by_group.get(g).copied().unwrap_or(0),
+                None => audit.by_client.get(label).copied().unwrap_or(0),
             };
-            (label.clone(), Agreement { apf: *n, audit })
+            let before = audit.watches_begun_before.get(label).copied().unwrap_or(0);
+            let agreement = Agreement {
+                apf: *n,
+                audit: seen.saturating_sub(before),
+            };
+            (label.clone(), agreement)
         })
         .collect()
 }
@@ -225,16 +232,22 @@ mod tests {
             ]),
             &flows(),
         );
-        let audit: BTreeMap<String, u64> = [("system:serviceaccount:ns:thor".to_string(), 104)]
-            .into_iter()
-            .collect();
-        let groups: BTreeMap<String, u64> =
-            [("system:nodes".to_string(), 20)].into_iter().collect();
-        let a = agreement(&c, &audit, &groups);
+        let map = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        let audit = Attribution {
+            by_client: map(&[("system:serviceaccount:ns:thor", 104)]),
+            by_group: map(&[("system:nodes", 26)]),
+            // Six node watches ended in the window; APF counted them
+            // when they began, before it.
+            watches_begun_before: map(&[("group:system:nodes", 6), ("kwok", 3)]),
+            ..Attribution::default()
+        };
+        let a = agreement(&c, &audit);
         assert_eq!(a.len(), 2, "{a:?}");
         let thor = &a["system:serviceaccount:ns:thor"];
         assert!((thor.off_pct() - 3.846).abs() < 0.01, "{thor:?}");
-        assert_eq!(a["group:system:nodes"].off_pct(), 0.0);
+        assert_eq!(a["group:system:nodes"], Agreement { apf: 20, audit: 20 });
         assert_eq!(Agreement { apf: 1, audit: 0 }.off_pct(), 100.0);
     }
 }

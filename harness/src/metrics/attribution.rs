@@ -33,6 +33,14 @@ pub struct Attribution {
     /// user → "verb resource code" → count, for responses ≥ 400 other
     /// than 404 and 409 (which kubectl replace --force expects).
     pub failed: BTreeMap<String, BTreeMap<String, u64>>,
+    /// client (and "group:NAME") → watches counted above that began
+    /// before the window: only their ResponseComplete is in it (client-go
+    /// reflectors end a watch after 5–10 min and start another, so a
+    /// controller's dozens of watches end in any window). The API
+    /// server's priority and fairness counted each when it began, so
+    /// `apf::agreement` leaves them out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub watches_begun_before: BTreeMap<String, u64>,
 }
 
 /// Whether an attribution key ("verb resource[/subresource]") is a write:
@@ -138,6 +146,13 @@ impl Attributor {
         for g in &e.user.groups {
             *a.by_group.entry(g.clone()).or_default() += 1;
         }
+        // A watch's first event here is its end: it began before.
+        if e.verb == "watch" && e.stage == "ResponseComplete" {
+            let labels = e.user.groups.iter().map(|g| format!("group:{g}"));
+            for label in std::iter::once(client.clone()).chain(labels) {
+                *a.watches_begun_before.entry(label).or_default() += 1;
+            }
+        }
         let code = e.response_status.as_ref().map_or(0, |s| s.code);
         if code >= 400 && code != 404 && code != 409 {
             *a.failed
@@ -191,6 +206,31 @@ mod tests {
         ] {
             assert!(!is_write_request(r), "{r}");
         }
+    }
+
+    #[test]
+    fn a_watch_whose_start_is_not_in_the_window_began_before_it() {
+        let node = |id: &str, stage: &str| {
+            let mut e = ev(id, stage, "system:node:n1", "watch", "pods", "", 200);
+            e.user.groups = vec!["system:nodes".into()];
+            e
+        };
+        let events = vec![
+            // Began before: only its end is here.
+            node("1", "ResponseComplete"),
+            // Began here, and ended here too.
+            node("2", "ResponseStarted"),
+            node("2", "ResponseComplete"),
+            ev("3", "ResponseComplete", "kcm", "watch", "leases", "", 200),
+            ev("4", "ResponseComplete", "kcm", "update", "leases", "", 200),
+        ];
+        let a = attribute(&events, &["admin"]);
+        assert_eq!(a.by_client["system:node:n1"], 2);
+        assert_eq!(a.by_client["kcm"], 2);
+        assert_eq!(a.watches_begun_before["system:node:n1"], 1);
+        assert_eq!(a.watches_begun_before["group:system:nodes"], 1);
+        assert_eq!(a.watches_begun_before["kcm"], 1);
+        assert_eq!(a.watches_begun_before.len(), 3);
     }
 
     #[test]

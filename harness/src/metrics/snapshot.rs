@@ -25,15 +25,17 @@ pub struct Snapshot {
 /// cluster's log is out of reach), so the events of a run are read from
 /// there afterwards.
 pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapshot> {
-    let apiserver = prom::parse(&cluster.apiserver_metrics().await?);
+    let apiserver = cluster.apiserver_metrics().await?;
     // The audit log's end right after the API server's counters, before
-    // the other scrapes: the two count the same requests only if taken at
-    // one moment (on a loaded machine the scrapes between took long
-    // enough for the controller manager's burst to fall between them).
+    // parsing them and before the other scrapes: the two count the same
+    // requests only if taken at one moment (on a loaded machine the
+    // scrapes between took long enough for the controller manager's
+    // burst to fall between them).
     let audit_offset = match cluster.audit_log() {
         Some(_) => cluster.audit_end()?,
         None => 0,
     };
+    let apiserver = prom::parse(&apiserver);
     let etcd = match cluster.measures_etcd() {
         true => prom::parse(&cluster.etcd_metrics().await?),
         false => Vec::new(),

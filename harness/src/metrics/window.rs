@@ -329,9 +329,7 @@ impl Window {
                     this.opened_at,
                     &mut timeline,
                 )?;
-                let agreement = apf
-                    .map(|c| apf::agreement(&c, &a.by_client, &a.by_group))
-                    .unwrap_or_default();
+                let agreement = apf.map(|c| apf::agreement(&c, &a)).unwrap_or_default();
                 (a, "audit log", agreement)
             }
             (false, Some(c)) => {

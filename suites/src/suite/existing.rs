@@ -231,9 +231,9 @@ fn left_flowschemas(fx: &Fixture, run_id: &str) -> Result<Vec<String>> {
 }
 
 /// With both the audit log and `--attribution apf`, every followed
-/// identity's APF count is its audit count within 5 % (or 2 requests,
-/// for identities that made few: a watch that began before the window
-/// and ends in it is in the audit log's window and not in APF's).
+/// identity's APF count is its audit count of requests begun in the
+/// window within 5 % (or 2 requests, for identities that made few: the
+/// two are read a moment apart at each end of the window).
 fn apf_agrees_with_the_audit_log() -> Result<()> {
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
