@@ -31,19 +31,40 @@ pub struct UpOptions {
     pub timeout: Duration,
 }
 
-/// Find or build every binary a local cluster of this spec runs.
-pub async fn resolve_tools(
-    spec: &ClusterSpec,
-    bins: BTreeMap<Component, PathBuf>,
-) -> Result<Tools> {
+/// The release of a local cluster of this spec and what it runs beside
+/// every cluster's binaries (`Component::CLUSTER`): Kueue, a real node's.
+fn extra_tools(spec: &ClusterSpec) -> Result<(K8sRelease, Vec<Component>)> {
     let k8s = K8sRelease::parse(&spec.k8s_minor)?;
     let mut extra: Vec<Component> = spec.kueue.iter().map(|_| Component::Kueue).collect();
     if spec.real_node {
         extra.extend(Component::NODE);
     }
+    Ok((k8s, extra))
+}
+
+/// Find or build every binary a local cluster of this spec runs.
+pub async fn resolve_tools(
+    spec: &ClusterSpec,
+    bins: BTreeMap<Component, PathBuf>,
+) -> Result<Tools> {
+    let (k8s, extra) = extra_tools(spec)?;
     tokio::task::spawn_blocking(move || Resolver::from_env(k8s, bins).resolve_all(&extra))
         .await
         .context("tool resolution panicked")?
+}
+
+/// Whether every binary a local cluster of this spec runs is at hand
+/// (`Resolver::at_hand`: nothing would be built), read from the file
+/// system alone.
+pub fn tools_at_hand(spec: &ClusterSpec) -> bool {
+    let Ok((k8s, extra)) = extra_tools(spec) else {
+        return false;
+    };
+    let r = Resolver::from_env(k8s, BTreeMap::new());
+    Component::CLUSTER
+        .into_iter()
+        .chain(extra)
+        .all(|c| r.at_hand(c))
 }
 
 /// Find or build one binary (one the local provider does not start, such

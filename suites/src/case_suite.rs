@@ -357,6 +357,7 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
                     // Benchmarks run alone: other trials' clusters would
                     // skew their figures.
                     let bench = c.benchmark.is_some();
+                    let existing = state.existing.is_some();
                     let (state, c, n) = (state.clone(), c.clone(), name.clone());
                     let test = if let Some(ex) = &state.existing {
                         let here = ex.minor == g.release.minor && ex.profile == g.profile;
@@ -369,7 +370,13 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
                         let g = g.clone();
                         Test::new(tname, move || run_trial(&state, &g, &n, &c))
                     };
-                    tests.push(if bench { test.quiet() } else { test });
+                    tests.push(match (bench, existing) {
+                        (false, _) => test,
+                        (true, true) => test.quiet(),
+                        (true, false) => {
+                            test.quiet_unless_building(harness::lifecycle::tools_at_hand(&g.spec()))
+                        }
+                    });
                 }
             }
         }

@@ -10,7 +10,9 @@
 //! A test that measures something the machine's load would change
 //! (latencies against a stored baseline, HPCC's polls that follow the
 //! cluster's pace) is `quiet`: it runs with no other test at once, and
-//! the quiet tests of every suite run first. Tests
+//! the quiet tests of every suite run first — but for those whose
+//! binaries must first be built, which run last
+//! (`Test::quiet_unless_building`). Tests
 //! of one `serial` lane (one cluster measured at a time) run one after the
 //! other, without holding a slot while they wait. A test starts beside
 //! others only while this user has inotify instances to spare for its
@@ -46,6 +48,9 @@ type After = Box<dyn FnOnce() -> Result<(), String> + Send>;
 pub struct Test {
     name: String,
     quiet: bool,
+    /// Quiet, and what it runs must first be built: it runs after the
+    /// others, not before them (`quiet_unless_building`).
+    quiet_last: bool,
     serial: Option<&'static str>,
     ignored: bool,
     /// What this machine lacks for the test: shown as ignored with it,
@@ -62,6 +67,7 @@ impl Test {
         Test {
             name: name.into(),
             quiet: false,
+            quiet_last: false,
             serial: None,
             ignored: false,
             lacks: None,
@@ -77,6 +83,19 @@ impl Test {
     /// Runs with no other test at once.
     pub fn quiet(mut self) -> Test {
         self.quiet = true;
+        self
+    }
+
+    /// Runs with no other test at once: first when `at_hand` (every
+    /// binary it runs is on this machine), else after every other test.
+    /// A build run alone would hold the run for its length (the gang
+    /// suite's 1.36 latency case on a fresh machine: 4 of its 4 min 7 s
+    /// were the 1.36 binaries' build, with nothing else running); run last,
+    /// it finds them built by the tests before it, which built them beside
+    /// other tests' waits.
+    pub fn quiet_unless_building(mut self, at_hand: bool) -> Test {
+        self.quiet = true;
+        self.quiet_last = !at_hand;
         self
     }
 
@@ -262,26 +281,26 @@ pub fn main(builds: &[Build]) -> ! {
             let lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
-            // test to end.
-            let index = trials.len() + if t.quiet { 0 } else { 1 << 32 };
+            // test to end. Those that would first build go last.
+            let index = turn_order(trials.len(), t.quiet, t.quiet_last);
             let (quiet, body, lane_name) = (t.quiet, t.body, t.serial);
             let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
             let full = shown(suite.name, &t.name);
             trials.push(
                 Trial::test(t.name, move || {
-                    let outcome = {
-                        let _lane = lane
-                            .as_ref()
-                            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
-                        let Some(_turn) = slots.take(index, quiet) else {
-                            return Err("not started: the run was interrupted".into());
-                        };
-                        ending.started.store(true, Ordering::SeqCst);
-                        let at = timings.now();
-                        let outcome = body();
-                        timings.done(full, lane_name, at);
-                        outcome
+                    let in_lane = lane
+                        .as_ref()
+                        .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
+                    let Some(_turn) = slots.take(index, quiet) else {
+                        return Err("not started: the run was interrupted".into());
                     };
+                    ending.started.store(true, Ordering::SeqCst);
+                    let at = timings.now();
+                    let outcome = body();
+                    timings.done(full, lane_name, at);
+                    drop(in_lane);
+                    // The suite's `after` (stopping its clusters) keeps the
+                    // turn: a quiet test does not start beside it.
                     if counts {
                         ending.one_done();
                     }
@@ -309,6 +328,18 @@ pub fn main(builds: &[Build]) -> ! {
         std::process::exit(101);
     }
     conclusion.exit()
+}
+
+/// Where the test listed at `position` waits in line (`Slots::take`):
+/// the quiet tests first, then the others, then the quiet tests that
+/// would first build; in list order within each.
+fn turn_order(position: usize, quiet: bool, quiet_last: bool) -> usize {
+    position
+        + match (quiet, quiet_last) {
+            (true, false) => 0,
+            (false, _) => 1 << 32,
+            (true, true) => 2 << 32,
+        }
 }
 
 /// Room for one more test beside the running ones: the inotify instances
@@ -364,7 +395,7 @@ fn on_signal_tear_down(slots: Arc<Slots>, endings: Vec<Arc<Ending>>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::runner::{TEST_THREADS, shown, test_threads, will_run};
+    use crate::runner::{TEST_THREADS, shown, test_threads, turn_order, will_run};
     use libtest_mimic::Arguments;
 
     fn args(argv: &[&str]) -> Arguments {
@@ -403,6 +434,15 @@ mod tests {
             false
         ));
         assert!(!will_run(&args(&["--list"]), "thor", "smoke", false));
+    }
+
+    #[test]
+    fn quiet_tests_go_first_but_those_that_would_build_go_last() {
+        // Listed: a test, a quiet one, a quiet one that would build, a test.
+        let listed = [(false, false), (true, false), (true, true), (false, false)];
+        let mut order: Vec<usize> = (0..listed.len()).collect();
+        order.sort_by_key(|&i| turn_order(i, listed[i].0, listed[i].1));
+        assert_eq!(order, [1, 0, 3, 2]);
     }
 
     #[test]
