@@ -75,6 +75,19 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
     }
 }
 
+/// The clients that made the most requests, most first: what a failed
+/// count is read with (a fresh-machine run once had 400 more requests in
+/// jobset mode than the baseline, from a client it did not name).
+fn top_clients(by_client: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = by_client.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .take(8)
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn smoke_as_existing() -> Result<()> {
     let fx = fixture().map_err(anyhow::Error::msg)?;
     let c = &fx.cluster;
@@ -113,9 +126,10 @@ fn smoke_as_existing() -> Result<()> {
             let b = base(k)?;
             ensure!(
                 (measured - b).abs() <= tolerance * b,
-                "{mode} {k}: {measured} on the existing provider, {b} in {} (±{:.0} %)",
+                "{mode} {k}: {measured} on the existing provider, {b} in {} (±{:.0} %); this run's requests by client: {}",
                 path.display(),
-                tolerance * 100.0
+                tolerance * 100.0,
+                top_clients(&m.window.api_requests_by_client)
             );
         }
         let (measured, predicted) = (
