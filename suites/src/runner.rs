@@ -44,13 +44,20 @@ pub const TEST_THREADS: usize = 8;
 type Body = Box<dyn FnOnce() -> Result<(), Failed> + Send>;
 type After = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
+/// Whether a test runs with no other at once (`quiet`), and then whether
+/// before the others or after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    No,
+    First,
+    /// What it runs must first be built (`Test::quiet_unless_building`).
+    Last,
+}
+
 /// One test of a suite.
 pub struct Test {
     name: String,
-    quiet: bool,
-    /// Quiet, and what it runs must first be built: it runs after the
-    /// others, not before them (`quiet_unless_building`).
-    quiet_last: bool,
+    alone: Alone,
     serial: Option<&'static str>,
     ignored: bool,
     /// What this machine lacks for the test: shown as ignored with it,
@@ -66,8 +73,7 @@ impl Test {
     ) -> Test {
         Test {
             name: name.into(),
-            quiet: false,
-            quiet_last: false,
+            alone: Alone::No,
             serial: None,
             ignored: false,
             lacks: None,
@@ -82,7 +88,7 @@ impl Test {
 
     /// Runs with no other test at once.
     pub fn quiet(mut self) -> Test {
-        self.quiet = true;
+        self.alone = Alone::First;
         self
     }
 
@@ -94,8 +100,7 @@ impl Test {
     /// it finds them built by the tests before it, which built them beside
     /// other tests' waits.
     pub fn quiet_unless_building(mut self, at_hand: bool) -> Test {
-        self.quiet = true;
-        self.quiet_last = !at_hand;
+        self.alone = if at_hand { Alone::First } else { Alone::Last };
         self
     }
 
@@ -282,8 +287,8 @@ pub fn main(builds: &[Build]) -> ! {
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
             // test to end. Those that would first build go last.
-            let index = turn_order(trials.len(), t.quiet, t.quiet_last);
-            let (quiet, body, lane_name) = (t.quiet, t.body, t.serial);
+            let index = turn_order(trials.len(), t.alone);
+            let (quiet, body, lane_name) = (t.alone != Alone::No, t.body, t.serial);
             let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
             let full = shown(suite.name, &t.name);
             trials.push(
@@ -333,12 +338,12 @@ pub fn main(builds: &[Build]) -> ! {
 /// Where the test listed at `position` waits in line (`Slots::take`):
 /// the quiet tests first, then the others, then the quiet tests that
 /// would first build; in list order within each.
-fn turn_order(position: usize, quiet: bool, quiet_last: bool) -> usize {
+fn turn_order(position: usize, alone: Alone) -> usize {
     position
-        + match (quiet, quiet_last) {
-            (true, false) => 0,
-            (false, _) => 1 << 32,
-            (true, true) => 2 << 32,
+        + match alone {
+            Alone::First => 0,
+            Alone::No => 1 << 32,
+            Alone::Last => 2 << 32,
         }
 }
 
@@ -395,7 +400,7 @@ fn on_signal_tear_down(slots: Arc<Slots>, endings: Vec<Arc<Ending>>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::runner::{TEST_THREADS, shown, test_threads, turn_order, will_run};
+    use crate::runner::{Alone, TEST_THREADS, shown, test_threads, turn_order, will_run};
     use libtest_mimic::Arguments;
 
     fn args(argv: &[&str]) -> Arguments {
@@ -439,9 +444,9 @@ mod tests {
     #[test]
     fn quiet_tests_go_first_but_those_that_would_build_go_last() {
         // Listed: a test, a quiet one, a quiet one that would build, a test.
-        let listed = [(false, false), (true, false), (true, true), (false, false)];
+        let listed = [Alone::No, Alone::First, Alone::Last, Alone::No];
         let mut order: Vec<usize> = (0..listed.len()).collect();
-        order.sort_by_key(|&i| turn_order(i, listed[i].0, listed[i].1));
+        order.sort_by_key(|&i| turn_order(i, listed[i]));
         assert_eq!(order, [1, 0, 3, 2]);
     }
 

@@ -330,12 +330,10 @@ pub fn markdown(r: &CronBenchResult) -> String {
         m.requests_per_run,
         m.etcd_writes_per_run
     );
-    let mut clients: Vec<(&String, &u64)> = m.api_requests_by_client.iter().collect();
-    clients.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    for (c, n) in clients {
+    for (c, n) in crate::metrics::attribution::largest_first(&m.api_requests_by_client) {
         out.push_str(&format!(
             "| … by {c} | {:.2} |\n",
-            per_run(*n, m.scheduled_runs)
+            per_run(n, m.scheduled_runs)
         ));
     }
     if !r.over_rounds.is_empty() {

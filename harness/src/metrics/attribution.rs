@@ -52,6 +52,14 @@ pub fn is_write_request(key: &str) -> bool {
     )
 }
 
+/// Clients by their requests, the most first (then by name): how every
+/// table and message lists them.
+pub fn largest_first(by_client: &BTreeMap<String, u64>) -> Vec<(&str, u64)> {
+    let mut v: Vec<(&str, u64)> = by_client.iter().map(|(c, n)| (c.as_str(), *n)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v
+}
+
 /// A client identity as `measure` names it: the authenticated user and
 /// the product of its user agent ("kubectl/v1.37.1 (linux/amd64) …" →
 /// "kubectl"), so a load tool's own traffic is told from the controllers'

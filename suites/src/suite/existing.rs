@@ -79,9 +79,8 @@ fn options(t: ExistingTarget) -> ThorBenchOptions {
 /// count is read with (a fresh-machine run once had 400 more requests in
 /// jobset mode than the baseline, from a client it did not name).
 fn top_clients(by_client: &std::collections::BTreeMap<String, u64>) -> String {
-    let mut v: Vec<(&String, &u64)> = by_client.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    v.iter()
+    harness::metrics::attribution::largest_first(by_client)
+        .into_iter()
         .take(8)
         .map(|(c, n)| format!("{c} {n}"))
         .collect::<Vec<_>>()

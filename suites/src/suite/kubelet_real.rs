@@ -164,11 +164,7 @@ fn compare(
         .get("create serviceaccounts/token")
         .copied()
         .unwrap_or(0);
-    match token_requests(tokens, PODS as u32) {
-        Ok(None) => {}
-        Ok(Some(why)) => eprintln!("{}: {why}", end.name()),
-        Err(e) => anyhow::bail!("{}: {e}", end.name()),
-    }
+    noted(end.name(), token_requests(tokens, PODS as u32))?;
     for (pod, c) in per_pod {
         let (events, retries) = lifecycle_events(&c.events);
         if retries > 0 {
@@ -184,13 +180,25 @@ fn compare(
             c.events,
             model.events
         );
-        match status_writes(c.status_patches, model.status_patches) {
-            Ok(None) => {}
-            Ok(Some(why)) => eprintln!("{}: pod {pod}: {why}", end.name()),
-            Err(e) => anyhow::bail!("{}: pod {pod}: {e}", end.name()),
-        }
+        noted(
+            &format!("{}: pod {pod}", end.name()),
+            status_writes(c.status_patches, model.status_patches),
+        )?;
     }
     Ok(())
+}
+
+/// A check that passes, passes with a note (printed, under `what`), or
+/// fails.
+fn noted(what: &str, check: std::result::Result<Option<String>, String>) -> Result<()> {
+    match check {
+        Ok(None) => Ok(()),
+        Ok(Some(why)) => {
+            eprintln!("{what}: {why}");
+            Ok(())
+        }
+        Err(e) => anyhow::bail!("{what}: {e}"),
+    }
 }
 
 /// The kubelet's status writes of a pod against the model's, one per

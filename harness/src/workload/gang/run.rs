@@ -53,9 +53,8 @@ pub struct RequestCost {
 impl RequestCost {
     /// "job-controller 12, kwok-controller 8" — the largest first.
     pub fn summary(&self) -> String {
-        let mut v: Vec<(&String, &u64)> = self.by_client.iter().collect();
-        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        v.iter()
+        crate::metrics::attribution::largest_first(&self.by_client)
+            .into_iter()
             .map(|(c, n)| format!("{} {n}", short_client(c)))
             .collect::<Vec<_>>()
             .join(", ")
