@@ -47,9 +47,12 @@ pub struct SuiteDef {
 }
 
 /// Kueue's `waitForPodsReady.timeout` on the suite's Kueue clusters:
-/// short, so a case can watch an eviction; kwok pods are Ready within a
-/// second when they can be placed at all.
-pub const KUEUE_PODS_READY_TIMEOUT_S: u64 = 10;
+/// short, so a case can watch an eviction. kwok pods are Ready within a
+/// second on an idle machine, but under the whole test command on 2 cores
+/// a placed JobSet's pods once took over 10 s (the preemption case's low
+/// JobSet, CI of 47e50c7), so cases that need a workload running wait for
+/// its `PodsReady` and the timeout leaves that wait room.
+pub const KUEUE_PODS_READY_TIMEOUT_S: u64 = 20;
 
 /// One cluster per (minor, profile), shared by that group's trials.
 struct Group {

@@ -2,7 +2,7 @@
 //! cluster of each Kubernetes minor running Kueue (`KUEUE_VERSION`, its
 //! controller a local process), with the case's profile (`kueue`: no gang
 //! gates; `kueue-gang`: that version's gang gates too). Kueue's
-//! `waitForPodsReady` is on with a 10 s timeout
+//! `waitForPodsReady` is on with a 20 s timeout
 //! (`case_suite::KUEUE_PODS_READY_TIMEOUT_S`). Trials are
 //! `kueue::<case>::k8s-<minor>`; reports go to `$HARNESS_KUEUE_OUT` or
 //! `target/kueue-report/`.
