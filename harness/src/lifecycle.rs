@@ -53,18 +53,11 @@ pub async fn resolve_tools(
         .context("tool resolution panicked")?
 }
 
-/// Whether every binary a local cluster of this spec runs is at hand
-/// (`Resolver::at_hand`: nothing would be built), read from the file
-/// system alone.
-pub fn tools_at_hand(spec: &ClusterSpec) -> bool {
-    let Ok((k8s, extra)) = extra_tools(spec) else {
-        return false;
-    };
-    let r = Resolver::from_env(k8s, BTreeMap::new());
-    Component::CLUSTER
-        .into_iter()
-        .chain(extra)
-        .all(|c| r.at_hand(c))
+/// Every binary a local cluster of this spec runs, and its release:
+/// what a test runner builds before the tests that start one.
+pub fn tools_needed(spec: &ClusterSpec) -> Result<(K8sRelease, Vec<Component>)> {
+    let (k8s, extra) = extra_tools(spec)?;
+    Ok((k8s, Component::CLUSTER.into_iter().chain(extra).collect()))
 }
 
 /// Find or build one binary (one the local provider does not start, such

@@ -373,13 +373,12 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
                         let g = g.clone();
                         Test::new(tname, move || run_trial(&state, &g, &n, &c))
                     };
-                    tests.push(match (bench, existing) {
-                        (false, _) => test,
-                        (true, true) => test.quiet(),
-                        (true, false) => {
-                            test.quiet_unless_building(harness::lifecycle::tools_at_hand(&g.spec()))
-                        }
-                    });
+                    let test = if existing {
+                        test
+                    } else {
+                        test.needs_cluster(&g.spec())
+                    };
+                    tests.push(if bench { test.quiet() } else { test });
                 }
             }
         }

@@ -18,6 +18,7 @@ use harness::cluster::{AnyCluster, Cluster, ClusterSpec, NodeSpec};
 use harness::lifecycle::{self, UpOptions};
 use harness::poll::Poll;
 
+pub mod builds;
 pub mod case_suite;
 pub mod runner;
 pub mod slots;

@@ -11,8 +11,10 @@
 //! (latencies against a stored baseline, HPCC's polls that follow the
 //! cluster's pace) is `quiet`: it runs with no other test at once, and
 //! the quiet tests of every suite run first — but for those whose
-//! binaries must first be built, which run last
-//! (`Test::quiet_unless_building`). Tests
+//! binaries must first be built, which run last. What the tests need
+//! built (`Test::needs`) is built first, one binary at a time, as trials
+//! of their own (`crate::builds`); a test waits for its builds without
+//! holding a slot. Tests
 //! of one `serial` lane (one cluster measured at a time) run one after the
 //! other, without holding a slot while they wait. A test starts beside
 //! others only while this user has inotify instances to spare for its
@@ -33,8 +35,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use harness::cluster::ClusterSpec;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
+use crate::builds::{self, Builds, Need};
 use crate::slots::Slots;
 use crate::timing::Timings;
 
@@ -44,13 +48,19 @@ pub const TEST_THREADS: usize = 8;
 type Body = Box<dyn FnOnce() -> Result<(), Failed> + Send>;
 type After = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
-/// Whether a test runs with no other at once (`quiet`), and then whether
-/// before the others or after them.
+/// Where a test waits in line: the quiet tests (run with no other at
+/// once) first, then the builds of what the tests need
+/// (`crate::builds`), then the others, then the quiet tests whose
+/// binaries are not at hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Alone {
-    No,
     First,
-    /// What it runs must first be built (`Test::quiet_unless_building`).
+    Build,
+    No,
+    /// What it runs must first be built. A build run alone would hold the
+    /// run for its length (the gang suite's 1.36 latency case on a fresh
+    /// machine: 4 of its 4 min 7 s were the 1.36 binaries' build, with
+    /// nothing else running); run last, it finds them built.
     Last,
 }
 
@@ -63,6 +73,8 @@ pub struct Test {
     /// What this machine lacks for the test: shown as ignored with it,
     /// never run.
     lacks: Option<String>,
+    /// The binaries it runs (`crate::builds`).
+    needs: Vec<Need>,
     body: Body,
 }
 
@@ -77,6 +89,7 @@ impl Test {
             serial: None,
             ignored: false,
             lacks: None,
+            needs: Vec::new(),
             body: Box::new(body),
         }
     }
@@ -92,16 +105,19 @@ impl Test {
         self
     }
 
-    /// Runs with no other test at once: first when `at_hand` (every
-    /// binary it runs is on this machine), else after every other test.
-    /// A build run alone would hold the run for its length (the gang
-    /// suite's 1.36 latency case on a fresh machine: 4 of its 4 min 7 s
-    /// were the 1.36 binaries' build, with nothing else running); run last,
-    /// it finds them built by the tests before it, which built them beside
-    /// other tests' waits.
-    pub fn quiet_unless_building(mut self, at_hand: bool) -> Test {
-        self.alone = if at_hand { Alone::First } else { Alone::Last };
+    /// Runs these binaries: those not at hand are built before it starts
+    /// (`crate::builds`).
+    pub fn needs(mut self, needs: impl IntoIterator<Item = Need>) -> Test {
+        self.needs.extend(needs);
         self
+    }
+
+    /// Runs a local cluster of `spec`: every binary it starts.
+    pub fn needs_cluster(self, spec: &ClusterSpec) -> Test {
+        let needs = harness::lifecycle::tools_needed(spec)
+            .map(|(k8s, cs)| cs.into_iter().map(|c| (k8s, c)).collect::<Vec<_>>())
+            .unwrap_or_default();
+        self.needs(needs)
     }
 
     /// Runs after the other tests of `lane` that come before it.
@@ -148,7 +164,7 @@ impl Suite {
 }
 
 /// How a suite is made, from the run's arguments.
-pub type Build = fn(&Arguments) -> Suite;
+pub type Make = fn(&Arguments) -> Suite;
 
 /// The run's arguments, and how many tests run at once: `--test-threads`,
 /// else `$HARNESS_TEST_THREADS`, else [`TEST_THREADS`]. A value that is
@@ -251,16 +267,19 @@ impl Ending {
 }
 
 /// Run these suites' tests, their `after`s, and exit.
-pub fn main(builds: &[Build]) -> ! {
+pub fn main(suites: &[Make]) -> ! {
     let (mut args, n) = arguments();
     let slots = Arc::new(Slots::with_room(n, Box::new(inotify_room)));
     let errors = Arc::new(Mutex::new(Vec::new()));
     let timings = Arc::new(Timings::default());
+    let builds = Arc::new(Builds::default());
     let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
     let mut trials = Vec::new();
     let mut endings = Vec::new();
-    for build in builds {
-        let suite = build(&args);
+    // What the selected tests run, for the builds that come first.
+    let mut needs: Vec<Need> = Vec::new();
+    for make in suites {
+        let suite = make(&args);
         let selected = suite
             .tests
             .iter()
@@ -283,16 +302,26 @@ pub fn main(builds: &[Build]) -> ! {
                 continue;
             }
             let counts = will_run(&args, suite.name, &t.name, t.ignored);
+            if counts || (args.list && !t.ignored) {
+                needs.extend(&t.needs);
+            }
             let lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
+            let alone = match t.alone {
+                Alone::First if !t.needs.iter().all(|&n| builds::at_hand(n)) => Alone::Last,
+                a => a,
+            };
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
             // test to end. Those that would first build go last.
-            let index = turn_order(trials.len(), t.alone);
-            let (quiet, body, lane_name) = (t.alone != Alone::No, t.body, t.serial);
+            let index = turn_order(trials.len(), alone);
+            let (quiet, body, lane_name) = (alone != Alone::No, t.body, t.serial);
             let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
+            let (builds, needed) = (builds.clone(), t.needs);
             let full = shown(suite.name, &t.name);
             trials.push(
                 Trial::test(t.name, move || {
+                    // Not holding its lane or a slot: others go on meanwhile.
+                    builds.wait_for(&needed);
                     let in_lane = lane
                         .as_ref()
                         .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
@@ -317,6 +346,38 @@ pub fn main(builds: &[Build]) -> ! {
         }
         endings.push(ending);
     }
+    let build_lane = Arc::new(Mutex::new(()));
+    for (binary, need) in builds::plan(&needs, builds::at_hand) {
+        let name = builds::trial_name(&binary);
+        if will_run(&args, BUILD, &name, false) {
+            builds.expect(binary.clone());
+        } else if !args.list {
+            continue;
+        }
+        let index = turn_order(trials.len(), Alone::Build);
+        let (builds, slots, timings, lane) = (
+            builds.clone(),
+            slots.clone(),
+            timings.clone(),
+            build_lane.clone(),
+        );
+        let full = shown(BUILD, &name);
+        trials.push(
+            Trial::test(name, move || {
+                // Said to the tests that wait for it however this ends.
+                let _done = builds.done_on_drop(binary);
+                let _in_lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(_turn) = slots.take_without_room(index) else {
+                    return Err("not started: the run was interrupted".into());
+                };
+                let at = timings.now();
+                let outcome = crate::trial_result(builds::build(need));
+                timings.done(full, Some(BUILD), at);
+                outcome
+            })
+            .with_kind(BUILD),
+        );
+    }
     on_signal_tear_down(slots.clone(), endings.clone());
     // Every test waits in its own thread; the slots say how many run.
     args.test_threads = Some(trials.len().max(1));
@@ -335,15 +396,19 @@ pub fn main(builds: &[Build]) -> ! {
     conclusion.exit()
 }
 
+/// The builds' trials' kind and lane: `[build] kube-apiserver v1.36.4`,
+/// one at a time (a Go build keeps both cores busy by itself).
+const BUILD: &str = "build";
+
 /// Where the test listed at `position` waits in line (`Slots::take`):
-/// the quiet tests first, then the others, then the quiet tests that
-/// would first build; in list order within each.
+/// by [`Alone`], then in list order.
 fn turn_order(position: usize, alone: Alone) -> usize {
     position
         + match alone {
             Alone::First => 0,
-            Alone::No => 1 << 32,
-            Alone::Last => 2 << 32,
+            Alone::Build => 1 << 32,
+            Alone::No => 2 << 32,
+            Alone::Last => 3 << 32,
         }
 }
 
@@ -442,12 +507,19 @@ mod tests {
     }
 
     #[test]
-    fn quiet_tests_go_first_but_those_that_would_build_go_last() {
-        // Listed: a test, a quiet one, a quiet one that would build, a test.
-        let listed = [Alone::No, Alone::First, Alone::Last, Alone::No];
+    fn quiet_tests_go_first_then_builds_but_quiet_ones_that_would_build_go_last() {
+        // Listed: a test, a quiet one, a quiet one that would build, a
+        // test, a build.
+        let listed = [
+            Alone::No,
+            Alone::First,
+            Alone::Last,
+            Alone::No,
+            Alone::Build,
+        ];
         let mut order: Vec<usize> = (0..listed.len()).collect();
         order.sort_by_key(|&i| turn_order(i, listed[i]));
-        assert_eq!(order, [1, 0, 3, 2]);
+        assert_eq!(order, [1, 4, 0, 3, 2]);
     }
 
     #[test]

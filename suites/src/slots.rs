@@ -83,6 +83,16 @@ impl Slots {
     /// Wait for the turn of the `index`-th test of the run: alone when
     /// `quiet`. None once the run is stopped (the test must not start).
     pub fn take(&self, index: usize, quiet: bool) -> Option<Turn<'_>> {
+        self.take_as(index, quiet, true)
+    }
+
+    /// `take` for a test that makes no cluster (a build): it needs no
+    /// `room`, and does not count as recently started in others' asking.
+    pub fn take_without_room(&self, index: usize) -> Option<Turn<'_>> {
+        self.take_as(index, false, false)
+    }
+
+    fn take_as(&self, index: usize, quiet: bool, room: bool) -> Option<Turn<'_>> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.waiting.insert(index, quiet);
         loop {
@@ -100,7 +110,7 @@ impl Slots {
             };
             if first && slot {
                 let recent = s.since.values().filter(|t| t.elapsed() < RECENT).count();
-                if s.running == 0 || (self.room)(recent) {
+                if !room || s.running == 0 || (self.room)(recent) {
                     break;
                 }
                 // No event says room came back: look again soon.
@@ -116,7 +126,9 @@ impl Slots {
         s.waiting.remove(&index);
         let number = s.next_turn;
         s.next_turn += 1;
-        s.since.insert(number, Instant::now());
+        if room {
+            s.since.insert(number, Instant::now());
+        }
         #[cfg(test)]
         s.started.push(index);
         s.running += 1;
@@ -288,6 +300,34 @@ mod tests {
         drop(first);
         assert!(third.join().unwrap(), "nothing runs: starts without room");
         assert_eq!(slots.state.lock().unwrap().started, vec![0, 1, 2]);
+    }
+
+    /// A build needs no room, and a test asking for room after it does
+    /// not count it as a cluster coming up.
+    #[test]
+    fn a_build_starts_without_room_and_is_not_counted_as_recent() {
+        let asked = Arc::new(AtomicUsize::new(usize::MAX));
+        let a = asked.clone();
+        let slots = Arc::new(Slots::with_room(
+            4,
+            Box::new(move |recent| {
+                a.store(recent, Ordering::SeqCst);
+                false
+            }),
+        ));
+        let first = slots.take(0, false).expect("nothing runs");
+        let build = slots.take_without_room(1).expect("no room needed");
+        assert_eq!(asked.load(Ordering::SeqCst), usize::MAX, "room was asked");
+        drop(first);
+        let test = {
+            let slots = slots.clone();
+            std::thread::spawn(move || slots.take(2, false).is_some())
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!test.is_finished(), "started without room");
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "the build counted");
+        drop(build);
+        assert!(test.join().unwrap(), "nothing runs: starts without room");
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! timeline as the cluster reported it (bound, ended) and from HPCC's
 //! failure messages, not from wall times.
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::contention::Contention;
 use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, bench_thor};
+use harness::tools::Component;
 use harness::workload::thor::Mode;
 use libtest_mimic::Arguments;
 
@@ -157,7 +159,14 @@ fn gang_queueing_trips_hpccs_scheduling_timeout() -> Result<()> {
 
 /// The contention suite.
 pub fn suite(_: &Arguments) -> Suite {
-    let t = Test::of;
+    // Every mode's Thor instances fork HPCC's kubectl; the Kueue mode
+    // starts Kueue.
+    let t = |name: &str, f: fn() -> anyhow::Result<()>| {
+        Test::of(name, f).needs(default_cluster_and(&[
+            Component::HpccKubectl,
+            Component::Kueue,
+        ]))
+    };
     Suite::new(
         "contention",
         vec![

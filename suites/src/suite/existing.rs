@@ -17,6 +17,7 @@
 //! - `measure --provider existing` on the same cluster
 //!   (existing_measure.rs).
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use crate::suite::existing_measure;
 use crate::{Fixture, unique_name};
@@ -31,6 +32,7 @@ use harness::cluster::existing::apf::{Attribution, Identity};
 use harness::cluster::existing::labels::RUN_ID_LABEL;
 use harness::cluster::existing::site::{new_run_id, remove_run, runs_left};
 use harness::cluster::local::LocalCluster;
+use harness::tools::Component;
 use harness::workload::gang::run::run_case;
 use harness::workload::thor::Mode;
 use k8s_openapi::api::core::v1::Namespace;
@@ -467,7 +469,11 @@ fn gang_case_on_existing() -> Result<()> {
 pub fn suite(_: &Arguments) -> Suite {
     // One at a time: each measures the whole API server, and two runs
     // counting by FlowSchema at once are refused.
-    let t = |name: &str, f: fn() -> Result<()>| Test::of(name, f).serial("existing");
+    let t = |name: &str, f: fn() -> Result<()>| {
+        Test::of(name, f)
+            .serial("existing")
+            .needs(default_cluster_and(&[Component::HpccKubectl]))
+    };
     Suite::new(
         "existing",
         vec![

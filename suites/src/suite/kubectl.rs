@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use crate::{Fixture, trial_result};
 use anyhow::{Context, Result, bail, ensure};
@@ -377,7 +378,8 @@ pub fn suite(_: &Arguments) -> Suite {
                     let s = setup()?;
                     trial_result(measure(s, version, cache, kind))
                 })
-                .serial("kubectl"),
+                .serial("kubectl")
+                .needs(default_cluster_and(&[Component::HpccKubectl])),
             );
         }
     }

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, test_spec, trial_result, unique_name};
 use anyhow::{Context, Result, ensure};
@@ -547,7 +548,9 @@ fn run_model(model: KubeletModel) -> Result<()> {
 pub fn suite(_: &Arguments) -> Suite {
     let tests = KubeletModel::ALL
         .into_iter()
-        .map(|m| Test::new(m.name(), move || trial_result(run_model(m))))
+        .map(|m| {
+            Test::new(m.name(), move || trial_result(run_model(m))).needs(default_cluster_and(&[]))
+        })
         .collect();
     Suite::new("kubelet", tests)
 }

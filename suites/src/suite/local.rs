@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, teardown, trial_result};
 use anyhow::{Context, Result, bail, ensure};
@@ -26,6 +27,7 @@ where
         let fx = Fixture::shared(PREFIX)?;
         trial_result(body(fx))
     })
+    .needs(default_cluster_and(&[]))
 }
 
 fn job(name: &str, parallelism: i32) -> Result<Job> {

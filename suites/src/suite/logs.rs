@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, teardown, trial_result};
 use anyhow::{Context, Result, ensure};
@@ -133,10 +134,13 @@ fn kubectl_logs_of_a_job_come_from_kwok(fx: &'static Fixture) -> Result<()> {
 
 /// The pod-logs suite, on a shared cluster of its own.
 pub fn suite(_: &Arguments) -> Suite {
-    let tests = vec![Test::new("kubectl_logs_of_a_job_come_from_kwok", || {
-        let fx = Fixture::shared(PREFIX)?;
-        trial_result(kubectl_logs_of_a_job_come_from_kwok(fx))
-    })];
+    let tests = vec![
+        Test::new("kubectl_logs_of_a_job_come_from_kwok", || {
+            let fx = Fixture::shared(PREFIX)?;
+            trial_result(kubectl_logs_of_a_job_come_from_kwok(fx))
+        })
+        .needs(default_cluster_and(&[])),
+    ];
     Suite::new("logs", tests)
         .after(|| teardown(PREFIX).map_err(|e| format!("tearing down the shared cluster: {e:#}")))
 }

@@ -8,12 +8,14 @@
 
 use std::time::Duration;
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::measure::result::MeasureResult;
 use harness::bench::measure::workload::{Variant, Workload};
 use harness::bench::measure::{MeasureOptions, measure};
 use harness::stats::Direction;
+use harness::tools::Component;
 use libtest_mimic::Arguments;
 
 const JOB_CONTROLLER: &str =
@@ -311,29 +313,37 @@ fn kueue_perf_runner_runs_and_its_figures_are_read() -> Result<()> {
 }
 
 pub fn suite(_args: &Arguments) -> Suite {
+    let cluster = || default_cluster_and(&[]);
+    let kueue = || default_cluster_and(&[Component::Kueue]);
+    let perf = || default_cluster_and(&[Component::Kueue, Component::KueuePerfRunner]);
     Suite::new(
         "measure",
         vec![
             Test::of(
                 "kubectl_job_is_attributed_by_identity",
                 kubectl_job_is_attributed_by_identity,
-            ),
+            )
+            .needs(cluster()),
             Test::of(
                 "apply_waits_for_the_jobset_and_the_queued_job",
                 apply_waits_for_the_jobset_and_the_queued_job,
-            ),
+            )
+            .needs(kueue()),
             Test::of(
                 "a_failing_command_is_a_result",
                 a_failing_command_is_a_result,
-            ),
+            )
+            .needs(cluster()),
             Test::of(
                 "one_vs_ten_completions_differ_significantly",
                 one_vs_ten_completions_differ_significantly,
-            ),
+            )
+            .needs(cluster()),
             Test::of(
                 "kueue_perf_runner_runs_and_its_figures_are_read",
                 kueue_perf_runner_runs_and_its_figures_are_read,
-            ),
+            )
+            .needs(perf()),
         ],
     )
 }

@@ -9,12 +9,14 @@
 
 use std::time::Duration;
 
+use crate::builds::{Need, default_cluster_and};
 use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, test_spec, unique_name};
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::local::realnode::{self, BRIDGE, NODE_NAME, NODE_USER};
 use harness::poll::Poll;
+use harness::tools::Component;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams, PostParams};
@@ -334,6 +336,14 @@ fn lacks() -> Option<String> {
     })
 }
 
+/// A real node's binaries beside the cluster's; the Thor smokes fork
+/// HPCC's kubectl.
+fn needs() -> Vec<Need> {
+    let mut extra = Component::NODE.to_vec();
+    extra.push(Component::HpccKubectl);
+    default_cluster_and(&extra)
+}
+
 pub fn suite(_args: &Arguments) -> Suite {
     Suite::new(
         "realnode",
@@ -343,27 +353,32 @@ pub fn suite(_args: &Arguments) -> Suite {
                 jobs_run_real_containers_and_the_kubelet_reports_them,
             )
             .serial(LANE)
+            .needs(needs())
             .lacking(lacks()),
             Test::of(
                 "the_kubelet_like_model_against_the_real_kubelet",
                 the_kubelet_like_model_against_the_real_kubelet,
             )
             .serial(LANE)
+            .needs(needs())
             .lacking(lacks()),
             Test::of("thor_smoke_on_the_real_node", thor_smoke_on_the_real_node)
                 .serial(LANE)
+                .needs(needs())
                 .lacking(lacks()),
             Test::of(
                 "thor_smoke_on_an_existing_clusters_real_node",
                 thor_smoke_on_an_existing_clusters_real_node,
             )
             .serial(LANE)
+            .needs(needs())
             .lacking(lacks()),
             Test::of(
                 "down_leaves_no_container_mount_or_interface",
                 down_leaves_no_container_mount_or_interface,
             )
             .serial(LANE)
+            .needs(needs())
             .lacking(lacks()),
         ],
     )

@@ -3,12 +3,14 @@
 //! the templates (what an instance should create) and from identities
 //! (who should create it), not from numbers typed in here.
 
+use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::gate;
 use harness::bench::thor::kept::MetricKind;
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::bench::thor::{bench_thor, report};
+use harness::tools::Component;
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::Arguments;
 
@@ -508,7 +510,11 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
 /// The Thor smoke suite. Every test reads one benchmark run, which
 /// compares latencies with the stored baseline: quiet.
 pub fn suite(_: &Arguments) -> Suite {
-    let t = |name: &str, f: fn() -> Result<()>| Test::of(name, f).quiet();
+    let t = |name: &str, f: fn() -> Result<()>| {
+        Test::of(name, f)
+            .quiet()
+            .needs(default_cluster_and(&[Component::HpccKubectl]))
+    };
     Suite::new(
         "thor",
         vec![

@@ -1,0 +1,195 @@
+//! What the run's tests need built, built first: one trial per binary
+//! that a selected test runs and this machine does not have at hand
+//! (`Resolver::at_hand`), `[build] <name> v<version>`, one after the other
+//! at the head of the line (`crate::runner`). A test that needs one waits
+//! for it without holding a slot, so the tests that need nothing built run
+//! meanwhile.
+//!
+//! Why: built on demand, by the first test that asks, every missing binary
+//! was built at once beside the trials that wait for them. On a fresh
+//! machine (3c05235) kueue-controller took 9 min 11 s that way and
+//! kube-apiserver 1.36 8 min 27 s, against 3 min 34 s and 2 min 45 s built
+//! alone, while the trials waiting for them held their slots.
+//!
+//! A build that fails fails its trial; the tests waiting for it then start
+//! and resolve the binary themselves, so each says what it lacks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Condvar, Mutex};
+
+use harness::k8s::K8sRelease;
+use harness::tools::{Component, Resolver};
+
+/// A binary a test runs: a component at the release it is used with.
+pub type Need = (K8sRelease, Component);
+
+/// A local cluster of the default release (`crate::test_spec`'s) and
+/// `extra` beside it: what most tests run.
+pub fn default_cluster_and(extra: &[Component]) -> Vec<Need> {
+    let k8s = K8sRelease::default_release();
+    Component::CLUSTER
+        .iter()
+        .chain(extra)
+        .map(|&c| (k8s, c))
+        .collect()
+}
+
+/// One binary, whatever release asks for it: its name and version.
+pub type Binary = (&'static str, String);
+
+pub fn binary((k8s, c): Need) -> Binary {
+    (c.name(), c.version(k8s))
+}
+
+/// The trial's name: `kube-apiserver v1.36.4`.
+pub fn trial_name(b: &Binary) -> String {
+    format!("{} v{}", b.0, b.1)
+}
+
+/// Whether nothing would be built for it (flag-less: the suites pass no
+/// `--bin`), read from the file system alone.
+pub fn at_hand((k8s, c): Need) -> bool {
+    Resolver::from_env(k8s, BTreeMap::new()).at_hand(c)
+}
+
+/// The binaries to build first: those the needs name that are not at
+/// hand, in the order of the first test that needs each. The runner lists
+/// its longest chains first (a serial lane such as the real node's), so
+/// their binaries are built first.
+pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need)> {
+    let mut seen = BTreeSet::new();
+    needs
+        .iter()
+        .filter(|&&n| seen.insert(binary(n)) && !at_hand(n))
+        .map(|&n| (binary(n), n))
+        .collect()
+}
+
+/// The builds of one run: which are still to finish.
+#[derive(Default)]
+pub struct Builds {
+    pending: Mutex<BTreeSet<Binary>>,
+    changed: Condvar,
+}
+
+impl Builds {
+    /// `b` will be built by a trial of this run.
+    pub fn expect(&self, b: Binary) {
+        self.lock().insert(b);
+    }
+
+    /// `b`'s trial is over: built, failed, or never started (an
+    /// interrupted run). Said by [`Done`] when it drops.
+    fn finished(&self, b: &Binary) {
+        self.lock().remove(b);
+        self.changed.notify_all();
+    }
+
+    /// Said when dropped, however the build trial ends.
+    pub fn done_on_drop(&self, b: Binary) -> Done<'_> {
+        Done { builds: self, b }
+    }
+
+    /// Wait until none of `needs` is still being built by this run.
+    pub fn wait_for(&self, needs: &[Need]) {
+        let mine: Vec<Binary> = needs.iter().map(|&n| binary(n)).collect();
+        let mut p = self.lock();
+        while mine.iter().any(|b| p.contains(b)) {
+            p = self.changed.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Whether any of `needs` is built by this run (the test then waits).
+    pub fn waits(&self, needs: &[Need]) -> bool {
+        let p = self.lock();
+        needs.iter().any(|&n| p.contains(&binary(n)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<Binary>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A build trial's end, said to the waiting tests when dropped.
+pub struct Done<'a> {
+    builds: &'a Builds,
+    b: Binary,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.builds.finished(&self.b);
+    }
+}
+
+/// Build (or download, as `HARNESS_SOURCE` says) one binary into the
+/// harness cache: what a test asking for it would do.
+pub fn build((k8s, c): Need) -> anyhow::Result<()> {
+    let r = Resolver::from_env(k8s, BTreeMap::new()).resolve(c)?;
+    eprintln!(
+        "build: {} v{} at {} ({:?})",
+        r.component,
+        r.version,
+        r.path.display(),
+        r.source
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::k8s::K8S_RELEASES;
+    use std::sync::Arc;
+
+    fn release(minor: &str) -> K8sRelease {
+        *K8S_RELEASES.iter().find(|r| r.minor == minor).unwrap()
+    }
+
+    #[test]
+    fn the_plan_builds_what_is_missing_once_in_the_order_tests_need_it() {
+        let (r36, r37) = (release("1.36"), release("1.37"));
+        let needs = [
+            (r37, Component::Etcd),
+            (r36, Component::KubeApiserver),
+            (r36, Component::Kueue),
+            (r37, Component::Kueue),
+            (r37, Component::Kueue),
+            (r36, Component::KubeApiserver),
+            (r37, Component::KubeApiserver),
+        ];
+        // Only etcd and 1.37's API server are at hand.
+        let have = |n: Need| n == (r37, Component::Etcd) || n == (r37, Component::KubeApiserver);
+        let plan: Vec<String> = plan(&needs, have)
+            .iter()
+            .map(|(b, _)| trial_name(b))
+            .collect();
+        let kueue = trial_name(&binary((r36, Component::Kueue)));
+        let api36 = trial_name(&binary((r36, Component::KubeApiserver)));
+        // Kueue's version is one for both releases: one build.
+        assert_eq!(plan, [api36, kueue]);
+    }
+
+    #[test]
+    fn a_test_waits_until_its_builds_are_over_however_they_end() {
+        let builds = Arc::new(Builds::default());
+        let r = release("1.36");
+        let need = (r, Component::KubeApiserver);
+        let other = (r, Component::Kueue);
+        builds.expect(binary(need));
+        assert!(builds.waits(&[need]));
+        assert!(!builds.waits(&[other]));
+        // Nothing of `other` is built: no wait.
+        builds.wait_for(&[other]);
+        let waiter = {
+            let builds = builds.clone();
+            std::thread::spawn(move || builds.wait_for(&[need, other]))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        // A trial that panicked or was never started ends it too.
+        drop(builds.done_on_drop(binary(need)));
+        waiter.join().unwrap();
+        assert!(!builds.waits(&[need]));
+    }
+}
