@@ -33,6 +33,46 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The `harness` binary cargo built beside this test binary
+/// (`target/<profile>/harness`: `cargo test --workspace` builds it with
+/// the harness crate's tests), when it is at least as new as the harness
+/// library this binary was linked with. Err says what is missing and how
+/// to build it.
+pub fn harness_cli() -> std::result::Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this test binary's path: {e}"))?;
+    let deps = exe.parent().ok_or("this test binary has no directory")?;
+    let profile = deps
+        .parent()
+        .ok_or("this test binary's directory has none")?;
+    let bin = profile.join("harness");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let how = "`cargo build -p harness` builds it; `cargo test --workspace` does too";
+    let Some(built) = modified(&bin) else {
+        return Err(format!(
+            "the harness binary is not built ({}): {how}",
+            bin.display()
+        ));
+    };
+    let lib = std::fs::read_dir(deps)
+        .map_err(|e| format!("reading {}: {e}", deps.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libharness-") && n.ends_with(".rlib"))
+        })
+        .filter_map(|p| modified(&p))
+        .max();
+    match lib {
+        Some(lib) if built < lib => Err(format!(
+            "the harness binary ({}) is older than the harness library this test was built with: {how}",
+            bin.display()
+        )),
+        _ => Ok(bin),
+    }
+}
+
 /// A cluster and the runtime its trials use.
 pub struct Fixture<C = LocalCluster> {
     pub rt: tokio::runtime::Runtime,

@@ -7,6 +7,7 @@ pub mod batch;
 pub mod contention;
 pub mod existing;
 pub mod existing_measure;
+pub mod faults;
 pub mod gang;
 pub mod kind;
 pub mod kind_bench;

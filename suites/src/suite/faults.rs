@@ -3,16 +3,43 @@
 //! one, and two `up` of one name at once. Each asserts the message, the
 //! exit code and that nothing is left running (or left behind, where the
 //! harness promises to remove it). Every test has its own state directory.
-
-mod common;
-use common::{assert_code, repo_root, text};
+//!
+//! The binary is the one cargo built beside this test binary
+//! (`crate::harness_cli`): `cargo test --workspace` builds it with the
+//! harness crate's tests. The three run one after the other in their own
+//! lane (each times what the harness notices, and runs one cluster at a
+//! time), beside the other suites' tests rather than before them: run
+//! alone as the harness crate's tests/faults.rs, they held a fresh
+//! machine's test command 3 min 34 s while its Go builds had not started.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use harness::cluster::local::process::Proc;
+use harness::tools::Component;
+use libtest_mimic::Arguments;
+
+use crate::builds::default_cluster_and;
+use crate::runner::{Suite, Test};
+use crate::{harness_cli, repo_root};
+
+/// Exit code, stdout and stderr of a run, for assertion messages.
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Assert the exit code; the run's text, for further checks.
+fn assert_code(o: &Output, code: i32) -> String {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(code), "{t}");
+    t
+}
 
 const COMPONENTS: &[&str] = &[
     "etcd",
@@ -23,27 +50,23 @@ const COMPONENTS: &[&str] = &[
     "jobset-controller",
 ];
 
-/// One cluster at a time: these tests time what the harness notices, and
-/// a 2-core machine running four clusters would time itself instead.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 struct Env {
     state: tempfile::TempDir,
     out: tempfile::TempDir,
-    _turn: MutexGuard<'static, ()>,
+    harness: PathBuf,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            _turn: ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()),
             state: tempfile::tempdir().expect("temp state dir"),
             out: tempfile::tempdir().expect("temp out dir"),
+            harness: harness_cli().expect("the harness binary (the suite lacks it otherwise)"),
         }
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
+        let mut c = Command::new(&self.harness);
         c.env("HARNESS_NO_PROGRESS", "1")
             .env("HARNESS_STATE_DIR", self.state.path())
             .current_dir(repo_root())
@@ -153,7 +176,6 @@ fn signal(pid: i32, sig: i32) {
     }
 }
 
-#[test]
 fn a_component_killed_during_a_bench_is_named_with_its_log_and_nothing_runs_on() {
     for component in COMPONENTS {
         let env = Env::new();
@@ -194,7 +216,6 @@ fn a_component_killed_during_a_bench_is_named_with_its_log_and_nothing_runs_on()
     }
 }
 
-#[test]
 fn ctrl_c_in_each_phase_of_a_bench_exits_130_and_leaves_nothing() {
     type Phase = fn(&Env, &mut Child) -> Vec<Proc>;
     let phases: [(&str, Phase); 3] = [
@@ -235,7 +256,6 @@ fn ctrl_c_in_each_phase_of_a_bench_exits_130_and_leaves_nothing() {
     }
 }
 
-#[test]
 fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
     let env = Env::new();
     let name = "contested";
@@ -285,4 +305,37 @@ fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
     assert_code(&env.cmd(&["down", "--name", name]).output().unwrap(), 0);
     assert!(none_running(&procs));
     assert!(!env.dir(name).exists());
+}
+
+/// The lane: one cluster at a time, in this order.
+const LANE: &str = "faults";
+
+pub fn suite(_: &Arguments) -> Suite {
+    let lacks = harness_cli().err();
+    let t = |name: &str, f: fn()| {
+        Test::new(name, move || {
+            f();
+            Ok(())
+        })
+        .serial(LANE)
+        .needs(default_cluster_and(&[Component::HpccKubectl]))
+        .lacking(lacks.clone())
+    };
+    Suite::new(
+        "faults",
+        vec![
+            t(
+                "a_component_killed_during_a_bench_is_named_with_its_log_and_nothing_runs_on",
+                a_component_killed_during_a_bench_is_named_with_its_log_and_nothing_runs_on,
+            ),
+            t(
+                "ctrl_c_in_each_phase_of_a_bench_exits_130_and_leaves_nothing",
+                ctrl_c_in_each_phase_of_a_bench_exits_130_and_leaves_nothing,
+            ),
+            t(
+                "two_ups_of_one_name_one_wins_the_other_exits_2_at_once",
+                two_ups_of_one_name_one_wins_the_other_exits_2_at_once,
+            ),
+        ],
+    )
 }
