@@ -120,7 +120,8 @@ impl Test {
         self.needs(needs)
     }
 
-    /// Runs after the other tests of `lane` that come before it.
+    /// Runs with no other test of `lane` at once (which of them goes first
+    /// is not fixed). A quiet test runs alone, lane or not.
     pub fn serial(mut self, lane: &'static str) -> Test {
         self.serial = Some(lane);
         self
@@ -305,11 +306,18 @@ pub fn main(suites: &[Make]) -> ! {
             if counts || (args.list && !t.ignored) {
                 needs.extend(&t.needs);
             }
-            let lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
             let alone = match t.alone {
                 Alone::First if !t.needs.iter().all(|&n| builds::at_hand(n)) => Alone::Last,
                 a => a,
             };
+            // A quiet test runs with nothing else, so apart from its lane
+            // too; holding the lane while it waits for its turn (last,
+            // when it must first be built) would hold the lane's other
+            // tests until the end of the run.
+            let lane = t
+                .serial
+                .filter(|_| alone == Alone::No)
+                .map(|l| lanes.entry(l).or_default().clone());
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
             // test to end. Those that would first build go last.
