@@ -65,29 +65,43 @@ pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need
         .collect()
 }
 
-/// The builds of one run: which are still to finish.
+/// The builds of one run: those still to finish, in the plan's order.
 #[derive(Default)]
 pub struct Builds {
-    pending: Mutex<BTreeSet<Binary>>,
+    pending: Mutex<Vec<Binary>>,
     changed: Condvar,
 }
 
 impl Builds {
-    /// `b` will be built by a trial of this run.
+    /// `b` will be built by a trial of this run, after those expected
+    /// before it.
     pub fn expect(&self, b: Binary) {
-        self.lock().insert(b);
+        let mut p = self.lock();
+        if !p.contains(&b) {
+            p.push(b);
+        }
     }
 
     /// `b`'s trial is over: built, failed, or never started (an
     /// interrupted run). Said by [`Done`] when it drops.
     fn finished(&self, b: &Binary) {
-        self.lock().remove(b);
+        self.lock().retain(|x| x != b);
         self.changed.notify_all();
     }
 
     /// Said when dropped, however the build trial ends.
     pub fn done_on_drop(&self, b: Binary) -> Done<'_> {
         Done { builds: self, b }
+    }
+
+    /// Wait until every build expected before `b` is over: one build at
+    /// a time, in the plan's order (a Go build keeps both cores busy by
+    /// itself).
+    pub fn wait_turn(&self, b: &Binary) {
+        let mut p = self.lock();
+        while p.first().is_some_and(|x| x != b) && p.contains(b) {
+            p = self.changed.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// Wait until none of `needs` is still being built by this run.
@@ -105,7 +119,7 @@ impl Builds {
         needs.iter().any(|&n| p.contains(&binary(n)))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<Binary>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Binary>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -168,6 +182,28 @@ mod tests {
         let api36 = trial_name(&binary((r36, Component::KubeApiserver)));
         // Kueue's version is one for both releases: one build.
         assert_eq!(plan, [api36, kueue]);
+    }
+
+    #[test]
+    fn builds_take_their_turns_in_the_plans_order() {
+        let builds = Arc::new(Builds::default());
+        let r = release("1.36");
+        let (a, b) = (
+            binary((r, Component::Kueue)),
+            binary((r, Component::KubeApiserver)),
+        );
+        builds.expect(a.clone());
+        builds.expect(b.clone());
+        builds.expect(a.clone());
+        builds.wait_turn(&a);
+        let second = {
+            let (builds, b) = (builds.clone(), b.clone());
+            std::thread::spawn(move || builds.wait_turn(&b))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!second.is_finished(), "went before the first ended");
+        drop(builds.done_on_drop(a));
+        second.join().unwrap();
     }
 
     #[test]

@@ -354,7 +354,6 @@ pub fn main(suites: &[Make]) -> ! {
         }
         endings.push(ending);
     }
-    let build_lane = Arc::new(Mutex::new(()));
     for (binary, need) in builds::plan(&needs, builds::at_hand) {
         let name = builds::trial_name(&binary);
         if will_run(&args, BUILD, &name, false) {
@@ -363,18 +362,13 @@ pub fn main(suites: &[Make]) -> ! {
             continue;
         }
         let index = turn_order(trials.len(), Alone::Build);
-        let (builds, slots, timings, lane) = (
-            builds.clone(),
-            slots.clone(),
-            timings.clone(),
-            build_lane.clone(),
-        );
+        let (builds, slots, timings) = (builds.clone(), slots.clone(), timings.clone());
         let full = shown(BUILD, &name);
         trials.push(
             Trial::test(name, move || {
                 // Said to the tests that wait for it however this ends.
-                let _done = builds.done_on_drop(binary);
-                let _in_lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+                let _done = builds.done_on_drop(binary.clone());
+                builds.wait_turn(&binary);
                 let Some(_turn) = slots.take_without_room(index) else {
                     return Err("not started: the run was interrupted".into());
                 };
