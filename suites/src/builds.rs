@@ -1,6 +1,6 @@
 //! What the run's tests need built, built first: one trial per binary
 //! that a selected test runs and this machine does not have at hand
-//! (`Resolver::at_hand`), `[build] <name> v<version>`, one after the other
+//! (`AtHand`), `[build] <name> v<version>`, one after the other
 //! at the head of the line (`crate::runner`). A test that needs one waits
 //! for it without holding a slot, so the tests that need nothing built run
 //! meanwhile.
@@ -46,10 +46,22 @@ pub fn trial_name(b: &Binary) -> String {
     format!("{} v{}", b.0, b.1)
 }
 
-/// Whether nothing would be built for it (flag-less: the suites pass no
-/// `--bin`), read from the file system alone.
-pub fn at_hand((k8s, c): Need) -> bool {
-    Resolver::from_env(k8s, BTreeMap::new()).at_hand(c)
+/// Whether each binary is at hand, asked once per binary: what
+/// `Resolver::find` takes without building (a flag, an environment
+/// variable, PATH or the cache, at the pinned version). A binary on PATH
+/// at another version, such as Debian's containerd beside its Docker, is
+/// not: the test would build it.
+#[derive(Default)]
+pub struct AtHand(Mutex<BTreeMap<Binary, bool>>);
+
+impl AtHand {
+    pub fn get(&self, n @ (k8s, c): Need) -> bool {
+        let b = binary(n);
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *known
+            .entry(b)
+            .or_insert_with(|| Resolver::from_env(k8s, BTreeMap::new()).find(c).is_ok())
+    }
 }
 
 /// The binaries to build first: those the needs name that are not at

@@ -274,6 +274,7 @@ pub fn main(suites: &[Make]) -> ! {
     let errors = Arc::new(Mutex::new(Vec::new()));
     let timings = Arc::new(Timings::default());
     let builds = Arc::new(Builds::default());
+    let at_hand = builds::AtHand::default();
     let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
     let mut trials = Vec::new();
     let mut endings = Vec::new();
@@ -307,7 +308,7 @@ pub fn main(suites: &[Make]) -> ! {
                 needs.extend(&t.needs);
             }
             let alone = match t.alone {
-                Alone::First if !t.needs.iter().all(|&n| builds::at_hand(n)) => Alone::Last,
+                Alone::First if !t.needs.iter().all(|&n| at_hand.get(n)) => Alone::Last,
                 a => a,
             };
             // A quiet test runs with nothing else, so apart from its lane
@@ -354,7 +355,7 @@ pub fn main(suites: &[Make]) -> ! {
         }
         endings.push(ending);
     }
-    for (binary, need) in builds::plan(&needs, builds::at_hand) {
+    for (binary, need) in builds::plan(&needs, |n| at_hand.get(n)) {
         let name = builds::trial_name(&binary);
         if will_run(&args, BUILD, &name, false) {
             builds.expect(binary.clone());

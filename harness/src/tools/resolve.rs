@@ -113,20 +113,6 @@ impl Resolver {
         c.cached_path(&self.cache_dir, self.k8s)
     }
 
-    /// Whether `c` can be had without building or downloading it: named
-    /// by a flag or an environment variable, on PATH, or in the cache. A
-    /// hint for scheduling (the suite runner), read from the file system
-    /// alone: nothing is run, so a binary at another version counts.
-    pub fn at_hand(&self, c: Component) -> bool {
-        self.flags.contains_key(&c)
-            || self.env.contains_key(&c)
-            || self.cached_path(c).is_file()
-            || self
-                .path_var
-                .as_ref()
-                .is_some_and(|p| which::which_in(c.path_name(), Some(p), "/").is_ok())
-    }
-
     /// Resolve without building. Err carries what was tried and why each
     /// candidate was passed over.
     pub fn find(&self, c: Component) -> std::result::Result<Resolved, Vec<String>> {
