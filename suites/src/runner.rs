@@ -12,7 +12,7 @@
 //! cluster's pace) is `quiet`: it runs with no other test at once, and
 //! the quiet tests of every suite run first — but for those whose
 //! binaries must first be built, which run last. What the tests need
-//! built (`Test::needs`) is built first, one binary at a time, as trials
+//! built (`Test::needs`) is built first, two binaries at a time, as trials
 //! of their own (`crate::builds`); a test waits for its builds without
 //! holding a slot. Tests
 //! of one `serial` lane (one cluster measured at a time) run one after the
@@ -400,7 +400,7 @@ pub fn main(suites: &[Make]) -> ! {
 }
 
 /// The builds' trials' kind and lane: `[build] kube-apiserver v1.36.4`,
-/// one at a time (a Go build keeps both cores busy by itself).
+/// [`builds::AT_ONCE`] at a time.
 const BUILD: &str = "build";
 
 /// Where the test listed at `position` waits in line (`Slots::take`):
