@@ -47,7 +47,10 @@ pub struct UsageTracker {
     source: Processes,
     me: i32,
     ticks_per_s: f64,
-    first: Option<Point>,
+    /// Each name's CPU ticks in the first sample it was in: a container
+    /// that could not be read at the first sample (docker exec past its
+    /// 5 s on a loaded machine) counts from its first read, not as 0.
+    first: BTreeMap<String, u64>,
     last: Option<Point>,
     rss: BTreeMap<String, (u64, u64, u32)>,
 }
@@ -141,7 +144,7 @@ impl UsageTracker {
             source,
             me: std::process::id() as i32,
             ticks_per_s: procfs::ticks_per_second(),
-            first: None,
+            first: BTreeMap::new(),
             last: None,
             rss: BTreeMap::new(),
         }
@@ -182,21 +185,21 @@ impl UsageTracker {
             let e = self.rss.entry(name.clone()).or_default();
             *e = (e.0.max(kib), e.1 + kib, e.2 + 1);
         }
-        if self.first.is_none() {
-            self.first = Some(p.clone());
+        for (name, &(ticks, _)) in &p {
+            self.first.entry(name.clone()).or_insert(ticks);
         }
         self.last = Some(p);
     }
 
-    /// Usage per name between the first and the last sample.
+    /// Usage per name between the first sample it was in and the last.
     pub fn figures(&self) -> BTreeMap<String, Usage> {
-        let (Some(first), Some(last)) = (&self.first, &self.last) else {
+        let (first, Some(last)) = (&self.first, &self.last) else {
             return BTreeMap::new();
         };
         let mib = |kib: u64| kib as f64 / 1024.0;
         last.iter()
             .map(|(name, &(ticks, _))| {
-                let start = first.get(name).map_or(ticks, |f| f.0);
+                let start = first.get(name).copied().unwrap_or(ticks);
                 let (peak, sum, n) = self.rss.get(name).copied().unwrap_or_default();
                 let usage = Usage {
                     cpu_s: ticks.saturating_sub(start) as f64 / self.ticks_per_s,
@@ -293,6 +296,33 @@ mod tests {
         assert!((u.cpu_s - 250.0 / t.ticks_per_s()).abs() < 1e-9);
         assert_eq!((u.rss_peak_mib, u.rss_mean_mib, u.samples), (3.0, 2.0, 3));
         assert!(UsageTracker::new(Processes::Unseen).figures().is_empty());
+    }
+
+    /// A container docker could not read at the first sample counts from
+    /// the first sample it was in (it was 0 CPU: CI of aa174f3).
+    #[test]
+    fn a_name_missing_from_the_first_sample_counts_from_its_first() {
+        let mut t = UsageTracker::new(Processes::Unseen);
+        t.record([("etcd".to_string(), (100, 1))].into());
+        t.record(
+            [
+                ("etcd".to_string(), (150, 1)),
+                ("api".to_string(), (400, 1)),
+            ]
+            .into(),
+        );
+        t.record(
+            [
+                ("etcd".to_string(), (200, 1)),
+                ("api".to_string(), (460, 1)),
+            ]
+            .into(),
+        );
+        let f = t.figures();
+        let per_s = t.ticks_per_s();
+        assert!((f["api"].cpu_s - 60.0 / per_s).abs() < 1e-9, "{f:?}");
+        assert_eq!(f["api"].samples, 2);
+        assert!((f["etcd"].cpu_s - 100.0 / per_s).abs() < 1e-9, "{f:?}");
     }
 
     #[test]

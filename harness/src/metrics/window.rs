@@ -107,12 +107,6 @@ pub struct WindowFigures {
     /// limit (metrics::throttle).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub client_throttle: BTreeMap<String, Throttle>,
-    /// Client (and "group:NAME") → watches counted in
-    /// `api_requests_by_client` that began before the window
-    /// (`Attribution::watches_begun_before`): a client's own counters
-    /// (its rate limiter, APF) counted them before it.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub watches_begun_before: BTreeMap<String, u64>,
 }
 
 /// The `client_throttle` key of the controller manager.
@@ -146,7 +140,6 @@ impl WindowFigures {
         rekey(&mut self.api_requests_by_client_request, &f, merge);
         rekey(&mut self.failed_requests, &f, merge);
         rekey(&mut self.apf_agreement, &f, |_, _| {});
-        rekey(&mut self.watches_begun_before, &f, |a, b| *a += b);
     }
 }
 
@@ -401,7 +394,6 @@ impl Window {
             attribution: source.to_string(),
             apf_agreement,
             client_throttle,
-            watches_begun_before: attribution.watches_begun_before,
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

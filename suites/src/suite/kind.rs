@@ -182,16 +182,19 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
     let fx = shared(minor)?;
     let mut t = UsageTracker::new(fx.cluster.processes());
     fx.rt.block_on(async {
+        // Some API work between samples, so every component has run; a
+        // sample per round, so one docker exec past its time (a loaded
+        // machine: CI of aa174f3 read no kube-apiserver CPU) is one of
+        // eleven.
         t.sample().await;
-        // Some API work in between, so every component has run.
         let client = fx.cluster.client().await?;
         for _ in 0..10 {
             Api::<Node>::all(client.clone())
                 .list(&ListParams::default())
                 .await?;
             tokio::time::sleep(Duration::from_millis(300)).await;
+            t.sample().await;
         }
-        t.sample().await;
         Ok::<_, anyhow::Error>(())
     })?;
     let figures = t.figures();
@@ -206,6 +209,11 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
         let u = figures
             .get(comp)
             .with_context(|| format!("no figures for {comp}: {:?}", figures.keys()))?;
+        ensure!(
+            u.samples >= 2,
+            "{comp}: read in {} of 11 samples",
+            u.samples
+        );
         ensure!(u.cpu_s > 0.0, "{comp}: CPU {} s", u.cpu_s);
         ensure!(u.rss_peak_mib > 1.0, "{comp}: RSS {} MiB", u.rss_peak_mib);
     }
