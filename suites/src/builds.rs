@@ -133,12 +133,6 @@ impl Builds {
         }
     }
 
-    /// Whether any of `needs` is built by this run (the test then waits).
-    pub fn waits(&self, needs: &[Need]) -> bool {
-        let p = self.lock();
-        needs.iter().any(|&n| p.contains(&binary(n)))
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Binary>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -231,6 +225,11 @@ mod tests {
         third.join().unwrap();
     }
 
+    fn waits(builds: &Builds, needs: &[Need]) -> bool {
+        let p = builds.lock();
+        needs.iter().any(|&n| p.contains(&binary(n)))
+    }
+
     #[test]
     fn a_test_waits_until_its_builds_are_over_however_they_end() {
         let builds = Arc::new(Builds::default());
@@ -238,8 +237,8 @@ mod tests {
         let need = (r, Component::KubeApiserver);
         let other = (r, Component::Kueue);
         builds.expect(binary(need));
-        assert!(builds.waits(&[need]));
-        assert!(!builds.waits(&[other]));
+        assert!(waits(&builds, &[need]));
+        assert!(!waits(&builds, &[other]));
         // Nothing of `other` is built: no wait.
         builds.wait_for(&[other]);
         let waiter = {
@@ -251,6 +250,6 @@ mod tests {
         // A trial that panicked or was never started ends it too.
         drop(builds.done_on_drop(binary(need)));
         waiter.join().unwrap();
-        assert!(!builds.waits(&[need]));
+        assert!(!waits(&builds, &[need]));
     }
 }
