@@ -502,7 +502,9 @@ pub fn down(name: &str, keep: bool) -> Result<Down> {
 /// Run `work` on `cluster`, checking every second that the cluster's parts
 /// are alive: a component that dies ends the work at once, named with its
 /// log's tail, instead of surfacing later as a connection reset or a
-/// timeout.
+/// timeout. A failure while every part runs carries what the provider
+/// saw besides (`Cluster::explain_failure`: a kind control plane's
+/// restarted components).
 pub async fn while_alive<T>(
     cluster: &impl Cluster,
     work: impl std::future::Future<Output = Result<T>>,
@@ -511,9 +513,14 @@ pub async fn while_alive<T>(
     loop {
         tokio::select! {
             r = &mut work => {
-                // An error while a component is dead is about that death.
+                // An error while a component is dead is about that death;
+                // one while all runs says what the provider saw (restarts).
                 return match (r, cluster.check_alive()) {
                     (Err(e), Err(dead)) => Err(dead.context(format!("(the work failed meanwhile: {e:#})"))),
+                    (Err(e), Ok(())) => Err(match cluster.explain_failure().await {
+                        Some(seen) => e.context(seen),
+                        None => e,
+                    }),
                     (r, _) => r,
                 };
             }

@@ -101,6 +101,9 @@ impl Cluster for AnyCluster {
     fn check_alive(&self) -> Result<()> {
         each!(self, c => c.check_alive())
     }
+    async fn explain_failure(&self) -> Option<String> {
+        each!(self, c => c.explain_failure().await)
+    }
     fn audit_log(&self) -> Option<PathBuf> {
         each!(self, c => c.audit_log())
     }

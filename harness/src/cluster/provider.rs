@@ -154,6 +154,12 @@ pub trait Cluster: Sync {
     fn check_alive(&self) -> Result<()> {
         Ok(())
     }
+    /// What the provider can add about a failure while every part still
+    /// runs: for kind, the control-plane components the node's kubelet
+    /// restarted (kind/restarts.rs). None when it sees nothing to add.
+    fn explain_failure(&self) -> impl Future<Output = Option<String>> + Send {
+        async { None }
+    }
     /// Per-component health.
     fn health(&self) -> impl Future<Output = Vec<ComponentHealth>> + Send;
     /// Stop everything; keep the state directory when `keep`.

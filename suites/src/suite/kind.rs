@@ -10,7 +10,8 @@
 //! issued where its images exist); a real container's exit code; audit
 //! events from the host's audit log; CPU and RSS of every component read
 //! through `docker exec`; etcd's and kube-scheduler's metrics read inside
-//! the control-plane node; a claim of the default class bound and mounted;
+//! the control-plane node; a stopped kube-scheduler waited for and named
+//! as restarted; a claim of the default class bound and mounted;
 //! the Thor smoke as on an existing cluster; kwok's kubelet-like model
 //! against a kind worker's kubelet (kubelet_real.rs); the gang suite's cases of the
 //! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
@@ -241,6 +242,60 @@ fn etcd_and_scheduler_metrics_from_inside_the_node(minor: &'static str) -> Resul
     Ok(())
 }
 
+/// The node's kubelet restarts a stopped kube-scheduler: its metrics are
+/// read once it answers again, and the provider's account of a failure
+/// names the restart with the ended instance's log (kind/restarts.rs).
+fn a_restarted_scheduler_is_waited_for_and_named(minor: &'static str) -> Result<()> {
+    let fx = shared(minor)?;
+    let cp = fx.cluster.state.control_plane.clone();
+    let attempts = || -> Result<u32> {
+        let out = exec(fx, &cp, "crictl ps -a --name '^kube-scheduler$' -o json")?;
+        let v: serde_json::Value = serde_json::from_str(&out)?;
+        Ok(v["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["metadata"]["attempt"].as_u64())
+            .max()
+            .unwrap_or(0) as u32)
+    };
+    let started = |metrics: Option<String>| -> Result<f64> {
+        let text = metrics.context("the kind provider gave no kube-scheduler metrics")?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("process_start_time_seconds "))
+            .and_then(|v| v.trim().parse().ok())
+            .context("kube-scheduler's metrics have no process_start_time_seconds")
+    };
+    let first = started(fx.rt.block_on(fx.cluster.scheduler_metrics())?)?;
+    let before = attempts()?;
+    let id = exec(fx, &cp, "crictl ps --name '^kube-scheduler$' -q")?;
+    let id = id.trim();
+    ensure!(!id.is_empty(), "no running kube-scheduler in {cp}");
+    exec(fx, &cp, &format!("crictl stop {id}"))?;
+    // Read as soon as it is stopped: the read waits for the new process.
+    let again = started(fx.rt.block_on(fx.cluster.scheduler_metrics())?)?;
+    ensure!(
+        again > first,
+        "kube-scheduler's metrics came from a process started at {again}, not after the one started at {first}"
+    );
+    let after = attempts()?;
+    ensure!(
+        after == before + 1,
+        "kube-scheduler's attempt went from {before} to {after}, not one up"
+    );
+    let told = fx
+        .rt
+        .block_on(fx.cluster.explain_failure())
+        .context("a restarted kube-scheduler was not named")?;
+    ensure!(
+        told.contains(&format!(
+            "kube-scheduler: restarted {after} time(s), running again"
+        )) && told.contains("the instance that ended logged last:"),
+        "the restart was told as: {told}"
+    );
+    Ok(())
+}
+
 fn down_leaves_nothing(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
     let c = &fx.cluster;
@@ -328,7 +383,7 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 10] = [
+        let trials: [(&str, Trial); 11] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -360,6 +415,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             (
                 "etcd_and_scheduler_metrics_from_inside_the_node",
                 etcd_and_scheduler_metrics_from_inside_the_node,
+            ),
+            (
+                "a_restarted_scheduler_is_waited_for_and_named",
+                a_restarted_scheduler_is_waited_for_and_named,
             ),
             (
                 "thor_smoke_on_the_kind_workers",

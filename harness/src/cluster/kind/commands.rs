@@ -347,6 +347,31 @@ pub mod plan {
         )
     }
 
+    /// Every container of the control-plane node's containerd, ended ones
+    /// too, as JSON (kind's node image has crictl): restarts::restarted.
+    pub fn crictl_ps(docker: &Path, control_plane: &str) -> Cmd {
+        Cmd::new(
+            docker,
+            &["exec", control_plane, "crictl", "ps", "-a", "-o", "json"],
+        )
+    }
+
+    /// The last `lines` lines of a control-plane node container's log.
+    pub fn crictl_logs(docker: &Path, control_plane: &str, id: &str, lines: usize) -> Cmd {
+        Cmd::new(
+            docker,
+            &[
+                "exec",
+                control_plane,
+                "crictl",
+                "logs",
+                "--tail",
+                &lines.to_string(),
+                id,
+            ],
+        )
+    }
+
     /// etcd's metrics, from inside the control-plane node: kubeadm's etcd
     /// serves them on http://127.0.0.1:2381 there, and kind's node image
     /// has curl.

@@ -208,10 +208,46 @@ pub fn check_minor(profile: &Profile, wanted: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// How long the scheduler and the controller manager of a kind cluster
+/// hold their leases and may keep failing to renew them: `--leader-elect-
+/// lease-duration` and `--leader-elect-renew-deadline` (defaults 15 s and
+/// 10 s). Either component exits when it cannot renew within the
+/// deadline (client-go tools/leaderelection `LeaderElector.renew`), and
+/// on a loaded 2-core machine an API server slower than 10 s for a moment
+/// restarted kube-scheduler under the test command (CI of 73a7210: its
+/// port refused). The renewals come as often as before: one every
+/// `--leader-elect-retry-period` (2 s, left alone), whatever the deadline
+/// (`renew` polls every RetryPeriod), so the lease requests a window
+/// counts do not change. A single control-plane node has no other
+/// candidate that a longer lease would keep waiting.
+pub const LEASE_DURATION: &str = "60s";
+pub const RENEW_DEADLINE: &str = "45s";
+
 /// The profile plus, on every control-plane node, the mounts of this
-/// cluster's audit policy (read-only) and audit log directory.
+/// cluster's audit policy (read-only) and audit log directory, and
+/// leader election that outlasts a loaded machine ([`LEASE_DURATION`];
+/// not when the profile's own patches set any `leader-elect` flag).
 pub fn effective(profile: &Profile, host_policy: &Path, host_audit_dir: &Path) -> Value {
     let mut doc = profile.doc.clone();
+    let own_election = doc["kubeadmConfigPatches"].as_array().is_some_and(|ps| {
+        ps.iter()
+            .any(|p| p.as_str().is_some_and(|t| t.contains("leader-elect")))
+    });
+    if !own_election {
+        let args = format!(
+            "  extraArgs:\n    - name: leader-elect-lease-duration\n      value: \"{LEASE_DURATION}\"\n    - name: leader-elect-renew-deadline\n      value: \"{RENEW_DEADLINE}\"\n"
+        );
+        let patch = format!(
+            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\ncontrollerManager:\n{args}scheduler:\n{args}"
+        );
+        match doc
+            .get_mut("kubeadmConfigPatches")
+            .and_then(Value::as_array_mut)
+        {
+            Some(list) => list.push(Value::String(patch)),
+            None => doc["kubeadmConfigPatches"] = json!([patch]),
+        }
+    }
     if let Some(nodes) = doc["nodes"].as_array_mut() {
         for n in nodes.iter_mut().filter(|n| n["role"] == "control-plane") {
             let mounts = [
@@ -379,6 +415,36 @@ mod tests {
         assert!(cp["image"].as_str().unwrap().contains("@sha256:"));
         let text = to_yaml(&v, &prof.path).unwrap();
         assert!(text.contains("audit-log-path"), "{text}");
+        // Leader election outlasts a loaded machine, in both components.
+        let patches = v["kubeadmConfigPatches"].as_array().unwrap();
+        let election = patches.last().unwrap().as_str().unwrap();
+        let patch = &crate::yaml::documents(election, "patch").unwrap()[0];
+        for comp in ["controllerManager", "scheduler"] {
+            let args = patch[comp]["extraArgs"].as_array().unwrap();
+            let arg = |n: &str| {
+                args.iter()
+                    .find(|a| a["name"] == n)
+                    .map(|a| a["value"].clone())
+            };
+            assert_eq!(
+                arg("leader-elect-lease-duration"),
+                Some(json!(LEASE_DURATION)),
+                "{comp}"
+            );
+            assert_eq!(
+                arg("leader-elect-renew-deadline"),
+                Some(json!(RENEW_DEADLINE)),
+                "{comp}"
+            );
+        }
+        // A profile that sets leader election itself keeps its own.
+        let mut own = prof.clone();
+        own.doc["kubeadmConfigPatches"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!("kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\nscheduler:\n  extraArgs:\n    - name: leader-elect\n      value: \"false\"\n"));
+        let w = effective(&own, Path::new("/p"), Path::new("/a"));
+        assert_eq!(w["kubeadmConfigPatches"], own.doc["kubeadmConfigPatches"]);
         // What kind reads back is what we built.
         let back = crate::yaml::documents(&text, "effective").unwrap();
         assert_eq!(back, vec![v.clone()]);

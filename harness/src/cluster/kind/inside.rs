@@ -3,10 +3,21 @@
 //! `docker exec` (the commands: commands.rs `plan`).
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use crate::cluster::kind::commands::{self, plan};
+use crate::cluster::kind::restarts;
+use crate::poll::Poll;
+
+/// How long a component that refuses connections is asked again: the
+/// kubelet restarts an exited container after 10 s, then 20 s (k8s.io/
+/// kubernetes pkg/kubelet/kubelet.go `initialCrashLoopBackOff`, doubled per
+/// restart), and the component then starts.
+const RESTART_WAIT: Duration = Duration::from_secs(45);
+/// curl's exit status when the connection is refused.
+const CURL_REFUSED: i32 = 7;
 
 /// etcd's Prometheus text (http://127.0.0.1:2381 in the node).
 /// `node_image` names the image in the error when it has no curl.
@@ -27,16 +38,33 @@ pub async fn etcd_metrics(docker: &Path, control_plane: &str, node_image: &str) 
         );
     }
     bail!(
-        "etcd metrics: `{}` failed ({}):\n{}",
+        "etcd metrics: `{}` failed ({}):\n{}{}",
         cmd.display(),
         out.status,
-        commands::tail(&out, 10)
+        commands::tail(&out, 10),
+        restarts_seen(docker, control_plane).await
     )
+}
+
+/// The control plane's restarts as the tail of an error (empty when there
+/// were none): a component that does not answer may be one the node's
+/// kubelet is restarting.
+async fn restarts_seen(docker: &Path, control_plane: &str) -> String {
+    match restarts::of(docker, control_plane).await {
+        Ok(r) if r.is_empty() => {
+            format!("\n(no control-plane component was restarted in {control_plane})")
+        }
+        Ok(r) => format!("\n{}", restarts::describe(control_plane, &r)),
+        Err(e) => format!("\n(the control plane's restarts could not be read: {e:#})"),
+    }
 }
 
 /// A control-plane component's Prometheus text (https://127.0.0.1:`port`
 /// in the node, as the node's admin): kube-scheduler on 10259,
-/// kube-controller-manager on 10257.
+/// kube-controller-manager on 10257. A refused connection (curl's exit 7:
+/// nothing listens, the node's kubelet is restarting the component) is
+/// asked again for up to [`RESTART_WAIT`]; any other failure, or one that
+/// lasts, names the control plane's restarts.
 pub async fn component_metrics(
     docker: &Path,
     control_plane: &str,
@@ -44,15 +72,35 @@ pub async fn component_metrics(
     component: &str,
 ) -> Result<String> {
     let cmd = plan::component_metrics(docker, control_plane, port);
-    let out = commands::output(&cmd).await?;
-    if !out.status.success() {
-        bail!(
-            "{component} metrics from inside {}: `{}` failed ({}):\n{}",
-            control_plane,
+    let read = Poll::new(
+        format!("{component} answering on 127.0.0.1:{port} inside {control_plane}"),
+        RESTART_WAIT,
+    )
+    .every(Duration::from_secs(2))
+    .until_state(|| async {
+        let out = commands::output(&cmd).await?;
+        if out.status.success() {
+            return Ok(Ok(out.stdout));
+        }
+        let failed = format!(
+            "`{}` failed ({}):\n{}",
             cmd.display(),
             out.status,
             commands::tail(&out, 10)
         );
+        if out.status.code() == Some(CURL_REFUSED) {
+            return Ok(Err(failed));
+        }
+        bail!(failed)
+    })
+    .await;
+    match read {
+        Ok(stdout) => {
+            String::from_utf8(stdout).with_context(|| format!("{component} metrics are not UTF-8"))
+        }
+        Err(e) => bail!(
+            "{component} metrics from inside {control_plane}: {e:#}{}",
+            restarts_seen(docker, control_plane).await
+        ),
     }
-    String::from_utf8(out.stdout).with_context(|| format!("{component} metrics are not UTF-8"))
 }

@@ -22,6 +22,7 @@ pub mod health;
 pub mod images;
 pub mod inside;
 pub mod network;
+pub mod restarts;
 
 pub use images::{BUILT_NETWORK, KindImages};
 
@@ -464,6 +465,17 @@ impl Cluster for KindCluster {
 
     fn check_alive(&self) -> Result<()> {
         self.check_containers()
+    }
+
+    async fn explain_failure(&self) -> Option<String> {
+        let docker = self.tools().ok()?.docker;
+        match restarts::of(&docker, &self.state.control_plane).await {
+            Ok(r) if r.is_empty() => None,
+            Ok(r) => Some(restarts::describe(&self.state.control_plane, &r)),
+            Err(e) => Some(format!(
+                "the control plane's restarts could not be read: {e:#}"
+            )),
+        }
     }
 
     fn kubeconfig(&self) -> &Path {
