@@ -18,6 +18,10 @@ use crate::poll::Poll;
 const RESTART_WAIT: Duration = Duration::from_secs(45);
 /// curl's exit status when the connection is refused.
 const CURL_REFUSED: i32 = 7;
+/// curl's exit status for an HTTP error: a scheduler just restarted
+/// answered 403 under load (CI of 81ce7a7) while it could not yet ask the
+/// API server to authorize the scrape (delegated authorization).
+const CURL_HTTP_ERROR: i32 = 22;
 
 /// etcd's Prometheus text (http://127.0.0.1:2381 in the node).
 /// `node_image` names the image in the error when it has no curl.
@@ -62,8 +66,9 @@ async fn restarts_seen(docker: &Path, control_plane: &str) -> String {
 /// A control-plane component's Prometheus text (https://127.0.0.1:`port`
 /// in the node, as the node's admin): kube-scheduler on 10259,
 /// kube-controller-manager on 10257. A refused connection (curl's exit 7:
-/// nothing listens, the node's kubelet is restarting the component) is
-/// asked again for up to [`RESTART_WAIT`]; any other failure, or one that
+/// nothing listens, the node's kubelet is restarting the component) or an
+/// HTTP error (exit 22: one just started refusing the scrape) is asked
+/// again for up to [`RESTART_WAIT`]; any other failure, or one that
 /// lasts, names the control plane's restarts.
 pub async fn component_metrics(
     docker: &Path,
@@ -88,7 +93,7 @@ pub async fn component_metrics(
             out.status,
             commands::tail(&out, 10)
         );
-        if out.status.code() == Some(CURL_REFUSED) {
+        if matches!(out.status.code(), Some(CURL_REFUSED | CURL_HTTP_ERROR)) {
             return Ok(Err(failed));
         }
         bail!(failed)
