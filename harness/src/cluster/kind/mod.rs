@@ -469,13 +469,7 @@ impl Cluster for KindCluster {
 
     async fn explain_failure(&self) -> Option<String> {
         let docker = self.tools().ok()?.docker;
-        match restarts::of(&docker, &self.state.control_plane).await {
-            Ok(r) if r.is_empty() => None,
-            Ok(r) => Some(restarts::describe(&self.state.control_plane, &r)),
-            Err(e) => Some(format!(
-                "the control plane's restarts could not be read: {e:#}"
-            )),
-        }
+        restarts::account(&docker, &self.state.control_plane).await
     }
 
     fn kubeconfig(&self) -> &Path {

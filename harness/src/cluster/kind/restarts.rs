@@ -133,6 +133,18 @@ pub async fn of(docker: &Path, control_plane: &str) -> Result<Vec<Restart>> {
     Ok(restarts)
 }
 
+/// The restarts in `control_plane` as one paragraph for an error: None
+/// when no component was restarted; a read that failed says so.
+pub async fn account(docker: &Path, control_plane: &str) -> Option<String> {
+    match of(docker, control_plane).await {
+        Ok(r) if r.is_empty() => None,
+        Ok(r) => Some(describe(control_plane, &r)),
+        Err(e) => Some(format!(
+            "the control plane's restarts could not be read: {e:#}"
+        )),
+    }
+}
+
 /// One paragraph naming each restart, for an error's context.
 pub fn describe(control_plane: &str, restarts: &[Restart]) -> String {
     let mut text = format!("restarted in {control_plane} (crictl ps -a):");
