@@ -46,10 +46,29 @@ pub fn last_lines(out: &std::process::Output, n: usize) -> Vec<String> {
     } else {
         err
     };
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = without_go_stacks(&text);
     lines[lines.len().saturating_sub(n)..]
         .iter()
         .map(|l| l.to_string())
+        .collect()
+}
+
+/// `text`'s lines less the frames of Go stack traces: a frame is a
+/// function line followed by a tab-indented `file:line` line (what
+/// `%+v` of a pkg/errors error prints, as kubeadm and kind do on failure),
+/// so an error's last lines are its message, not its stack.
+pub fn without_go_stacks(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let location = |l: &str| {
+        l.strip_prefix('\t')
+            .and_then(|l| l.rsplit_once(':'))
+            .is_some_and(|(_, line)| line.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| !location(l) && !lines.get(i + 1).is_some_and(|next| location(next)))
+        .map(|(_, l)| *l)
         .collect()
 }
 
@@ -114,4 +133,30 @@ pub fn probe_version(c: Component, path: &Path) -> Result<String> {
             text.trim()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tools::exec::without_go_stacks;
+
+    #[test]
+    fn go_stack_frames_are_left_out_of_an_error_tail() {
+        let text = "[wait-control-plane] Waiting for the kubelet\n\
+                    error execution phase wait-control-plane: could not initialize a Kubernetes cluster\n\
+                    k8s.io/kubernetes/cmd/kubeadm/app/cmd/phases/workflow.(*Runner).Run\n\
+                    \tk8s.io/kubernetes@v1.37.1/cmd/kubeadm/app/cmd/phases/workflow/runner.go:234\n\
+                    main.main\n\
+                    \tk8s.io/kubernetes@v1.37.1/cmd/kubeadm/kubeadm.go:25\n\
+                    runtime.goexit\n\
+                    \truntime/asm_amd64.s:1771\n\
+                    \tnot a location\n";
+        assert_eq!(
+            without_go_stacks(text),
+            vec![
+                "[wait-control-plane] Waiting for the kubelet",
+                "error execution phase wait-control-plane: could not initialize a Kubernetes cluster",
+                "\tnot a location",
+            ]
+        );
+    }
 }

@@ -307,6 +307,9 @@ pub mod plan {
                 &kubeconfig.to_string_lossy(),
                 "--wait",
                 &format!("{}s", wait.as_secs()),
+                // The nodes of a failed create are kept for the harness to
+                // read, then deleted by it (KindCluster::create).
+                "--retain",
             ],
         )
     }
@@ -462,7 +465,7 @@ mod tests {
         );
         assert_eq!(
             c.display(),
-            "kind create cluster --name harness-e2e --config /s/e2e/kind-config.yaml --kubeconfig /s/e2e/kubeconfig --wait 120s"
+            "kind create cluster --name harness-e2e --config /s/e2e/kind-config.yaml --kubeconfig /s/e2e/kubeconfig --wait 120s --retain"
         );
         assert_eq!(
             plan::delete(&t.kind, "harness-e2e", Path::new("/s/e2e/kubeconfig")).display(),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::cluster::kind::patches;
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 
@@ -208,46 +209,12 @@ pub fn check_minor(profile: &Profile, wanted: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// How long the scheduler and the controller manager of a kind cluster
-/// hold their leases and may keep failing to renew them: `--leader-elect-
-/// lease-duration` and `--leader-elect-renew-deadline` (defaults 15 s and
-/// 10 s). Either component exits when it cannot renew within the
-/// deadline (client-go tools/leaderelection `LeaderElector.renew`), and
-/// on a loaded 2-core machine an API server slower than 10 s for a moment
-/// restarted kube-scheduler under the test command (CI of 73a7210: its
-/// port refused). The renewals come as often as before: one every
-/// `--leader-elect-retry-period` (2 s, left alone), whatever the deadline
-/// (`renew` polls every RetryPeriod), so the lease requests a window
-/// counts do not change. A single control-plane node has no other
-/// candidate that a longer lease would keep waiting.
-pub const LEASE_DURATION: &str = "60s";
-pub const RENEW_DEADLINE: &str = "45s";
-
 /// The profile plus, on every control-plane node, the mounts of this
-/// cluster's audit policy (read-only) and audit log directory, and
-/// leader election that outlasts a loaded machine ([`LEASE_DURATION`];
-/// not when the profile's own patches set any `leader-elect` flag).
+/// cluster's audit policy (read-only) and audit log directory;
+/// the patches that outlast a loaded machine (`patches`).
 pub fn effective(profile: &Profile, host_policy: &Path, host_audit_dir: &Path) -> Value {
     let mut doc = profile.doc.clone();
-    let own_election = doc["kubeadmConfigPatches"].as_array().is_some_and(|ps| {
-        ps.iter()
-            .any(|p| p.as_str().is_some_and(|t| t.contains("leader-elect")))
-    });
-    if !own_election {
-        let args = format!(
-            "  extraArgs:\n    - name: leader-elect-lease-duration\n      value: \"{LEASE_DURATION}\"\n    - name: leader-elect-renew-deadline\n      value: \"{RENEW_DEADLINE}\"\n"
-        );
-        let patch = format!(
-            "kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\ncontrollerManager:\n{args}scheduler:\n{args}"
-        );
-        match doc
-            .get_mut("kubeadmConfigPatches")
-            .and_then(Value::as_array_mut)
-        {
-            Some(list) => list.push(Value::String(patch)),
-            None => doc["kubeadmConfigPatches"] = json!([patch]),
-        }
-    }
+    patches::outlast_a_loaded_machine(&mut doc);
     if let Some(nodes) = doc["nodes"].as_array_mut() {
         for n in nodes.iter_mut().filter(|n| n["role"] == "control-plane") {
             let mounts = [
@@ -294,16 +261,7 @@ pub fn built_overrides(doc: &mut Value, image: &str, etcd_tag: &str, dns_tag: &s
         "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
             .to_string(),
     ];
-    match doc
-        .get_mut("kubeadmConfigPatches")
-        .and_then(Value::as_array_mut)
-    {
-        Some(list) => list.extend(patches.into_iter().map(Value::String)),
-        None => {
-            doc["kubeadmConfigPatches"] =
-                Value::Array(patches.into_iter().map(Value::String).collect())
-        }
-    }
+    patches::add(doc, patches);
 }
 
 /// YAML text of a config, with a header naming its source.
@@ -428,15 +386,32 @@ mod tests {
             };
             assert_eq!(
                 arg("leader-elect-lease-duration"),
-                Some(json!(LEASE_DURATION)),
+                Some(json!(patches::LEASE_DURATION)),
                 "{comp}"
             );
             assert_eq!(
                 arg("leader-elect-renew-deadline"),
-                Some(json!(RENEW_DEADLINE)),
+                Some(json!(patches::RENEW_DEADLINE)),
                 "{comp}"
             );
         }
+        // kubeadm's waits outlast one too, in `kubeadm init` and `join`.
+        let waits = |kind: &str| {
+            let text = patches
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|p| p.starts_with(&format!("kind: {kind}\n")))
+                .unwrap_or_else(|| panic!("no {kind} patch"));
+            crate::yaml::documents(text, "patch").unwrap()[0]["timeouts"].clone()
+        };
+        assert_eq!(
+            waits("InitConfiguration")["controlPlaneComponentHealthCheck"],
+            "480s"
+        );
+        assert_eq!(waits("InitConfiguration")["kubernetesAPICall"], "120s");
+        assert!(waits("InitConfiguration").get("discovery").is_none());
+        assert_eq!(waits("JoinConfiguration")["discovery"], "600s");
+        assert_eq!(waits("JoinConfiguration")["kubeletHealthCheck"], "480s");
         // A profile that sets leader election itself keeps its own.
         let mut own = prof.clone();
         own.doc["kubeadmConfigPatches"]
@@ -444,7 +419,22 @@ mod tests {
             .unwrap()
             .push(json!("kind: ClusterConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\nscheduler:\n  extraArgs:\n    - name: leader-elect\n      value: \"false\"\n"));
         let w = effective(&own, Path::new("/p"), Path::new("/a"));
-        assert_eq!(w["kubeadmConfigPatches"], own.doc["kubeadmConfigPatches"]);
+        let mut want = own.doc["kubeadmConfigPatches"].as_array().unwrap().clone();
+        want.extend(patches::kubeadm_waits().into_iter().map(Value::String));
+        assert_eq!(w["kubeadmConfigPatches"], Value::Array(want));
+        // …and one that sets kubeadm's timeouts keeps its own.
+        let mut own_waits = prof.clone();
+        own_waits.doc["kubeadmConfigPatches"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!("kind: InitConfiguration\napiVersion: kubeadm.k8s.io/v1beta4\ntimeouts:\n  kubernetesAPICall: 30s\n"));
+        let w = effective(&own_waits, Path::new("/p"), Path::new("/a"));
+        let added = w["kubeadmConfigPatches"].as_array().unwrap().len()
+            - own_waits.doc["kubeadmConfigPatches"]
+                .as_array()
+                .unwrap()
+                .len();
+        assert_eq!(added, 1, "the election patch only");
         // What kind reads back is what we built.
         let back = crate::yaml::documents(&text, "effective").unwrap();
         assert_eq!(back, vec![v.clone()]);

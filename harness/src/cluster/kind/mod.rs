@@ -22,7 +22,9 @@ pub mod health;
 pub mod images;
 pub mod inside;
 pub mod network;
+pub mod patches;
 pub mod restarts;
+pub mod turns;
 
 pub use images::{BUILT_NETWORK, KindImages};
 
@@ -263,9 +265,20 @@ impl KindCluster {
                 BUILT_NETWORK.into(),
             ));
         }
-        commands::run(&create)
-            .await
-            .context("kind could not create the cluster")?;
+        let turn = turns::take_on_this_machine(&s.kind_cluster).await?;
+        let made = commands::run(&create).await;
+        drop(turn);
+        if let Err(e) = made {
+            // kind keeps the nodes of a failed create (--retain) so that
+            // their control plane can be read before they are deleted.
+            let account =
+                restarts::account(&tools.docker, &format!("{}-control-plane", s.kind_cluster))
+                    .await;
+            let account = account.unwrap_or_else(|| {
+                "no control-plane component was restarted (crictl ps -a)".into()
+            });
+            return Err(e.context(format!("kind could not create the cluster; {account}")));
+        }
         step.done("created");
         let kc = commands::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
         let text = String::from_utf8(kc.stdout).context("kind's kubeconfig is not UTF-8")?;

@@ -74,7 +74,7 @@ async fn up_status_down_runs_the_planned_commands_and_leaves_nothing() {
             "kind version".into(),
             "kind get clusters".into(),
             format!(
-                "kind create cluster --name harness-e2e --config {} --kubeconfig {} --wait 90s",
+                "kind create cluster --name harness-e2e --config {} --kubeconfig {} --wait 90s --retain",
                 cfg.display(),
                 kc.display()
             ),
