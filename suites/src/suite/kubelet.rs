@@ -140,9 +140,15 @@ pub(crate) async fn wait_for(
                     PodEnd::DeletedRunning => states
                         .iter()
                         .all(|s| *s == (Some("running"), Some("running"))),
-                    PodEnd::DeletedSidecarRunning => {
-                        states.iter().all(|s| s.0 == Some("terminated"))
-                    }
+                    // Main ended and postrun was started (running; or,
+                    // in kwok-minimal, which has no sidecars, ended
+                    // too). On a loaded kind worker main (1 s) ended
+                    // before the kubelet had started postrun, and the
+                    // deletion cut postrun's start short (a `Failed`
+                    // event; CI of 6d0ae74).
+                    PodEnd::DeletedSidecarRunning => states.iter().all(|s| {
+                        s.0 == Some("terminated") && matches!(s.1, Some("running" | "terminated"))
+                    }),
                 };
             Ok(if ready {
                 Ok(())
