@@ -9,6 +9,7 @@
 pub mod apf;
 pub mod attribution;
 pub mod figures;
+pub mod node_procs;
 pub mod percentiles;
 pub mod pods;
 pub mod pprof;

@@ -6,12 +6,18 @@
 
 use std::collections::BTreeMap;
 
+/// One sample of watched names: name → (cumulative CPU ticks, resident
+/// KiB).
+pub type Point = BTreeMap<String, (u64, u64)>;
+
 /// One process, as /proc showed it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcStat {
     pub pid: i32,
     pub ppid: i32,
     pub pgrp: i32,
+    /// The command name (at most 15 characters).
+    pub comm: String,
     /// utime + stime, in clock ticks.
     pub cpu_ticks: u64,
     /// cutime + cstime: the CPU of children it has waited for.
@@ -84,6 +90,12 @@ pub fn ticks_per_second() -> f64 {
 pub fn read(pid: i32) -> Option<ProcStat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (ppid, pgrp, cpu_ticks, children_ticks) = parse_stat(&stat)?;
+    let comm = stat
+        .find('(')
+        .zip(stat.rfind(')'))
+        .and_then(|(open, close)| stat.get(open + 1..close))
+        .unwrap_or_default()
+        .to_string();
     let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| parse_status_rss(&s))
@@ -92,6 +104,7 @@ pub fn read(pid: i32) -> Option<ProcStat> {
         pid,
         ppid,
         pgrp,
+        comm,
         cpu_ticks,
         children_ticks,
         rss_kib,

@@ -4,15 +4,15 @@
 //! "kubectl" is the driver's forked kubectl processes — their CPU from
 //! this process's waited-for children time (cutime + cstime), their
 //! memory summed over those alive at each sample. On kind the components
-//! run inside the node containers: one `docker exec … cat /proc/*/stat`
-//! per node and sample, the components told apart by command name
-//! (`IN_NODE_COMMANDS`) and summed over the nodes.
+//! run inside the node containers (`metrics::node_procs`): told apart by
+//! command name and summed over the nodes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::provider::Processes;
+use crate::metrics::node_procs::{Root, container_stats, point_in_container, point_under, root_of};
 use crate::metrics::procfs::{self, ProcStat};
 
 /// The harness process itself.
@@ -37,8 +37,7 @@ pub struct Usage {
     pub samples: u32,
 }
 
-/// One sample: name → (cumulative CPU ticks, resident KiB).
-pub type Point = BTreeMap<String, (u64, u64)>;
+pub use crate::metrics::procfs::Point;
 
 /// Samples the processes of named process groups, this process and its
 /// kubectl children.
@@ -53,6 +52,8 @@ pub struct UsageTracker {
     first: BTreeMap<String, u64>,
     last: Option<Point>,
     rss: BTreeMap<String, (u64, u64, u32)>,
+    /// Where each node container's processes are read (kind), once known.
+    roots: BTreeMap<String, Root>,
 }
 
 /// What one scan of the process table says about each watched name.
@@ -90,53 +91,6 @@ pub fn with_others(p: &mut Point, machine_busy: u64) {
     p.insert(OTHERS.into(), (machine_busy.saturating_sub(ours), 0));
 }
 
-/// Command names in kind's node containers (/proc/PID/stat's, at most 15
-/// characters) → the component. The JobSet and Kueue controllers' binaries
-/// are both `/manager`: one row for both.
-pub const IN_NODE_COMMANDS: &[(&str, &str)] = &[
-    ("kube-apiserver", "kube-apiserver"),
-    ("etcd", "etcd"),
-    ("kube-controller", "kube-controller-manager"),
-    ("kube-scheduler", "kube-scheduler"),
-    ("kubelet", "kubelet"),
-    ("containerd", "containerd"),
-    ("manager", "jobset/kueue controller"),
-];
-
-/// What one container's `/proc/*/stat` lines say about each component of
-/// `IN_NODE_COMMANDS` (processes of other names are left out).
-pub fn point_in_container(stat_lines: &str, page_kib: u64) -> Point {
-    let mut p = Point::new();
-    for (comm, ticks, pages) in stat_lines.lines().filter_map(procfs::parse_stat_named) {
-        if let Some((_, name)) = IN_NODE_COMMANDS.iter().find(|(c, _)| *c == comm) {
-            let e = p.entry(name.to_string()).or_default();
-            *e = (e.0 + ticks, e.1 + pages * page_kib);
-        }
-    }
-    p
-}
-
-/// Every process's stat line inside `container`; None (and nothing
-/// printed) when docker fails or takes over 5 s.
-async fn container_stats(docker: &std::path::Path, container: &str) -> Option<String> {
-    let run = tokio::process::Command::new(docker)
-        .envs(crate::tools::engine::env())
-        .args([
-            "exec",
-            container,
-            "sh",
-            "-c",
-            "cat /proc/[0-9]*/stat 2>/dev/null; true",
-        ])
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(std::time::Duration::from_secs(5), run).await {
-        Ok(Ok(out)) if out.status.success() => String::from_utf8(out.stdout).ok(),
-        _ => None,
-    }
-}
-
 impl UsageTracker {
     /// Watch what `source` says (the harness and its kubectls always).
     pub fn new(source: Processes) -> UsageTracker {
@@ -147,6 +101,7 @@ impl UsageTracker {
             first: BTreeMap::new(),
             last: None,
             rss: BTreeMap::new(),
+            roots: BTreeMap::new(),
         }
     }
 
@@ -161,15 +116,13 @@ impl UsageTracker {
             Processes::Groups(g) => g.as_slice(),
             _ => &[],
         };
-        let mut p = point(&procfs::scan(), groups, self.me);
-        if let Processes::InContainers { docker, containers } = &self.source {
-            let reads = containers.iter().map(|c| container_stats(docker, c));
-            let page_kib = procfs::page_kib();
-            for text in futures::future::join_all(reads).await.into_iter().flatten() {
-                for (name, (ticks, kib)) in point_in_container(&text, page_kib) {
-                    let e = p.entry(name).or_default();
-                    *e = (e.0 + ticks, e.1 + kib);
-                }
+        let table = procfs::scan();
+        let mut p = point(&table, groups, self.me);
+        if let Processes::InContainers { docker, containers } = self.source.clone() {
+            let nodes = self.in_containers(&docker, &containers, &table).await;
+            for (name, (ticks, kib)) in nodes {
+                let e = p.entry(name).or_default();
+                *e = (e.0 + ticks, e.1 + kib);
             }
         }
         if let Some(busy) = crate::machine::busy_ticks() {
@@ -177,6 +130,62 @@ impl UsageTracker {
         }
         self.record(p.clone());
         p
+    }
+
+    /// The node containers' components: from `table` for the nodes whose
+    /// init is in it (node_procs::Root::Here), with `docker exec` for the
+    /// rest. A node's root is asked once (again when its init is gone:
+    /// the container restarted); a node docker cannot read this time is
+    /// left out of this sample.
+    async fn in_containers(
+        &mut self,
+        docker: &std::path::Path,
+        containers: &[String],
+        table: &BTreeMap<i32, ProcStat>,
+    ) -> Point {
+        self.roots.retain(|_, r| match r {
+            Root::Here(pid) => table.contains_key(pid),
+            Root::Elsewhere => true,
+        });
+        let unknown: Vec<&String> = containers
+            .iter()
+            .filter(|c| !self.roots.contains_key(*c))
+            .collect();
+        let asked = futures::future::join_all(unknown.iter().map(|c| root_of(docker, c))).await;
+        for (c, root) in unknown.into_iter().zip(asked) {
+            if let Some(r) = root {
+                self.roots.insert(c.clone(), r);
+            }
+        }
+        let here: Vec<i32> = containers
+            .iter()
+            .filter_map(|c| match self.roots.get(c) {
+                Some(Root::Here(pid)) => Some(*pid),
+                _ => None,
+            })
+            .collect();
+        let mut p = point_under(table, &here);
+        let elsewhere = containers
+            .iter()
+            .filter(|c| !matches!(self.roots.get(*c), Some(Root::Here(_))));
+        let reads = elsewhere.map(|c| container_stats(docker, c));
+        let page_kib = procfs::page_kib();
+        for text in futures::future::join_all(reads).await.into_iter().flatten() {
+            for (name, (ticks, kib)) in point_in_container(&text, page_kib) {
+                let e = p.entry(name).or_default();
+                *e = (e.0 + ticks, e.1 + kib);
+            }
+        }
+        p
+    }
+
+    /// How many node containers are read from this machine's /proc
+    /// rather than with `docker exec` (metrics::node_procs).
+    pub fn nodes_read_here(&self) -> usize {
+        self.roots
+            .values()
+            .filter(|r| matches!(r, Root::Here(_)))
+            .count()
     }
 
     /// Record a point (from `sample`, or captured in tests).
@@ -229,16 +238,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use crate::cluster::provider::Processes;
+    use crate::metrics::node_procs::tests::NODE;
     use crate::metrics::procfs::ProcStat;
-    use crate::metrics::usage::{
-        HARNESS, KUBECTL, OTHERS, UsageTracker, point, point_in_container, with_others,
-    };
+    use crate::metrics::usage::{HARNESS, KUBECTL, OTHERS, UsageTracker, point, with_others};
 
     fn p(pid: i32, ppid: i32, pgrp: i32, ticks: u64, kids: u64, rss: u64) -> (i32, ProcStat) {
         let s = ProcStat {
             pid,
             ppid,
             pgrp,
+            comm: String::new(),
             cpu_ticks: ticks,
             children_ticks: kids,
             rss_kib: rss,
@@ -340,31 +349,11 @@ mod tests {
         assert!(pt[HARNESS].1 > 0, "{pt:?}");
     }
 
-    // Captured shapes of a kind control-plane node's /proc/*/stat (fields
-    // after the resident pages cut): systemd, containerd, kubelet,
-    // kube-controller-manager (its name cut at 15), etcd, a shell.
-    const NODE: &str =
-        "1 (systemd) S 0 1 1 0 -1 4194560 900 0 0 0 30 20 0 0 20 0 1 0 10 20000000 2000
-120 (containerd) S 1 120 120 0 -1 0 0 0 0 0 400 100 0 0 20 0 30 0 50 900000000 12000
-300 (kubelet) S 1 300 300 0 -1 0 0 0 0 0 900 300 0 0 20 0 20 0 60 1900000000 25000
-410 (kube-controller) S 390 410 410 0 -1 0 0 0 0 0 700 100 0 0 20 0 10 0 80 1300000000 20000
-420 (etcd) S 395 420 420 0 -1 0 0 0 0 0 1500 500 0 0 20 0 12 0 81 11000000000 30000
-999 (sh) R 0 999 999 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9999 3000000 200
-";
-
-    #[test]
-    fn components_in_a_node_are_told_by_command_name() {
-        let p = point_in_container(NODE, 4);
-        assert_eq!(p["etcd"], (2000, 120_000));
-        assert_eq!(p["kube-controller-manager"], (800, 80_000));
-        assert_eq!(p["kubelet"], (1200, 100_000));
-        assert_eq!(p["containerd"], (500, 48_000));
-        assert!(!p.contains_key("systemd") && !p.contains_key("sh"), "{p:?}");
-    }
-
     #[tokio::test]
     async fn containers_are_read_with_docker_exec_and_summed_over_nodes() {
         let (_tmp, fakes) = crate::cluster::kind::fakes::FakeCommands::healthy_in_temp_dir();
+        // The fake engine's inspect prints no pid: the nodes are read
+        // with docker exec.
         fakes.script("docker", &format!("printf '%s' '{NODE}'\n"));
         let mut t = UsageTracker::new(Processes::InContainers {
             docker: fakes.dir.join("docker"),

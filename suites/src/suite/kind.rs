@@ -178,7 +178,7 @@ fn audit_events_come_from_the_hosts_log(minor: &'static str) -> Result<()> {
     Ok(())
 }
 
-fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Result<()> {
+fn cpu_and_memory_per_component_of_the_node_containers(minor: &'static str) -> Result<()> {
     use harness::metrics::usage::UsageTracker;
     let fx = shared(minor)?;
     let mut t = UsageTracker::new(fx.cluster.processes());
@@ -198,6 +198,15 @@ fn cpu_and_memory_per_component_through_docker_exec(minor: &'static str) -> Resu
         }
         Ok::<_, anyhow::Error>(())
     })?;
+    // The private engine of ci/ensure-docker.sh runs the nodes in this
+    // machine's PID namespace: read from /proc, no docker exec per sample
+    // (metrics::node_procs).
+    let nodes = fx.cluster.state.nodes.len();
+    ensure!(
+        t.nodes_read_here() == nodes,
+        "{} of {nodes} node containers read from this machine's /proc",
+        t.nodes_read_here()
+    );
     let figures = t.figures();
     for comp in [
         "kube-apiserver",
@@ -409,8 +418,8 @@ pub fn suite(_args: &Arguments) -> Suite {
                 audit_events_come_from_the_hosts_log,
             ),
             (
-                "cpu_and_memory_per_component_through_docker_exec",
-                cpu_and_memory_per_component_through_docker_exec,
+                "cpu_and_memory_per_component_of_the_node_containers",
+                cpu_and_memory_per_component_of_the_node_containers,
             ),
             (
                 "etcd_and_scheduler_metrics_from_inside_the_node",

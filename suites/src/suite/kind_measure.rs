@@ -83,7 +83,7 @@ pub fn measure_a_command_on_a_fresh_kind_cluster(minor: &'static str) -> Result<
     let api = m.window.resources.get("kube-apiserver");
     ensure!(
         api.is_some_and(|u| u.cpu_s > 0.0),
-        "kube-apiserver's CPU through docker exec: {api:?}"
+        "kube-apiserver's CPU in the node container: {api:?}"
     );
     ensure!(
         r.figures.provider == "kind",
