@@ -57,6 +57,11 @@ pub struct Baseline {
     /// files recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::machine::Machine>,
+    /// The disk the runs' etcd wrote to (`disk::of`): latencies are
+    /// judged only on a run whose disk is alike. Absent in files recorded
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<crate::bench::thor::disk::Disk>,
 }
 
 /// Err (bad input) when `r` was measured with other capabilities than
@@ -401,6 +406,7 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
         modes,
         capabilities: r.capabilities.as_ref().map(|c| c.comparable()),
         machine: r.machine.clone(),
+        disk: crate::bench::thor::disk::of(r),
     }
 }
 

@@ -3,7 +3,8 @@
 //! follow the machine's timing (`kept::time_bound`). They measure the
 //! machine as much as the code, so they are judged only when the run's
 //! machine is alike the one that recorded the baseline
-//! (`crate::machine::Machine::alike`) and was quiet while each run was
+//! (`crate::machine::Machine::alike`), so is its disk (`disk::differs`),
+//! and it was quiet while each run was
 //! measured: the rest of the machine (`metrics::usage::OTHERS`) used at
 //! most [`QUIET_CORES`]. Otherwise they are shown, not judged, and the
 //! report says why; counts and sizes are judged on any machine.
@@ -23,6 +24,7 @@ use std::collections::BTreeSet;
 
 use crate::bench::thor::baseline::Baseline;
 use crate::bench::thor::compare::{Status, Verdict};
+use crate::bench::thor::disk;
 use crate::bench::thor::kept::MetricKind;
 use crate::bench::thor::result::{ModeResult, ThorResult};
 use crate::metrics::usage::OTHERS;
@@ -106,6 +108,16 @@ pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
             "measured on another kind of machine than the baseline: {why}"
         ));
     }
+    let disk = match (&b.disk, disk::of(r)) {
+        (Some(then), Some(now)) => match disk::differs(&now, then) {
+            Some(why) => return Err(format!("the disk is not the baseline's: {why}")),
+            None => format!("its disk alike ({now})"),
+        },
+        (Some(_), None) => {
+            return Err("the run did not measure its disk (etcd's WAL fsync latency)".into());
+        }
+        (None, _) => "its disk not compared (the baseline does not record it)".into(),
+    };
     let mut busiest: Option<(&str, f64)> = None;
     for (mode, s) in &r.modes {
         for run in s.runs() {
@@ -124,7 +136,7 @@ pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
             "the machine was busy: the rest of it used {cores:.2} cores while a {mode} run was measured (quiet: at most {QUIET_CORES})"
         )),
         Some((_, cores)) => Ok(format!(
-            "the run's machine is the baseline's kind ({this}) and was quiet (the rest of it used at most {cores:.2} cores; the limit is {QUIET_CORES})"
+            "the run's machine is the baseline's kind ({this}), {disk}, and was quiet (the rest of it used at most {cores:.2} cores; the limit is {QUIET_CORES})"
         )),
         None => Err("the run measured no mode".into()),
     }
@@ -138,6 +150,7 @@ mod tests {
     use crate::bench::thor::kept::MetricKind;
     use crate::bench::thor::result::sample_result;
     use crate::machine::Machine;
+    use crate::metrics::percentiles::Percentiles;
     use crate::metrics::usage::{OTHERS, Usage};
 
     fn machine(cpus: u32) -> Option<Machine> {
@@ -149,12 +162,27 @@ mod tests {
     }
 
     /// sample_result's one mode, with the rest of the machine using
-    /// `others` cores over its wall time.
+    /// `others` cores over its wall time, on a disk whose WAL fsync p99
+    /// is 7 ms.
     fn run(m: Option<Machine>, others: Option<f64>) -> crate::bench::thor::result::ThorResult {
+        on_disk(m, others, Some(7.0))
+    }
+
+    fn on_disk(
+        m: Option<Machine>,
+        others: Option<f64>,
+        fsync_p99: Option<f64>,
+    ) -> crate::bench::thor::result::ThorResult {
         let mut r = sample_result(300, 2000.0);
         r.machine = m;
         for s in r.modes.values_mut() {
             for run in std::iter::once(&mut s.result).chain(s.repeats.iter_mut()) {
+                run.window.etcd.wal_fsync_ms = fsync_p99.map(|p99| Percentiles {
+                    p50: 0.6,
+                    p90: 2.0,
+                    p99,
+                    max: 64.0,
+                });
                 if let Some(cores) = others {
                     let u = Usage {
                         cpu_s: cores * run.wall_s,
@@ -244,5 +272,24 @@ mod tests {
         let old = from_result(&run(None, Some(0.0)), "s.yaml");
         let e = machine_gate(&old, &run(machine(2), Some(0.0))).unwrap_err();
         assert!(e.contains("record it again"), "{e}");
+    }
+
+    #[test]
+    fn not_judged_on_another_disk_and_said_when_the_baseline_has_none() {
+        let base = from_result(&run(machine(2), Some(0.01)), "s.yaml");
+        assert_eq!(base.disk.as_ref().unwrap().wal_fsync_p99_ms, 7.0);
+        let why = machine_gate(&base, &on_disk(machine(2), Some(0.0), Some(12.0))).unwrap();
+        assert!(why.contains("its disk alike"), "{why}");
+        let e = machine_gate(&base, &on_disk(machine(2), Some(0.0), Some(40.0))).unwrap_err();
+        assert!(
+            e.contains("the disk is not the baseline's") && e.contains("p99 40.0 ms"),
+            "{e}"
+        );
+        let e = machine_gate(&base, &on_disk(machine(2), Some(0.0), None)).unwrap_err();
+        assert!(e.contains("did not measure its disk"), "{e}");
+        let mut old = base.clone();
+        old.disk = None;
+        let why = machine_gate(&old, &on_disk(machine(2), Some(0.0), Some(40.0))).unwrap();
+        assert!(why.contains("does not record it"), "{why}");
     }
 }

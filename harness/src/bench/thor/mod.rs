@@ -8,6 +8,7 @@ pub mod charts;
 pub mod compare;
 pub mod contention;
 pub mod cost;
+pub mod disk;
 pub mod dry_run;
 pub mod existing;
 pub mod gate;

@@ -280,6 +280,7 @@ mod tests {
                 modes,
                 capabilities: None,
                 machine: None,
+                disk: None,
             },
         }
     }
