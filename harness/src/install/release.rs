@@ -53,6 +53,7 @@ impl Release {
         let src = c.go_source(k8s);
         let dir = module_dir(src.module, &src.module_version)?;
         let mut objects = kustomize(cluster, &dir.join("config/default"), self.component).await?;
+        lasting_leader_election(&mut objects)?;
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(
@@ -87,6 +88,48 @@ impl Release {
         )
         .await
     }
+}
+
+/// Give a controller's leader election the kind control plane's lease
+/// (cluster/kind/patches.rs `LEASE_DURATION`, `RENEW_DEADLINE`): each
+/// ConfigMap value that is a controller Configuration electing a leader
+/// (JobSet's and Kueue's `controller_manager_config.yaml`) gets them,
+/// unless it sets its own; written back as JSON, which their YAML
+/// decoders read (sigs.k8s.io/yaml). controller-runtime's manager exits
+/// when it cannot renew its lease within 10 s (its default), and its
+/// webhook with it: in the CI of 89adb26 HPCC's `kubectl replace` of a
+/// JobSet on a loaded kind cluster was refused by JobSet's webhook. The
+/// renewals still come every retry period (2 s), as before. Returns how
+/// many Configurations were changed.
+pub fn lasting_leader_election(objects: &mut [Value]) -> Result<usize> {
+    use crate::cluster::kind::patches::{LEASE_DURATION, RENEW_DEADLINE};
+    let mut changed = 0;
+    for o in objects.iter_mut().filter(|o| o["kind"] == "ConfigMap") {
+        let Some(data) = o.get_mut("data").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (key, text) in data.iter_mut() {
+            let Some(t) = text.as_str().filter(|t| t.contains("leaderElection")) else {
+                continue;
+            };
+            let mut docs = crate::yaml::documents(t, key)?;
+            let [cfg] = docs.as_mut_slice() else {
+                continue;
+            };
+            let le = &mut cfg["leaderElection"];
+            if le["leaderElect"] != Value::Bool(true)
+                || le.get("leaseDuration").is_some()
+                || le.get("renewDeadline").is_some()
+            {
+                continue;
+            }
+            le["leaseDuration"] = LEASE_DURATION.into();
+            le["renewDeadline"] = RENEW_DEADLINE.into();
+            *text = serde_json::to_string_pretty(cfg)?.into();
+            changed += 1;
+        }
+    }
+    Ok(changed)
 }
 
 /// `kubectl kustomize DIR` (a kustomization of a module in the Go module
@@ -227,4 +270,35 @@ pub async fn wait_ready(
             })
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::install::release::lasting_leader_election;
+
+    #[test]
+    fn an_electing_controllers_configuration_gets_the_kind_lease() {
+        let cfg = "apiVersion: config.example/v1\nkind: Configuration\nleaderElection:\n  leaderElect: true\nhealth:\n  healthProbeBindAddress: :8081\n";
+        let own =
+            "kind: Configuration\nleaderElection:\n  leaderElect: true\n  leaseDuration: 20s\n";
+        let mut objects = vec![
+            json!({"kind": "ConfigMap", "data": {"controller_manager_config.yaml": cfg}}),
+            json!({"kind": "ConfigMap", "data": {"c.yaml": own, "other": "x: 1"}}),
+            json!({"kind": "Deployment", "data": {"c.yaml": cfg}}),
+        ];
+        assert_eq!(lasting_leader_election(&mut objects).unwrap(), 1);
+        let text = objects[0]["data"]["controller_manager_config.yaml"]
+            .as_str()
+            .unwrap();
+        let back = &crate::yaml::documents(text, "t").unwrap()[0];
+        assert_eq!(back["leaderElection"]["leaseDuration"], "60s");
+        assert_eq!(back["leaderElection"]["renewDeadline"], "45s");
+        assert_eq!(back["leaderElection"]["leaderElect"], true);
+        assert_eq!(back["health"]["healthProbeBindAddress"], ":8081");
+        // Its own lease, other values and other kinds are left alone.
+        assert_eq!(objects[1]["data"]["c.yaml"], own);
+        assert_eq!(objects[2]["data"]["c.yaml"], cfg);
+    }
 }

@@ -230,6 +230,49 @@ fn cpu_and_memory_per_component_of_the_node_containers(minor: &'static str) -> R
     Ok(())
 }
 
+/// The scheduler's, the controller manager's and the JobSet controller's
+/// leases are held for 60 s (cluster/kind/patches.rs, and
+/// install/release.rs `lasting_leader_election` for JobSet's
+/// Configuration), not client-go's 15 s: what each holder wrote in its
+/// Lease.
+fn leader_leases_outlast_a_loaded_machine(minor: &'static str) -> Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let fx = shared(minor)?;
+    let seconds = harness::cluster::kind::patches::LEASE_DURATION
+        .trim_end_matches('s')
+        .parse::<i32>()?;
+    fx.rt.block_on(async {
+        let client = fx.cluster.client().await?;
+        let mut held = vec![];
+        for (ns, name) in [
+            ("kube-system", Some("kube-scheduler")),
+            ("kube-system", Some("kube-controller-manager")),
+            ("jobset-system", None),
+        ] {
+            let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
+            let list = leases.list(&ListParams::default()).await?.items;
+            let lease = list
+                .iter()
+                .find(|l| name.is_none_or(|n| l.metadata.name.as_deref() == Some(n)))
+                .with_context(|| format!("no lease {name:?} in {ns}"))?;
+            let spec = lease.spec.clone().unwrap_or_default();
+            held.push(format!(
+                "{ns}/{}: {:?} s by {:?}",
+                lease.metadata.name.clone().unwrap_or_default(),
+                spec.lease_duration_seconds,
+                spec.holder_identity
+            ));
+            ensure!(
+                spec.lease_duration_seconds == Some(seconds),
+                "{}",
+                held.join("; ")
+            );
+        }
+        println!("leases: {}", held.join("; "));
+        Ok(())
+    })
+}
+
 fn etcd_and_scheduler_metrics_from_inside_the_node(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
     let (etcd, scheduler) = fx.rt.block_on(async {
@@ -392,7 +435,7 @@ pub fn suite(_args: &Arguments) -> Suite {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
         type Trial = fn(&'static str) -> Result<()>;
-        let trials: [(&str, Trial); 11] = [
+        let trials: [(&str, Trial); 12] = [
             (
                 "nodes_ready_with_the_profiles_gates",
                 nodes_ready_with_the_profiles_gates,
@@ -424,6 +467,10 @@ pub fn suite(_args: &Arguments) -> Suite {
             (
                 "etcd_and_scheduler_metrics_from_inside_the_node",
                 etcd_and_scheduler_metrics_from_inside_the_node,
+            ),
+            (
+                "leader_leases_outlast_a_loaded_machine",
+                leader_leases_outlast_a_loaded_machine,
             ),
             (
                 "a_restarted_scheduler_is_waited_for_and_named",
