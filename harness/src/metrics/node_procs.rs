@@ -34,8 +34,7 @@ pub const DOCKER_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn add(p: &mut Point, comm: &str, ticks: u64, kib: u64) {
     if let Some((_, name)) = IN_NODE_COMMANDS.iter().find(|(c, _)| *c == comm) {
-        let e = p.entry(name.to_string()).or_default();
-        *e = (e.0 + ticks, e.1 + kib);
+        procfs::add(p, name, ticks, kib);
     }
 }
 
@@ -133,6 +132,65 @@ pub fn root_from(inspect: &str, cgroup_of: impl Fn(i32) -> Option<String>) -> Op
         Some(cg) if cg.contains(id) => Root::Here(pid),
         _ => Root::Elsewhere,
     })
+}
+
+/// Where each node container's processes are read, asked once per
+/// container (again when its init is gone: the container restarted).
+#[derive(Debug, Clone, Default)]
+pub struct NodeReader {
+    roots: BTreeMap<String, Root>,
+}
+
+impl NodeReader {
+    /// The node containers' components: from `table` (this machine's
+    /// process table) for the nodes whose init is in it, with `docker
+    /// exec` for the rest. A node docker cannot read this time is left out
+    /// of this sample.
+    pub async fn point(
+        &mut self,
+        docker: &Path,
+        containers: &[String],
+        table: &BTreeMap<i32, ProcStat>,
+    ) -> Point {
+        self.roots.retain(|_, r| match r {
+            Root::Here(pid) => table.contains_key(pid),
+            Root::Elsewhere => true,
+        });
+        let unknown: Vec<&String> = containers
+            .iter()
+            .filter(|c| !self.roots.contains_key(*c))
+            .collect();
+        let asked = futures::future::join_all(unknown.iter().map(|c| root_of(docker, c))).await;
+        for (c, root) in unknown.into_iter().zip(asked) {
+            if let Some(r) = root {
+                self.roots.insert(c.clone(), r);
+            }
+        }
+        let here = |c: &String| match self.roots.get(c) {
+            Some(Root::Here(pid)) => Some(*pid),
+            _ => None,
+        };
+        let roots: Vec<i32> = containers.iter().filter_map(here).collect();
+        let mut p = point_under(table, &roots);
+        let elsewhere = containers.iter().filter(|c| here(c).is_none());
+        let reads = elsewhere.map(|c| container_stats(docker, c));
+        let page_kib = procfs::page_kib();
+        for text in futures::future::join_all(reads).await.into_iter().flatten() {
+            for (name, (ticks, kib)) in point_in_container(&text, page_kib) {
+                procfs::add(&mut p, &name, ticks, kib);
+            }
+        }
+        p
+    }
+
+    /// How many node containers are read from this machine's /proc
+    /// rather than with `docker exec`.
+    pub fn read_here(&self) -> usize {
+        self.roots
+            .values()
+            .filter(|r| matches!(r, Root::Here(_)))
+            .count()
+    }
 }
 
 /// Where `container`'s processes can be read; None when docker could not

@@ -10,6 +10,18 @@ use std::collections::BTreeMap;
 /// KiB).
 pub type Point = BTreeMap<String, (u64, u64)>;
 
+/// Add `ticks` and `kib` to `name`'s entry of `p`.
+pub fn add(p: &mut Point, name: &str, ticks: u64, kib: u64) {
+    let e = p.entry(name.to_string()).or_default();
+    *e = (e.0 + ticks, e.1 + kib);
+}
+
+/// The command name of a `/proc/PID/stat` line: between the first '('
+/// and the last ')' (it may hold either).
+fn comm(text: &str) -> Option<&str> {
+    text.get(text.find('(')? + 1..text.rfind(')')?)
+}
+
 /// One process, as /proc showed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcStat {
@@ -50,9 +62,8 @@ pub fn parse_stat(text: &str) -> Option<(i32, i32, u64, u64)> {
 /// where /proc/PID/status would cost a second read): (command name,
 /// utime+stime, resident pages (field 24)). Zombies give None.
 pub fn parse_stat_named(text: &str) -> Option<(String, u64, u64)> {
-    let open = text.find('(')?;
+    let comm = comm(text)?.to_string();
     let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
     let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
     if matches!(f.first()?.chars().next()?, 'Z' | 'X') {
         return None;
@@ -90,12 +101,7 @@ pub fn ticks_per_second() -> f64 {
 pub fn read(pid: i32) -> Option<ProcStat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (ppid, pgrp, cpu_ticks, children_ticks) = parse_stat(&stat)?;
-    let comm = stat
-        .find('(')
-        .zip(stat.rfind(')'))
-        .and_then(|(open, close)| stat.get(open + 1..close))
-        .unwrap_or_default()
-        .to_string();
+    let comm = comm(&stat).unwrap_or_default().to_string();
     let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| parse_status_rss(&s))

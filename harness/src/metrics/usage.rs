@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::provider::Processes;
-use crate::metrics::node_procs::{Root, container_stats, point_in_container, point_under, root_of};
+use crate::metrics::node_procs::NodeReader;
 use crate::metrics::procfs::{self, ProcStat};
 
 /// The harness process itself.
@@ -52,8 +52,8 @@ pub struct UsageTracker {
     first: BTreeMap<String, u64>,
     last: Option<Point>,
     rss: BTreeMap<String, (u64, u64, u32)>,
-    /// Where each node container's processes are read (kind), once known.
-    roots: BTreeMap<String, Root>,
+    /// Where each node container's processes are read (kind).
+    nodes: NodeReader,
 }
 
 /// What one scan of the process table says about each watched name.
@@ -101,7 +101,7 @@ impl UsageTracker {
             first: BTreeMap::new(),
             last: None,
             rss: BTreeMap::new(),
-            roots: BTreeMap::new(),
+            nodes: NodeReader::default(),
         }
     }
 
@@ -118,11 +118,10 @@ impl UsageTracker {
         };
         let table = procfs::scan();
         let mut p = point(&table, groups, self.me);
-        if let Processes::InContainers { docker, containers } = self.source.clone() {
-            let nodes = self.in_containers(&docker, &containers, &table).await;
+        if let Processes::InContainers { docker, containers } = &self.source {
+            let nodes = self.nodes.point(docker, containers, &table).await;
             for (name, (ticks, kib)) in nodes {
-                let e = p.entry(name).or_default();
-                *e = (e.0 + ticks, e.1 + kib);
+                procfs::add(&mut p, &name, ticks, kib);
             }
         }
         if let Some(busy) = crate::machine::busy_ticks() {
@@ -132,60 +131,10 @@ impl UsageTracker {
         p
     }
 
-    /// The node containers' components: from `table` for the nodes whose
-    /// init is in it (node_procs::Root::Here), with `docker exec` for the
-    /// rest. A node's root is asked once (again when its init is gone:
-    /// the container restarted); a node docker cannot read this time is
-    /// left out of this sample.
-    async fn in_containers(
-        &mut self,
-        docker: &std::path::Path,
-        containers: &[String],
-        table: &BTreeMap<i32, ProcStat>,
-    ) -> Point {
-        self.roots.retain(|_, r| match r {
-            Root::Here(pid) => table.contains_key(pid),
-            Root::Elsewhere => true,
-        });
-        let unknown: Vec<&String> = containers
-            .iter()
-            .filter(|c| !self.roots.contains_key(*c))
-            .collect();
-        let asked = futures::future::join_all(unknown.iter().map(|c| root_of(docker, c))).await;
-        for (c, root) in unknown.into_iter().zip(asked) {
-            if let Some(r) = root {
-                self.roots.insert(c.clone(), r);
-            }
-        }
-        let here: Vec<i32> = containers
-            .iter()
-            .filter_map(|c| match self.roots.get(c) {
-                Some(Root::Here(pid)) => Some(*pid),
-                _ => None,
-            })
-            .collect();
-        let mut p = point_under(table, &here);
-        let elsewhere = containers
-            .iter()
-            .filter(|c| !matches!(self.roots.get(*c), Some(Root::Here(_))));
-        let reads = elsewhere.map(|c| container_stats(docker, c));
-        let page_kib = procfs::page_kib();
-        for text in futures::future::join_all(reads).await.into_iter().flatten() {
-            for (name, (ticks, kib)) in point_in_container(&text, page_kib) {
-                let e = p.entry(name).or_default();
-                *e = (e.0 + ticks, e.1 + kib);
-            }
-        }
-        p
-    }
-
     /// How many node containers are read from this machine's /proc
     /// rather than with `docker exec` (metrics::node_procs).
     pub fn nodes_read_here(&self) -> usize {
-        self.roots
-            .values()
-            .filter(|r| matches!(r, Root::Here(_)))
-            .count()
+        self.nodes.read_here()
     }
 
     /// Record a point (from `sample`, or captured in tests).

@@ -265,18 +265,18 @@ impl KindCluster {
                 BUILT_NETWORK.into(),
             ));
         }
+        let control_plane = format!("{}-control-plane", s.kind_cluster);
         let turn = turns::take_on_this_machine(&s.kind_cluster).await?;
         let made = commands::run(&create).await;
         drop(turn);
         if let Err(e) = made {
             // kind keeps the nodes of a failed create (--retain) so that
             // their control plane can be read before they are deleted.
-            let account =
-                restarts::account(&tools.docker, &format!("{}-control-plane", s.kind_cluster))
-                    .await;
-            let account = account.unwrap_or_else(|| {
-                "no control-plane component was restarted (crictl ps -a)".into()
-            });
+            let account = restarts::account(&tools.docker, &control_plane)
+                .await
+                .unwrap_or_else(|| {
+                    "no control-plane component was restarted (crictl ps -a)".into()
+                });
             return Err(e.context(format!("kind could not create the cluster; {account}")));
         }
         step.done("created");
@@ -287,7 +287,6 @@ impl KindCluster {
         write_mode(&s.kubeconfig, &text, 0o600)?;
         let nodes =
             commands::lines(&commands::run(&plan::get_nodes(tools, &s.kind_cluster)).await?);
-        let control_plane = format!("{}-control-plane", s.kind_cluster);
         if !nodes.contains(&control_plane) {
             bail!(
                 "`kind get nodes --name {}` does not list {control_plane} (it lists: {})",
