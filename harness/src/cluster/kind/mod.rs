@@ -24,6 +24,7 @@ pub mod inside;
 pub mod network;
 pub mod patches;
 pub mod restarts;
+pub mod retry;
 pub mod turns;
 
 pub use images::{BUILT_NETWORK, KindImages};
@@ -97,6 +98,10 @@ pub struct KindState {
     /// kwok runs in the cluster (`up --kwok`), so pools can be added.
     #[serde(default)]
     pub kwok: bool,
+    /// Why each `kind create` before the one that made the cluster failed
+    /// (`retry`): a slow start on a loaded machine, said, not hidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_creates: Vec<String>,
 }
 
 fn pulled() -> String {
@@ -191,6 +196,7 @@ impl KindCluster {
             images: if built.is_some() { "built" } else { "pulled" }.to_string(),
             cert_manager_absent: None,
             kwok: false,
+            failed_creates: Vec::new(),
         };
         let mut cluster = KindCluster {
             state,
@@ -266,10 +272,14 @@ impl KindCluster {
             ));
         }
         let control_plane = format!("{}-control-plane", s.kind_cluster);
-        let turn = turns::take_on_this_machine(&s.kind_cluster).await?;
-        let made = commands::run(&create).await;
-        drop(turn);
-        if let Err(e) = made {
+        let (kind_cluster, kubeconfig) = (s.kind_cluster.clone(), s.kubeconfig.clone());
+        let mut made = 0;
+        loop {
+            made += 1;
+            let turn = turns::take_on_this_machine(&kind_cluster).await?;
+            let outcome = commands::run(&create).await;
+            drop(turn);
+            let Err(e) = outcome else { break };
             // kind keeps the nodes of a failed create (--retain) so that
             // their control plane can be read before they are deleted.
             let account = restarts::account(&tools.docker, &control_plane)
@@ -277,9 +287,23 @@ impl KindCluster {
                 .unwrap_or_else(|| {
                     "no control-plane component was restarted (crictl ps -a)".into()
                 });
-            return Err(e.context(format!("kind could not create the cluster; {account}")));
+            let e = e.context(format!("kind could not create the cluster; {account}"));
+            if made >= retry::CREATES || !retry::ran_out_of_time(&e) {
+                return Err(e);
+            }
+            let said = retry::failed_create(made, &e);
+            eprintln!("kind cluster {kind_cluster}: {said}");
+            self.state.failed_creates.push(said);
+            commands::run(&plan::delete(&tools.kind, &kind_cluster, &kubeconfig)).await?;
+            // The next control plane's audit log starts empty.
+            write_mode(&self.state.audit_log, "", 0o644)?;
         }
-        step.done("created");
+        step.done(&if made == 1 {
+            "created".to_string()
+        } else {
+            format!("created at try {made} of {}", retry::CREATES)
+        });
+        let s = &self.state;
         let kc = commands::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
         let text = String::from_utf8(kc.stdout).context("kind's kubeconfig is not UTF-8")?;
         kube::config::Kubeconfig::from_yaml(&text)

@@ -323,6 +323,79 @@ async fn kind_create_failing_is_quoted_and_the_state_dir_removed() {
     assert!(state_entries(&b.env).is_empty());
 }
 
+/// The fake kind whose `create` fails, as kubeadm does when a wait ran out,
+/// the first `fails` times (counted in files beside the fakes).
+fn kind_failing_creates(b: &Bed, fails: u32) -> String {
+    let mark = b.fakes.dir.join("failed-create");
+    let mut test = String::new();
+    for i in 0..fails {
+        test.push_str(&format!(
+            "if [ ! -e '{m}{i}' ]; then : > '{m}{i}'; printf 'error: error execution phase wait-control-plane: unable to create ClusterRoleBinding: context deadline exceeded\\n' >&2; exit 1; fi; ",
+            m = mark.display()
+        ));
+    }
+    kind_script(&KIND.replace(
+        r#""create cluster") printf"#,
+        &format!(r#""create cluster") {test}printf"#),
+    ))
+}
+
+#[tokio::test]
+async fn a_create_that_ran_out_of_time_is_made_once_more_and_said() {
+    let b = bed();
+    b.fakes.script("kind", &kind_failing_creates(&b, 1));
+    let c = KindCluster::start(&spec("a"), &b.env).await.unwrap();
+    assert_eq!(
+        c.state.failed_creates.len(),
+        1,
+        "{:?}",
+        c.state.failed_creates
+    );
+    assert!(
+        c.state.failed_creates[0].contains(
+            "try 1 of 2 ran out of time (error: error execution phase wait-control-plane"
+        ),
+        "{:?}",
+        c.state.failed_creates
+    );
+    let kind_calls: Vec<String> = b
+        .fakes
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("kind create") || c.starts_with("kind delete"))
+        .map(|c| c.split(" --").next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        kind_calls,
+        [
+            "kind create cluster",
+            "kind delete cluster",
+            "kind create cluster"
+        ]
+    );
+    let saved = std::fs::read_to_string(c.root.join("state.json")).unwrap();
+    assert!(saved.contains("failed_creates"), "{saved}");
+    c.down(false).unwrap();
+}
+
+#[tokio::test]
+async fn a_create_that_runs_out_of_time_twice_fails_and_leaves_nothing() {
+    let b = bed();
+    b.fakes.script("kind", &kind_failing_creates(&b, 2));
+    let e = KindCluster::start(&spec("a"), &b.env).await.unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("context deadline exceeded"), "{msg}");
+    assert!(msg.contains("state dir removed"), "{msg}");
+    let creates = b
+        .fakes
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("kind create"))
+        .count();
+    assert_eq!(creates, 2);
+    assert!(state_entries(&b.env).is_empty());
+}
+
 #[tokio::test]
 async fn a_k8s_version_other_than_the_configs_is_exit_2_before_any_command() {
     let b = bed();

@@ -19,7 +19,7 @@ use crate::progress::Step;
 pub const CPUS_PER_CREATE: usize = 4;
 
 /// How long a create waits for its turn: longer than the slowest create
-/// of a loaded machine (kubeadm's waits, kind/config.rs `KUBEADM_WAITS`).
+/// of a loaded machine (kubeadm's waits, kind/patches.rs `KUBEADM_WAITS`).
 pub const WAIT: Duration = Duration::from_secs(30 * 60);
 
 /// A create's turn, held until dropped.
