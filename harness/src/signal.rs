@@ -30,18 +30,40 @@ pub enum Raced<T> {
     Interrupted(&'static str),
 }
 
+/// SIGINT and SIGTERM, listened for from the moment `listen` returns:
+/// one that arrives after it is not lost, however late `next` is polled.
+pub struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Start listening (inside a Tokio runtime).
+    pub fn listen() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The next signal, named: "interrupted" (SIGINT) or "terminated".
+    pub async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "interrupted",
+            _ = self.term.recv() => "terminated",
+        }
+    }
+}
+
 /// Resolves on SIGINT or SIGTERM, naming the signal.
 pub async fn interrupted() -> &'static str {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
+    match Signals::listen() {
+        Ok(mut s) => s.next().await,
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
-            return "interrupted";
+            "interrupted"
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "interrupted",
-        _ = term.recv() => "terminated",
     }
 }
 
@@ -68,10 +90,16 @@ pub async fn race<T>(fut: impl Future<Output = T>) -> Raced<T> {
     }
 }
 
+/// How long `exit_on_interrupt` waits for its thread to listen.
+const LISTENING_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// For test binaries, whose trials run on threads of their own: on SIGINT
-/// or SIGTERM, print `what`, run `teardown`, and exit with 130 (SIGINT) or
-/// 143 (SIGTERM). Installed once per process.
-pub fn exit_on_interrupt(what: String, teardown: impl FnOnce() + Send + 'static) {
+/// or SIGTERM, print `what`, run `teardown` (given the signal's name), and
+/// exit with 130 (SIGINT) or 143 (SIGTERM). Returns once the signals are
+/// listened for, so that a signal sent as soon as a trial has started is
+/// never the default action's (death without a teardown).
+pub fn exit_on_interrupt(what: String, teardown: impl FnOnce(&'static str) + Send + 'static) {
+    let (listening, ready) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -79,11 +107,20 @@ pub fn exit_on_interrupt(what: String, teardown: impl FnOnce() + Send + 'static)
         else {
             return;
         };
-        let sig = rt.block_on(interrupted());
+        let signals = {
+            let _in = rt.enter();
+            Signals::listen()
+        };
+        let _ = listening.send(());
+        let sig = match signals {
+            Ok(mut s) => rt.block_on(s.next()),
+            Err(_) => rt.block_on(interrupted()),
+        };
         eprintln!("{sig}: {what}");
-        teardown();
+        teardown(sig);
         std::process::exit(exit_code_of(sig));
     });
+    let _ = ready.recv_timeout(LISTENING_WITHIN);
 }
 
 #[cfg(test)]

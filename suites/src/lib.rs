@@ -184,7 +184,9 @@ fn interrupt_tears_down() {
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        harness::signal::exit_on_interrupt("tearing down the suite's clusters".into(), abandon_all);
+        harness::signal::exit_on_interrupt("tearing down the suite's clusters".into(), |_| {
+            abandon_all()
+        });
     });
 }
 

@@ -447,23 +447,17 @@ fn inotify_room(recent: usize) -> bool {
 fn on_signal_tear_down(slots: Arc<Slots>, endings: Vec<Arc<Ending>>) {
     // This handler does what the fixtures' own would, and more.
     crate::runner_handles_signals();
-    std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        let sig = rt.block_on(harness::signal::interrupted());
-        eprintln!("\n{sig}: no more tests start; tearing down every started suite");
-        slots.stop();
-        for e in endings.iter().filter(|e| e.started.load(Ordering::SeqCst)) {
-            eprintln!("{sig}: after the {} suite", e.suite);
-            e.run();
-        }
-        crate::abandon_all();
-        std::process::exit(harness::signal::exit_code_of(sig));
-    });
+    harness::signal::exit_on_interrupt(
+        "no more tests start; tearing down every started suite".into(),
+        move |sig| {
+            slots.stop();
+            for e in endings.iter().filter(|e| e.started.load(Ordering::SeqCst)) {
+                eprintln!("{sig}: after the {} suite", e.suite);
+                e.run();
+            }
+            crate::abandon_all();
+        },
+    );
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ fn start(cluster_name: &str) -> Result<Fixture> {
     // Ctrl-C: abort the workunit in flight, then leave. The port-forward
     // lives in this process and ends with it.
     let (esp2, slot) = (esp.clone(), opts.in_flight.clone());
-    harness::signal::exit_on_interrupt("aborting the workunit in flight".into(), move || {
+    harness::signal::exit_on_interrupt("aborting the workunit in flight".into(), move |_| {
         let wuid = slot.lock().ok().and_then(|s| s.clone());
         let Some(w) = wuid else { return };
         eprintln!("aborting workunit {w}");
