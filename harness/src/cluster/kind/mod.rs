@@ -272,37 +272,17 @@ impl KindCluster {
             ));
         }
         let control_plane = format!("{}-control-plane", s.kind_cluster);
-        let (kind_cluster, kubeconfig) = (s.kind_cluster.clone(), s.kubeconfig.clone());
-        let mut made = 0;
-        loop {
-            made += 1;
-            let turn = turns::take_on_this_machine(&kind_cluster).await?;
-            let outcome = commands::run(&create).await;
-            drop(turn);
-            let Err(e) = outcome else { break };
-            // kind keeps the nodes of a failed create (--retain) so that
-            // their control plane can be read before they are deleted.
-            let account = restarts::account(&tools.docker, &control_plane)
-                .await
-                .unwrap_or_else(|| {
-                    "no control-plane component was restarted (crictl ps -a)".into()
-                });
-            let e = e.context(format!("kind could not create the cluster; {account}"));
-            if made >= retry::CREATES || !retry::ran_out_of_time(&e) {
-                return Err(e);
-            }
-            let said = retry::failed_create(made, &e);
-            eprintln!("kind cluster {kind_cluster}: {said}");
-            self.state.failed_creates.push(said);
-            commands::run(&plan::delete(&tools.kind, &kind_cluster, &kubeconfig)).await?;
-            // The next control plane's audit log starts empty.
-            write_mode(&self.state.audit_log, "", 0o644)?;
-        }
-        step.done(&if made == 1 {
-            "created".to_string()
-        } else {
-            format!("created at try {made} of {}", retry::CREATES)
-        });
+        let made = retry::make(
+            tools,
+            &create,
+            &s.kind_cluster,
+            &s.kubeconfig,
+            &control_plane,
+            &s.audit_log,
+        )
+        .await?;
+        step.done(&retry::created(made.len()));
+        self.state.failed_creates = made;
         let s = &self.state;
         let kc = commands::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
         let text = String::from_utf8(kc.stdout).context("kind's kubeconfig is not UTF-8")?;

@@ -11,7 +11,12 @@
 //! fails for any other reason (a bad profile, a missing image) fails at
 //! once: making it again would fail the same way.
 
-use anyhow::Error;
+use std::path::Path;
+
+use anyhow::{Context, Error, Result};
+
+use crate::cluster::kind::commands::{self, Cmd, KindTools, plan};
+use crate::cluster::kind::{restarts, turns};
 
 /// How many times a cluster is made at most.
 pub const CREATES: u32 = 2;
@@ -48,6 +53,55 @@ pub fn failed_create(made: u32, e: &Error) -> String {
     format!(
         "kind create try {made} of {CREATES} ran out of time ({last}); its nodes were deleted and the cluster is made once more"
     )
+}
+
+/// Run `create` (kind's, for cluster `kind_cluster`), a turn at a time
+/// (`turns`), at most [`CREATES`] times while it runs out of time. Returns
+/// what was said of each failed try before the one that made the cluster;
+/// the last failure is the error, with the control plane's restarts.
+pub async fn make(
+    tools: &KindTools,
+    create: &Cmd,
+    kind_cluster: &str,
+    kubeconfig: &Path,
+    control_plane: &str,
+    audit_log: &Path,
+) -> Result<Vec<String>> {
+    let mut failed = Vec::new();
+    loop {
+        let turn = turns::take_on_this_machine(kind_cluster).await?;
+        let outcome = commands::run(create).await;
+        drop(turn);
+        let Err(e) = outcome else {
+            return Ok(failed);
+        };
+        // kind keeps the nodes of a failed create (--retain) so that
+        // their control plane can be read before they are deleted.
+        let account = restarts::account(&tools.docker, control_plane)
+            .await
+            .unwrap_or_else(|| "no control-plane component was restarted (crictl ps -a)".into());
+        let e = e.context(format!("kind could not create the cluster; {account}"));
+        let made = failed.len() as u32 + 1;
+        if made >= CREATES || !ran_out_of_time(&e) {
+            return Err(e);
+        }
+        let said = failed_create(made, &e);
+        eprintln!("kind cluster {kind_cluster}: {said}");
+        failed.push(said);
+        commands::run(&plan::delete(&tools.kind, kind_cluster, kubeconfig)).await?;
+        // The next control plane's audit log starts empty (the file stays:
+        // the API server opens it for appending, its mode kept).
+        std::fs::File::create(audit_log)
+            .with_context(|| format!("emptying {}", audit_log.display()))?;
+    }
+}
+
+/// The create's outcome after `failed` failed tries.
+pub fn created(failed: usize) -> String {
+    match failed {
+        0 => "created".into(),
+        n => format!("created at try {} of {CREATES}", n + 1),
+    }
 }
 
 #[cfg(test)]
