@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::bench::thor::baseline::{Baseline, Metric};
 use crate::bench::thor::kept::{MetricKind, metric_value, metric_values, time_bound};
 use crate::bench::thor::result::{ThorResult, rule_of};
+use crate::bench::thor::thin;
 use crate::stats::{self, Direction};
 use crate::workload::thor::driver::callplan;
 
@@ -195,6 +196,13 @@ pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
                 }
                 Some(cur) => judge_samples(&mut v, name, m, &cur),
             }
+            let thin = r
+                .modes
+                .get(mode)
+                .and_then(|s| thin::too_thin(s.runs(), name));
+            if let (Some(why), Some(_)) = (thin, v.current) {
+                not_judged(&mut v, &why);
+            }
             out.push(v);
         }
         // What the run measured that the baseline never recorded.
@@ -335,12 +343,18 @@ pub fn counts_only(verdicts: &mut [Verdict]) {
                 None => continue,
             },
         };
-        let would = if v.pass { "" } else { ", would regress" };
-        v.note = format!("not judged ({what}{would}): {}", v.note);
-        v.pass = true;
-        if v.status == Status::Regressed {
-            v.status = Status::Ok;
-        }
+        not_judged(v, what);
+    }
+}
+
+/// Show verdict `v` without judging it, for reason `why`: it passes, and
+/// its note says what it would have said.
+fn not_judged(v: &mut Verdict, why: &str) {
+    let would = if v.pass { "" } else { ", would regress" };
+    v.note = format!("not judged ({why}{would}): {}", v.note);
+    v.pass = true;
+    if v.status == Status::Regressed {
+        v.status = Status::Ok;
     }
 }
 

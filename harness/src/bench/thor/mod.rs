@@ -20,6 +20,7 @@ pub mod rounds;
 pub mod run;
 pub mod saved;
 pub mod summary;
+pub mod thin;
 pub mod typical;
 
 use std::collections::BTreeMap;

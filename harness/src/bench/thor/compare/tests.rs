@@ -471,3 +471,61 @@ fn inside_a_wide_band_is_no_difference_and_only_below_the_baseline_is_lower() {
     assert!(!above_band.pass);
     assert_eq!(above_band.judged.unwrap().verdict, Direction::Higher);
 }
+
+/// `r`'s every run with `mutating` mutating requests (one SLO row) and its
+/// mutating p99 times `slower`.
+fn with_mutating(mut r: ThorResult, mutating: u64, slower: f64) -> ThorResult {
+    for s in r.modes.values_mut() {
+        for run in s.repeats.iter_mut().chain(std::iter::once(&mut s.result)) {
+            run.window.api_latency_slo = vec![crate::metrics::slo::SloRow {
+                verb: "PATCH".into(),
+                resource: "pods/status".into(),
+                scope: "resource".into(),
+                count: mutating,
+                ..Default::default()
+            }];
+            if let Some(p) = run.window.api_latency_ms.get_mut("mutating") {
+                p.p99 *= slower;
+            }
+        }
+    }
+    r
+}
+
+#[test]
+fn a_p99_with_fewer_than_ten_requests_above_it_is_shown_not_judged() {
+    let base = from_result(
+        &with_mutating(run_set(10, 7, UNCHANGED), 190, 1.0),
+        "s.yaml",
+    );
+    let verdict = |n: u64| {
+        compare(&base, &with_mutating(run_set(3, 8, UNCHANGED), n, 5.0))
+            .into_iter()
+            .find(|v| v.mode == "baseline" && v.metric == "api_latency_ms.mutating.p99")
+            .unwrap()
+    };
+    // The smoke's baseline mode: 190 mutating requests, the p99 their 2nd
+    // largest. ×5 would regress, and says so, but passes.
+    let thin = verdict(190);
+    assert!(thin.pass && thin.status == Status::Ok, "{thin:#?}");
+    assert!(
+        thin.note.starts_with(
+            "not judged (a p99 of 190 requests is their 2nd largest; judged from 1000, would regress): higher"
+        ),
+        "{}",
+        thin.note
+    );
+    // 999 is still thin; 1000 (ten above the p99) is judged.
+    assert!(verdict(999).pass);
+    let judged = verdict(1000);
+    assert!(
+        !judged.pass && judged.status == Status::Regressed && judged.note.starts_with("higher"),
+        "{judged:#?}"
+    );
+    // Other metrics are not held back.
+    assert!(thin::requests_behind(&base_run(), "pod_startup_ms.p99").is_none());
+}
+
+fn base_run() -> ModeResult {
+    run_set(1, 1, UNCHANGED).modes["baseline"].runs()[0].clone()
+}
