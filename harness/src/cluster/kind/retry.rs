@@ -22,10 +22,11 @@ use crate::cluster::kind::{restarts, turns};
 pub const CREATES: u32 = 2;
 
 /// What kubeadm and kind say when a wait of theirs ran out (kubeadm's
-/// `wait.PollUntilContextTimeout` and its health checks, kind's `--wait`),
-/// lowercase.
-const OUT_OF_TIME: [&str; 4] = [
+/// `wait.PollUntilContextTimeout` and its health checks, client-go's rate
+/// limiter at the end of a context, kind's `--wait`), lowercase.
+const OUT_OF_TIME: [&str; 5] = [
     "deadline exceeded",
+    "exceed context deadline",
     "timed out waiting",
     "is not healthy after",
     "deadline has elapsed",
@@ -128,6 +129,14 @@ mod tests {
         }
         assert!(ran_out_of_time(&anyhow!(
             "[control-plane-check] kube-apiserver is not healthy after 8m0s"
+        )));
+        // kubeadm 1.37.1 with a 1 s control-plane health check (a real
+        // kind create, 2026-11-28).
+        assert!(ran_out_of_time(&anyhow!(
+            "error: error execution phase wait-control-plane: failed while waiting for the control plane to start: kube-apiserver check failed at https://172.17.0.3:6443/livez: client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"
+        )));
+        assert!(!ran_out_of_time(&anyhow!(
+            "kube-apiserver check failed at https://172.17.0.2:6443/livez: forbidden: User \"kubernetes-admin\" cannot get path \"/livez\""
         )));
     }
 
