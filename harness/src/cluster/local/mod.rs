@@ -21,6 +21,7 @@ pub mod pod_calls;
 pub mod ports;
 pub mod process;
 pub mod realnode;
+pub mod start_up;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,6 @@ use crate::cluster::spec::NodeSpec;
 use crate::cluster::state::{NameLock, cluster_dir, validate_name};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
-use crate::poll::Poll;
 use crate::tools::Tools;
 
 pub use components::{APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KUEUE, KWOK, SCHEDULER};
@@ -201,7 +201,7 @@ impl LocalCluster {
             }
             self.spawn_component(c, tools)?;
             if c.wait == Wait::Before {
-                self.wait_until(c).await?;
+                self.wait_until(c, tools).await?;
             }
             if c.name == realnode::CONTAINERD {
                 let step = crate::progress::Step::start("importing the real node's image");
@@ -210,7 +210,7 @@ impl LocalCluster {
             }
         }
         for c in list.iter().filter(|c| c.wait == Wait::AfterAll) {
-            self.wait_until(c).await?;
+            self.wait_until(c, tools).await?;
         }
         Ok(())
     }
@@ -221,7 +221,7 @@ impl LocalCluster {
         let list = self.components()?;
         for c in list.iter().filter(|c| c.wait == Wait::StartAfterInstall) {
             self.spawn_component(c, tools)?;
-            self.wait_until(c).await?;
+            self.wait_until(c, tools).await?;
         }
         Ok(())
     }
@@ -272,39 +272,26 @@ impl LocalCluster {
         self.save()
     }
 
-    /// Poll the component's health check until it answers; fail early,
-    /// naming the component and quoting its log, if the process exits.
-    async fn wait_until(&self, c: &ComponentDef) -> Result<()> {
-        let step = crate::progress::Step::start(format!("waiting for {}", c.name));
+    /// Wait until component `c` is healthy; start it once more when it
+    /// exited during start-up on a slow etcd (`start_up`).
+    async fn wait_until(&mut self, c: &ComponentDef, tools: &Tools) -> Result<()> {
         let log = self.layout.log(c.name);
-        Poll::new(format!("{} ready", c.name), c.timeout)
-            .alive(|| {
+        let mut started = 1;
+        loop {
+            let running = || {
                 self.reap();
-                match self.state.procs.iter().find(|p| p.name == c.name) {
-                    Some(p) if !p.is_running() => bail!(
-                        "{} exited during start-up; last lines of {}:\n{}",
-                        c.name,
-                        p.log,
-                        log_tail(Path::new(&p.log), 20)
-                    ),
-                    _ => Ok(()),
+                self.proc(c.name).is_none_or(Proc::is_running)
+            };
+            match start_up::wait_for(c, &log, running).await {
+                Err(e) if started < start_up::STARTS && start_up::exited_on_a_slow_store(&e) => {
+                    started += 1;
+                    start_up::say_started_again(c.name, &log, started);
+                    self.state.procs.retain(|p| p.name != c.name);
+                    self.spawn_component(c, tools)?;
                 }
-            })
-            .until_ok(|| c.health.check())
-            .await
-            .map_err(|e| {
-                if e.to_string().contains("not reached within") {
-                    anyhow::anyhow!(
-                        "{e:#}; last lines of {}:\n{}",
-                        log.display(),
-                        log_tail(&log, 20)
-                    )
-                } else {
-                    e
-                }
-            })?;
-        step.done("ready");
-        Ok(())
+                other => return other,
+            }
+        }
     }
 
     fn reap(&self) {
