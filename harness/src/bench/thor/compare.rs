@@ -196,11 +196,12 @@ pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
                 }
                 Some(cur) => judge_samples(&mut v, name, m, &cur),
             }
-            let thin = r
-                .modes
-                .get(mode)
-                .and_then(|s| thin::too_thin(s.runs(), name));
-            if let (Some(why), Some(_)) = (thin, v.current) {
+            if v.current.is_some()
+                && let Some(why) = r
+                    .modes
+                    .get(mode)
+                    .and_then(|s| thin::too_thin(s.runs(), name))
+            {
                 not_judged(&mut v, &why);
             }
             out.push(v);

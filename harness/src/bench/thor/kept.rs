@@ -184,7 +184,7 @@ pub fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKin
         ));
     }
     for (class, p) in &r.window.api_latency_ms {
-        v.push((format!("api_latency_ms.{class}.p99"), p.p99, "ms", Latency));
+        v.push((class_p99_metric(class), p.p99, "ms", Latency));
     }
     // The API server's own work, judged like a latency: it depends on the
     // machine.
@@ -208,12 +208,7 @@ pub fn metric_specs(r: &ModeResult) -> Vec<(String, f64, &'static str, MetricKin
         .iter()
         .filter(|x| x.count >= SLO_MIN_CALLS)
     {
-        v.push((
-            format!("{SLO_PREFIX}{}:{}:{}", row.verb, row.resource, row.scope),
-            row.latency_ms.p99,
-            "ms",
-            Latency,
-        ));
+        v.push((slo_p99_metric(row), row.latency_ms.p99, "ms", Latency));
     }
     for x in &mut v {
         if crate::bench::thor::result::is_deterministic(&x.0) {
@@ -234,6 +229,21 @@ pub fn metric_values(r: &ModeResult) -> BTreeMap<String, f64> {
 /// SLO classes with fewer calls in a run are not kept in a baseline.
 const SLO_MIN_CALLS: u64 = 20;
 const SLO_PREFIX: &str = "api_slo_p99_ms.";
+
+/// The metric of a request class's p99 ("mutating", "read-only").
+pub fn class_p99_metric(class: &str) -> String {
+    format!("api_latency_ms.{class}.p99")
+}
+
+/// Whether `name` is an SLO class's p99 ([`slo_p99_metric`]).
+pub fn is_slo_p99_metric(name: &str) -> bool {
+    name.starts_with(SLO_PREFIX)
+}
+
+/// The metric of an SLO class's p99.
+pub fn slo_p99_metric(row: &crate::metrics::slo::SloRow) -> String {
+    format!("{SLO_PREFIX}{}:{}:{}", row.verb, row.resource, row.scope)
+}
 
 /// The current value of a baseline metric in a run.
 pub fn metric_value(r: &ModeResult, name: &str) -> Option<f64> {

@@ -11,7 +11,9 @@
 //! and not judged; with [`MIN_ABOVE`] requests above the p99 (1,000 in
 //! the class) a single slow request moves it by at most one rank in ten.
 
+use crate::bench::thor::kept::{class_p99_metric, is_slo_p99_metric, slo_p99_metric};
 use crate::bench::thor::result::ModeResult;
+use crate::metrics::slo::SloRow;
 
 /// Requests that must lie above a p99 for it to be judged.
 pub const MIN_ABOVE: u64 = 10;
@@ -19,34 +21,22 @@ pub const MIN_ABOVE: u64 = 10;
 /// Requests a class needs for its p99 to be judged.
 pub const MIN_REQUESTS: u64 = MIN_ABOVE * 100;
 
-const CLASS_PREFIX: &str = "api_latency_ms.";
-const SLO_PREFIX: &str = "api_slo_p99_ms.";
-
 /// The requests behind request-latency p99 `name` in run `r` (from its SLO
 /// rows, which count every request of the SLI histogram by verb and
 /// resource); None for any other metric.
 pub fn requests_behind(r: &ModeResult, name: &str) -> Option<u64> {
     let rows = &r.window.api_latency_slo;
-    if let Some(key) = name.strip_prefix(SLO_PREFIX) {
-        let count = rows
-            .iter()
-            .filter(|x| format!("{}:{}:{}", x.verb, x.resource, x.scope) == key)
-            .map(|x| x.count)
-            .sum();
-        return Some(count);
+    let behind =
+        |of: &dyn Fn(&SloRow) -> bool| rows.iter().filter(|x| of(x)).map(|x| x.count).sum();
+    if name == class_p99_metric("mutating") {
+        Some(behind(&|x| x.verb != "GET/LIST"))
+    } else if name == class_p99_metric("read-only") {
+        Some(behind(&|x| x.verb == "GET/LIST"))
+    } else if is_slo_p99_metric(name) {
+        Some(behind(&|x| slo_p99_metric(x) == name))
+    } else {
+        None
     }
-    let class = name.strip_prefix(CLASS_PREFIX)?.strip_suffix(".p99")?;
-    let reads = match class {
-        "read-only" => true,
-        "mutating" => false,
-        _ => return None,
-    };
-    Some(
-        rows.iter()
-            .filter(|x| (x.verb == "GET/LIST") == reads)
-            .map(|x| x.count)
-            .sum(),
-    )
 }
 
 /// Why request-latency p99 `metric` of `runs` is not judged: when a run's
