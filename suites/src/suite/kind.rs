@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
+use harness::cluster::kind::commands::CRICTL_TIMEOUT;
 use harness::k8s::K8sRelease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
@@ -301,7 +302,7 @@ fn a_restarted_scheduler_is_waited_for_and_named(minor: &'static str) -> Result<
     let fx = shared(minor)?;
     let cp = fx.cluster.state.control_plane.clone();
     let attempts = || -> Result<u32> {
-        let out = exec(fx, &cp, "crictl ps -a --name '^kube-scheduler$' -o json")?;
+        let out = exec(fx, &cp, &crictl("ps -a --name '^kube-scheduler$' -o json"))?;
         let v: serde_json::Value = serde_json::from_str(&out)?;
         Ok(v["containers"]
             .as_array()
@@ -320,10 +321,10 @@ fn a_restarted_scheduler_is_waited_for_and_named(minor: &'static str) -> Result<
     };
     let first = started(fx.rt.block_on(fx.cluster.scheduler_metrics())?)?;
     let before = attempts()?;
-    let id = exec(fx, &cp, "crictl ps --name '^kube-scheduler$' -q")?;
+    let id = exec(fx, &cp, &crictl("ps --name '^kube-scheduler$' -q"))?;
     let id = id.trim();
     ensure!(!id.is_empty(), "no running kube-scheduler in {cp}");
-    exec(fx, &cp, &format!("crictl stop {id}"))?;
+    exec(fx, &cp, &crictl(&format!("stop {id}")))?;
     // Read as soon as it is stopped: the read waits for the new process.
     let again = started(fx.rt.block_on(fx.cluster.scheduler_metrics())?)?;
     ensure!(
@@ -425,6 +426,12 @@ fn inotify_lacks(i: Option<harness::inotify::Instances>) -> Option<String> {
 
 /// The lane of the trials that make kind clusters of their own.
 const FRESH_LANE: &str = "kind-fresh";
+
+/// A crictl command line in a kind node, with the harness's deadline for
+/// the runtime.
+fn crictl(args: &str) -> String {
+    format!("crictl --timeout {CRICTL_TIMEOUT} {args}")
+}
 
 pub fn suite(_args: &Arguments) -> Suite {
     let lacking = lacks();

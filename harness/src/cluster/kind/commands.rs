@@ -279,6 +279,14 @@ pub async fn preflight(tools: &KindTools) -> Result<String> {
     }
 }
 
+/// crictl's deadline for each call to containerd: its own default (2 s)
+/// ran out stopping a container on a loaded machine ("StopContainer …
+/// context deadline exceeded", k8s.io/cri-client `StopContainer` adds it
+/// to the stop's grace period). 2 min is the kubelet's own
+/// `--runtime-request-timeout` default, so the harness waits for the
+/// runtime as long as the kubelet does.
+pub const CRICTL_TIMEOUT: &str = "2m";
+
 /// The command lines of the provider, as data.
 pub mod plan {
     use super::*;
@@ -355,7 +363,17 @@ pub mod plan {
     pub fn crictl_ps(docker: &Path, control_plane: &str) -> Cmd {
         Cmd::new(
             docker,
-            &["exec", control_plane, "crictl", "ps", "-a", "-o", "json"],
+            &[
+                "exec",
+                control_plane,
+                "crictl",
+                "--timeout",
+                CRICTL_TIMEOUT,
+                "ps",
+                "-a",
+                "-o",
+                "json",
+            ],
         )
     }
 
@@ -367,6 +385,8 @@ pub mod plan {
                 "exec",
                 control_plane,
                 "crictl",
+                "--timeout",
+                CRICTL_TIMEOUT,
                 "logs",
                 "--tail",
                 &lines.to_string(),
