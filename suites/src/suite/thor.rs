@@ -462,10 +462,10 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
             throttle.is_some_and(|t| t.requests.abs_diff(limited) <= 3 + limited / 50
                 && limited > 0
                 && t.waited_s >= 0.0),
-            "{mode}: kube-controller-manager's client-side throttling {throttle:?} against {limited} audited requests of its identities that are not watches ({audited} in all, {watches} watches); system:kube-controller-manager's own: {:?}",
+            "{mode}: kube-controller-manager's client-side throttling {throttle:?} against {limited} audited requests of its identities that are not watches ({audited} in all, {watches} watches); by identity: {:?}",
             w.api_requests_by_client_request
                 .iter()
-                .filter(|(who, _)| who.starts_with("system:kube-controller-manager"))
+                .filter(|(who, _)| kcm(who))
                 .collect::<Vec<_>>()
         );
         ensure!(
