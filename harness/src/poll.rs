@@ -138,11 +138,15 @@ impl<'a> Poll<'a> {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             tokio::time::sleep(delay.min(left.max(Duration::from_millis(1)))).await;
-            if let Some(cap) = self.cap {
-                delay = (delay * 2).min(cap);
-            }
+            delay = next_delay(delay, self.cap);
         }
     }
+}
+
+/// The delay after `delay`: doubled up to `cap` with a backoff, the same
+/// without. It depends on nothing else, so a backoff is never reset.
+fn next_delay(delay: Duration, cap: Option<Duration>) -> Duration {
+    cap.map_or(delay, |cap| (delay * 2).min(cap))
 }
 
 /// "30 s", "250 ms".
@@ -212,21 +216,37 @@ mod tests {
         assert_eq!(e.to_string(), "etcd exited");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn backoff_doubles_to_its_cap_and_is_never_reset() {
-        let t0 = tokio::time::Instant::now();
+    #[test]
+    fn backoff_doubles_to_its_cap_and_is_never_reset() {
+        let mut delays = vec![Duration::from_millis(100)];
+        for _ in 0..5 {
+            let last = *delays.last().unwrap();
+            delays.push(next_delay(last, Some(Duration::from_millis(800))));
+        }
+        let ms: Vec<u128> = delays.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, vec![100, 200, 400, 800, 800, 800]);
+        let d = Duration::from_millis(5);
+        assert_eq!(next_delay(d, None), d);
+    }
+
+    #[tokio::test]
+    async fn the_loop_sleeps_the_backoffs_delays() {
+        // Real time: a sleep never ends early, so each gap is at least its
+        // delay (10, 20, 40, 40 ms); a reset or a missing doubling would
+        // make a later gap shorter.
         let times = std::sync::Mutex::new(Vec::new());
         let _ = Poll::new("b", Duration::from_secs(60))
-            .backoff(Duration::from_millis(100), Duration::from_millis(800))
+            .backoff(Duration::from_millis(10), Duration::from_millis(40))
             .until(|| async {
                 let mut t = times.lock().unwrap();
-                t.push(t0.elapsed().as_millis());
-                Ok((t.len() == 7).then_some(()))
+                t.push(Instant::now());
+                Ok((t.len() == 5).then_some(()))
             })
             .await;
-        assert_eq!(
-            *times.lock().unwrap(),
-            vec![0, 100, 300, 700, 1500, 2300, 3100]
-        );
+        let t = times.into_inner().unwrap();
+        let gaps: Vec<u128> = t.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+        for (gap, least) in gaps.iter().zip([10, 20, 40, 40]) {
+            assert!(*gap >= least, "gaps {gaps:?} ms");
+        }
     }
 }

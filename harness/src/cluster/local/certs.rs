@@ -112,45 +112,91 @@ pub fn service_account_keys() -> Result<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use x509_parser::extensions::GeneralName;
-    use x509_parser::pem::parse_x509_pem;
+    use std::sync::Arc;
 
-    fn parse(pem: &str) -> x509_parser::pem::Pem {
-        parse_x509_pem(pem.as_bytes()).expect("valid PEM").1
+    use rustls::RootCertStore;
+    use rustls::client::WebPkiServerVerifier;
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::server::WebPkiClientVerifier;
+
+    use super::*;
+
+    // Checked as a TLS peer checks them (rustls's webpki verifiers: chain
+    // to the CA, validity now, SANs, extended key usage), and the names by
+    // their DER encoding.
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        CertificateDer::from_pem_slice(pem.as_bytes()).expect("one PEM certificate")
     }
+
+    fn roots(ca: &Ca) -> Arc<RootCertStore> {
+        let mut roots = RootCertStore::empty();
+        roots.add(der(&ca.pair.cert_pem)).expect("the CA as a root");
+        Arc::new(roots)
+    }
+
+    fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    fn as_server(ca: &Ca, cert: &CertPair, name: &str) -> Result<(), rustls::Error> {
+        let verifier = WebPkiServerVerifier::builder_with_provider(roots(ca), provider())
+            .build()
+            .expect("a server verifier");
+        let name = ServerName::try_from(name.to_string()).expect("a server name");
+        verifier
+            .verify_server_cert(&der(&cert.cert_pem), &[], &name, &[], UnixTime::now())
+            .map(|_| ())
+    }
+
+    fn as_client(ca: &Ca, cert: &CertPair) -> Result<(), rustls::Error> {
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots(ca), provider())
+            .build()
+            .expect("a client verifier");
+        verifier
+            .verify_client_cert(&der(&cert.cert_pem), &[], UnixTime::now())
+            .map(|_| ())
+    }
+
+    /// Whether a name attribute (OID 2.5.4.`oid`) holds `value`, as DER
+    /// writes it: the OID, then a UTF8String or PrintableString.
+    fn has_name(cert: &CertPair, oid: u8, value: &str) -> bool {
+        let der = der(&cert.cert_pem);
+        [0x0c, 0x13].into_iter().any(|tag| {
+            let mut pattern = vec![0x06, 0x03, 0x55, 0x04, oid, tag, value.len() as u8];
+            pattern.extend_from_slice(value.as_bytes());
+            der.windows(pattern.len()).any(|w| w == pattern)
+        })
+    }
+
+    const COMMON_NAME: u8 = 3;
+    const ORGANIZATION: u8 = 10;
 
     #[test]
     fn ca_signs_a_serving_cert_with_loopback_sans() {
         let ca = Ca::generate("t").unwrap();
-        let ca_pem = parse(&ca.pair.cert_pem);
-        let ca_x = ca_pem.parse_x509().unwrap();
-        assert!(ca_x.is_ca());
+        // basicConstraints (2.5.29.19) with cA TRUE.
+        let ca_der = der(&ca.pair.cert_pem);
+        for pattern in [
+            &[0x06, 0x03, 0x55, 0x1d, 0x13][..],
+            &[0x30, 0x03, 0x01, 0x01, 0xff],
+        ] {
+            assert!(ca_der.windows(pattern.len()).any(|w| w == pattern));
+        }
         let s = ca
             .serving("kube-apiserver", &["kubernetes.default.svc"])
             .unwrap();
-        let pem = parse(&s.cert_pem);
-        let x = pem.parse_x509().unwrap();
-        assert_eq!(x.issuer(), ca_x.subject());
-        x.verify_signature(Some(ca_x.public_key()))
-            .expect("signed by the CA");
-        let sans = x.subject_alternative_name().unwrap().unwrap().value;
-        let names: Vec<String> = sans
-            .general_names
-            .iter()
-            .map(|n| match n {
-                GeneralName::DNSName(d) => d.to_string(),
-                GeneralName::IPAddress(ip) => format!("{ip:?}"),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        assert!(names.contains(&"localhost".to_string()), "{names:?}");
-        assert!(names.contains(&"[127, 0, 0, 1]".to_string()), "{names:?}");
-        assert!(
-            names.contains(&"kubernetes.default.svc".to_string()),
-            "{names:?}"
-        );
-        assert!(x.extended_key_usage().unwrap().unwrap().value.server_auth);
+        for name in ["localhost", "127.0.0.1", "kubernetes.default.svc"] {
+            as_server(&ca, &s, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(as_server(&ca, &s, "example.com").is_err());
+        // Signed by this CA, not another.
+        assert!(as_server(&Ca::generate("u").unwrap(), &s, "localhost").is_err());
+        // Serving only: no client authentication.
+        assert!(as_client(&ca, &s).is_err());
+        assert!(has_name(&s, COMMON_NAME, "kube-apiserver"));
         assert!(s.key_pem.contains("PRIVATE KEY"));
     }
 
@@ -158,23 +204,12 @@ mod tests {
     fn admin_client_cert_is_in_system_masters() {
         let ca = Ca::generate("t").unwrap();
         let c = ca.client("admin", &["system:masters"]).unwrap();
-        let pem = parse(&c.cert_pem);
-        let x = pem.parse_x509().unwrap();
-        let cn: Vec<_> = x
-            .subject()
-            .iter_common_name()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
-        let o: Vec<_> = x
-            .subject()
-            .iter_organization()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(cn, vec!["admin"]);
-        assert_eq!(o, vec!["system:masters"]);
-        assert!(x.extended_key_usage().unwrap().unwrap().value.client_auth);
-        let now = x509_parser::time::ASN1Time::now();
-        assert!(x.validity().is_valid_at(now));
+        as_client(&ca, &c).expect("a client certificate of the CA, valid now");
+        assert!(has_name(&c, COMMON_NAME, "admin"));
+        assert!(has_name(&c, ORGANIZATION, "system:masters"));
+        assert!(!has_name(&c, ORGANIZATION, "admin"));
+        // Client only: not a serving certificate.
+        assert!(as_server(&ca, &c, "localhost").is_err());
     }
 
     #[test]
