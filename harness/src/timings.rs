@@ -301,6 +301,10 @@ fn went(c: &Command) -> String {
     } else {
         &[Kind::Cargo, Kind::Build]
     };
+    // Phases at the top that add up to more than the wall ran side by side
+    // (the main job's two build lanes).
+    let top_sum: f64 = top.iter().map(|k| sum(*k)).sum();
+    let side_by_side = top_sum > c.wall_s + 0.5;
     for k in [Kind::Stage, Kind::Cargo, Kind::Build, Kind::Tests] {
         if of(k).next().is_none() {
             continue;
@@ -318,11 +322,17 @@ fn went(c: &Command) -> String {
         };
         if of(k).count() == 1 {
             parts.push(format!("{label}{inside}: {}", list(k)));
+        } else if side_by_side && k == Kind::Build && inside.is_empty() {
+            parts.push(format!(
+                "{label}, side by side, {} of build time: {}",
+                duration(sum(k)),
+                list(k)
+            ));
         } else {
             parts.push(format!("{label} {}{inside}: {}", duration(sum(k)), list(k)));
         }
     }
-    let rest = c.wall_s - top.iter().map(|k| sum(*k)).sum::<f64>();
+    let rest = c.wall_s - top_sum;
     if rest >= 0.5 {
         parts.push(format!("the rest {}", duration(rest)));
     }

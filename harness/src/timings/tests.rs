@@ -49,6 +49,25 @@ fn a_first_commands_log_gives_its_builds_and_the_rest() {
 }
 
 #[test]
+fn builds_side_by_side_are_said_to_be() {
+    let log = format!(
+        "{HEADER}    Finished `dev` profile [unoptimized + debuginfo] target(s) in 2m 0s\n\
+         harness: building kube-apiserver v1.37.1 from k8s.io/kubernetes@v1.37.1 with go1.26.8: done (400.0 s)\n\
+         harness: building etcd v3.6.16 from go.etcd.io/etcd/server/v3@v3.6.16 with go1.26.8: done (250.0 s)\n{TIME_V}"
+    );
+    let md = markdown(&Record {
+        schema: SCHEMA.into(),
+        title: "t".into(),
+        commands: vec![parse(&log, "first.log").unwrap()],
+    });
+    // 120 + 650 s of phases in 662.5 s of wall.
+    assert!(
+        md.contains("builds from Go modules, side by side, 10 min 50 s of build time: kube-apiserver v1.37.1 6 min 40 s, etcd v3.6.16 4 min 10 s |"),
+        "{md}"
+    );
+}
+
+#[test]
 fn test_binaries_run_from_running_to_their_result_and_hold_the_builds() {
     let log = format!(
         "{HEADER}    Finished `test` profile [unoptimized + debuginfo] target(s) in 21.68s\n     Running unittests src/lib.rs (target/debug/deps/harness-1)\n\
