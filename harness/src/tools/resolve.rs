@@ -250,10 +250,10 @@ impl Resolver {
         match download(c, self.k8s, &self.cache_dir, &self.download) {
             Ok(d) => {
                 if self.source == SourceMode::Auto {
-                    crate::progress::say(&format!(
+                    eprintln!(
                         "harness: {label}: downloaded {} (sha256 checked against {})",
                         d.url, d.checked_against
-                    ));
+                    );
                 }
                 Ok((d.path, Source::Downloaded))
             }
@@ -261,10 +261,10 @@ impl Resolver {
                 Err(f.error.context("--source download (nothing is built)"))
             }
             Err(f) if f.falls_back() => {
-                crate::progress::say(&format!(
+                eprintln!(
                     "harness: {label}: could not download ({}): building from Go modules",
                     f.reason
-                ));
+                );
                 skipped.push(format!("download: {}", f.reason));
                 build(skipped)
             }
@@ -273,47 +273,16 @@ impl Resolver {
     }
 
     /// Resolve what every local cluster runs (`Component::CLUSTER`) and
-    /// the optional components this one also runs (`extra`: Kueue), in
-    /// two lanes at once: the Kubernetes tree's components one after the
-    /// other (they share its Go build cache and its lock), every other
-    /// tree's in the second lane. Side by side, two Go builds overlap one's
-    /// module downloads and links with the other's compiles: all.rs's
-    /// builds took 81 % of their one-at-a-time time two at a time
-    /// (`suites/src/builds.rs`). The first error, in component order, is
-    /// the answer, once both lanes have ended.
+    /// the optional components this one also runs (`extra`: Kueue).
     pub fn resolve_all(&self, extra: &[Component]) -> Result<Tools> {
-        let all: Vec<Component> = Component::CLUSTER
-            .into_iter()
-            .chain(extra.iter().copied())
-            .collect();
-        let (first, second) = lanes(self.k8s, &all);
-        let run = |lane: Vec<Component>| -> Vec<(Component, Result<Resolved>)> {
-            lane.into_iter().map(|c| (c, self.resolve(c))).collect()
-        };
-        let (a, b) = std::thread::scope(|s| {
-            let other = s.spawn(|| run(second));
-            let mine = run(first);
-            (mine, other.join())
-        });
-        let b = b.map_err(|_| anyhow::anyhow!("a build lane panicked"))?;
-        let mut done: BTreeMap<Component, Result<Resolved>> = a.into_iter().chain(b).collect();
         let mut tools = Tools::default();
-        for c in all {
-            if let Some(r) = done.remove(&c) {
-                tools.bins.insert(c, r?);
-            }
+        for c in Component::CLUSTER.into_iter().chain(extra.iter().copied()) {
+            let r = self.resolve(c)?;
+            tools.bins.insert(c, r);
         }
         tools.k8s = Some(self.k8s);
         Ok(tools)
     }
-}
-
-/// The two build lanes of `all`, each in the order given: the components
-/// of the Kubernetes tree (kube-apiserver's), and the rest.
-fn lanes(k8s: K8sRelease, all: &[Component]) -> (Vec<Component>, Vec<Component>) {
-    let tree = |c: Component| c.go_source(k8s).tree;
-    all.iter()
-        .partition(|&&c| tree(c) == tree(Component::KubeApiserver))
 }
 
 /// The resolved binaries of one Kubernetes release.
@@ -484,23 +453,6 @@ mod tests {
             "{text}"
         );
         assert!(!tmp.path().join("cache/go").exists(), "a build was started");
-    }
-
-    #[test]
-    fn the_kubernetes_trees_components_build_in_one_lane_the_others_beside_it() {
-        let k8s = K8sRelease::parse("1.37").unwrap();
-        let all: Vec<Component> = Component::CLUSTER
-            .into_iter()
-            .chain([Component::Kueue])
-            .collect();
-        use Component::*;
-        assert_eq!(
-            lanes(k8s, &all),
-            (
-                vec![KubeApiserver, KubeControllerManager, KubeScheduler, Kubectl],
-                vec![Etcd, Kwok, Jobset, Kueue]
-            )
-        );
     }
 
     #[test]
