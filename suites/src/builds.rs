@@ -88,7 +88,7 @@ pub const AT_ONCE: usize = 2;
 
 /// The Go source tree `n` is built in (`GoSource::tree`): builds of one
 /// tree share its lock and its build cache, so they go one at a time.
-pub fn tree((k8s, c): Need) -> String {
+fn tree((k8s, c): Need) -> String {
     c.go_source(k8s).tree
 }
 
@@ -101,12 +101,12 @@ pub struct Builds {
 }
 
 impl Builds {
-    /// `b`, of source tree `tree`, will be built by a trial of this run,
-    /// after those expected before it.
-    pub fn expect(&self, b: Binary, tree: String) {
-        let mut p = self.lock();
-        if !p.iter().any(|(x, _)| *x == b) {
-            p.push((b, tree));
+    /// `n`'s binary will be built by a trial of this run, after those
+    /// expected before it.
+    pub fn expect(&self, n: Need) {
+        let (b, mut p) = (binary(n), self.lock());
+        if !pending(&p, &b) {
+            p.push((b, tree(n)));
         }
     }
 
@@ -131,7 +131,7 @@ impl Builds {
     /// turn.
     pub fn wait_turn(&self, b: &Binary) {
         let mut p = self.lock();
-        while p.iter().any(|(x, _)| x == b) && !may_start(&p, b) {
+        while pending(&p, b) && !may_start(&p, b) {
             p = self.changed.wait(p).unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -140,7 +140,7 @@ impl Builds {
     pub fn wait_for(&self, needs: &[Need]) {
         let mine: Vec<Binary> = needs.iter().map(|&n| binary(n)).collect();
         let mut p = self.lock();
-        while mine.iter().any(|b| p.iter().any(|(x, _)| x == b)) {
+        while mine.iter().any(|b| pending(&p, b)) {
             p = self.changed.wait(p).unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -148,6 +148,11 @@ impl Builds {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Binary, String)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Whether `b` is still to be built.
+fn pending(pending: &[(Binary, String)], b: &Binary) -> bool {
+    pending.iter().any(|(x, _)| x == b)
 }
 
 /// Whether `b` is among the first [`AT_ONCE`] of the `pending` builds
@@ -221,8 +226,8 @@ mod tests {
         assert_eq!(plan, [api36, kueue]);
     }
 
-    /// Whether `b` waits for its turn for 50 ms, and the thread that
-    /// waits (joined once it has its turn).
+    /// A thread waiting for `b`'s turn, 50 ms after it started: whether it
+    /// is still waiting is `is_finished`.
     fn waits_turn(builds: &Arc<Builds>, b: &Binary) -> std::thread::JoinHandle<()> {
         let (builds, b) = (builds.clone(), b.clone());
         let t = std::thread::spawn(move || builds.wait_turn(&b));
@@ -238,7 +243,7 @@ mod tests {
         let needs = [Component::Kueue, Component::Kwok, Component::Jobset].map(|x| (r, x));
         let [a, b, c] = needs.map(binary);
         for n in needs.into_iter().chain([needs[0]]) {
-            builds.expect(binary(n), tree(n));
+            builds.expect(n);
         }
         builds.wait_turn(&a);
         builds.wait_turn(&b);
@@ -262,7 +267,7 @@ mod tests {
         assert_eq!(tree(needs[0]), tree(needs[1]));
         let [api, scheduler, kueue] = needs.map(binary);
         for n in needs {
-            builds.expect(binary(n), tree(n));
+            builds.expect(n);
         }
         builds.wait_turn(&api);
         let second = waits_turn(&builds, &scheduler);
@@ -275,9 +280,7 @@ mod tests {
 
     fn waits(builds: &Builds, needs: &[Need]) -> bool {
         let p = builds.lock();
-        needs
-            .iter()
-            .any(|&n| p.iter().any(|(b, _)| *b == binary(n)))
+        needs.iter().any(|&n| pending(&p, &binary(n)))
     }
 
     #[test]
@@ -286,7 +289,7 @@ mod tests {
         let r = release("1.36");
         let need = (r, Component::KubeApiserver);
         let other = (r, Component::Kueue);
-        builds.expect(binary(need), tree(need));
+        builds.expect(need);
         assert!(waits(&builds, &[need]));
         assert!(!waits(&builds, &[other]));
         // Nothing of `other` is built: no wait.

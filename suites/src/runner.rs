@@ -358,7 +358,7 @@ pub fn main(suites: &[Make]) -> ! {
     for (binary, need) in builds::plan(&needs, |n| at_hand.get(n)) {
         let name = builds::trial_name(&binary);
         if will_run(&args, BUILD, &name, false) {
-            builds.expect(binary.clone(), builds::tree(need));
+            builds.expect(need);
         } else if !args.list {
             continue;
         }

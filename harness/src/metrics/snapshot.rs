@@ -52,9 +52,9 @@ pub async fn snapshot(cluster: &impl Cluster, scheduler: bool) -> Result<Snapsho
     // its limiter counts and the audit log's requests of its identities
     // were 1–2 apart in 5 of 12 windows under load, against equal in 12
     // of 12 here (smoke, 3 modes × 4, 3 CPU hogs). Not fatal: a cluster
-    // started before the controller manager served
-    // its metrics to the harness (or a provider that cannot reach it)
-    // reports its throttling as not measured.
+    // started before the controller manager served its metrics to the
+    // harness (or a provider that cannot reach it) reports its throttling
+    // as not measured.
     let controller_manager = match cluster.controller_manager_metrics().await {
         Ok(Some(t)) => throttle::keep(prom::parse(&t)),
         Ok(None) => Vec::new(),

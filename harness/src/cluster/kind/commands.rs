@@ -361,38 +361,19 @@ pub mod plan {
     /// Every container of the control-plane node's containerd, ended ones
     /// too, as JSON (kind's node image has crictl): restarts::restarted.
     pub fn crictl_ps(docker: &Path, control_plane: &str) -> Cmd {
-        Cmd::new(
-            docker,
-            &[
-                "exec",
-                control_plane,
-                "crictl",
-                "--timeout",
-                CRICTL_TIMEOUT,
-                "ps",
-                "-a",
-                "-o",
-                "json",
-            ],
-        )
+        crictl(docker, control_plane, &["ps", "-a", "-o", "json"])
+    }
+
+    /// crictl in a node, with the harness's deadline for the runtime.
+    fn crictl(docker: &Path, node: &str, args: &[&str]) -> Cmd {
+        let head = ["exec", node, "crictl", "--timeout", CRICTL_TIMEOUT];
+        Cmd::new(docker, &[&head[..], args].concat())
     }
 
     /// The last `lines` lines of a control-plane node container's log.
     pub fn crictl_logs(docker: &Path, control_plane: &str, id: &str, lines: usize) -> Cmd {
-        Cmd::new(
-            docker,
-            &[
-                "exec",
-                control_plane,
-                "crictl",
-                "--timeout",
-                CRICTL_TIMEOUT,
-                "logs",
-                "--tail",
-                &lines.to_string(),
-                id,
-            ],
-        )
+        let lines = lines.to_string();
+        crictl(docker, control_plane, &["logs", "--tail", &lines, id])
     }
 
     /// etcd's metrics, from inside the control-plane node: kubeadm's etcd
