@@ -202,11 +202,24 @@ fn percentile_interval(mut boots: Vec<f64>) -> (f64, f64) {
     )
 }
 
-/// Median of `idx`-picked values, reusing `buf`.
+/// Median of `xs.len()` values picked from `xs` with replacement,
+/// reusing `buf`. Each pick is put in its place as it comes (the order
+/// of `sort_by(f64::total_cmp)`, the same median to the bit): a
+/// bootstrap takes 10,000 of these per metric, of a few values each. In
+/// a debug build the generic sort (and its checks) made one Thor compare
+/// take 0.83 s; this, 0.56 s.
 fn median_of_pick(xs: &[f64], rng: &mut Prng, buf: &mut Vec<f64>) -> f64 {
     buf.clear();
-    buf.extend((0..xs.len()).map(|_| xs[rng.below(xs.len())]));
-    buf.sort_by(f64::total_cmp);
+    for _ in 0..xs.len() {
+        let x = xs[rng.below(xs.len())];
+        let mut at = buf.len();
+        buf.push(x);
+        while at > 0 && buf[at - 1].total_cmp(&x).is_gt() {
+            buf[at] = buf[at - 1];
+            at -= 1;
+        }
+        buf[at] = x;
+    }
     quantile_sorted(buf, 0.5)
 }
 

@@ -17,6 +17,39 @@ fn median_quantiles_and_spread_of_known_samples() {
 }
 
 #[test]
+fn a_resampled_median_is_the_sorted_picks_median_to_the_bit() {
+    // Ties, ±0, infinities (x/0 ratios) and NaNs of either sign: every
+    // order `total_cmp` gives.
+    let pool = [
+        1.0,
+        2.0,
+        2.0,
+        0.1,
+        -0.0,
+        0.0,
+        -3.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        1e300,
+    ];
+    let mut draw = Prng::new(7);
+    let mut buf = Vec::new();
+    for n in 1..30 {
+        for seed in 0..20 {
+            let xs: Vec<f64> = (0..n).map(|_| pool[draw.below(pool.len())]).collect();
+            let (mut a, mut b) = (Prng::new(seed), Prng::new(seed));
+            let got = median_of_pick(&xs, &mut a, &mut buf);
+            let mut picks: Vec<f64> = (0..n).map(|_| xs[b.below(n)]).collect();
+            picks.sort_by(f64::total_cmp);
+            let want = quantile_sorted(&picks, 0.5);
+            assert_eq!(got.to_bits(), want.to_bits(), "{xs:?} seed {seed}");
+        }
+    }
+}
+
+#[test]
 fn identical_samples_give_a_point_interval_and_no_difference() {
     let a = [1120.0; 6];
     let j = judge(&a, &a, true, Rule::COUNT).unwrap();
