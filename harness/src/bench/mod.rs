@@ -8,4 +8,5 @@ pub mod cron;
 pub mod gang;
 pub mod measure;
 pub mod over_rounds;
+pub mod saved;
 pub mod thor;

@@ -34,6 +34,19 @@ pub enum ReportCommand {
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
+    /// Render a saved result again: the report.md of a `bench thor` or
+    /// `measure` out dir, from its result.json (renderers only format, so
+    /// the same result always gives the same report). Printed, or with
+    /// --write every report file written beside the result.
+    Render {
+        /// Out dirs of `bench thor` or `measure` (or their result.json).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Write report.md and junit.xml into each DIR
+        /// instead of printing report.md.
+        #[arg(long)]
+        write: bool,
+    },
     /// How long timed commands took and where the time went (the README's
     /// and the quick start's tables): renders recorded timing files, or
     /// with --record reads timed logs (ci/timed.sh writes them: `# name:`,
@@ -98,6 +111,19 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
                         println!();
                     }
                     print!("{}", timings::markdown(&timings::load(f)?));
+                }
+            }
+            Ok(0)
+        }
+        ReportCommand::Render { dirs, write } => {
+            for d in dirs {
+                let saved = harness::bench::saved::read(d, "report render")?;
+                if *write {
+                    for f in saved.write_reports(d)? {
+                        eprintln!("wrote {}", f.display());
+                    }
+                } else {
+                    print!("{}", saved.markdown());
                 }
             }
             Ok(0)

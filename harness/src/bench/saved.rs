@@ -1,0 +1,80 @@
+//! A saved result of any benchmark, read back by its schema: `report
+//! render` renders it again (renderers only format, so a saved result
+//! always gives the same report).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::bench::measure::result::MeasureResult;
+use crate::bench::thor::result::ThorResult;
+use crate::error::bad_input;
+
+/// A saved result, by its schema.
+pub enum Saved {
+    Thor(Box<ThorResult>),
+    Measure(Box<MeasureResult>),
+}
+
+/// The result in `p` (an out dir, or its result.json); bad input naming
+/// the file and `what` asked for it when it is missing, broken or of a
+/// schema no renderer knows.
+pub fn read(p: &Path, what: &str) -> Result<Saved> {
+    let file = if p.is_dir() || p.extension().is_none_or(|x| x != "json") {
+        p.join("result.json")
+    } else {
+        p.to_path_buf()
+    };
+    let text = crate::input::read(&file)
+        .map_err(|e| bad_input(format!("{what}: {}: {e:#}", file.display())))?;
+    let at = |e: serde_json::Error| {
+        bad_input(format!(
+            "{what}: {}:{}:{}: {e}",
+            file.display(),
+            e.line(),
+            e.column()
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(at)?;
+    let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    match schema {
+        crate::bench::thor::result::RESULT_SCHEMA => {
+            Ok(Saved::Thor(serde_json::from_str(&text).map_err(at)?))
+        }
+        crate::bench::measure::result::SCHEMA => {
+            Ok(Saved::Measure(serde_json::from_str(&text).map_err(at)?))
+        }
+        other => Err(bad_input(format!(
+            "{what}: {}: schema {other:?} is not a result this harness renders ({} or {})",
+            file.display(),
+            crate::bench::thor::result::RESULT_SCHEMA,
+            crate::bench::measure::result::SCHEMA
+        ))),
+    }
+}
+
+impl Saved {
+    /// report.md's text.
+    pub fn markdown(&self) -> String {
+        match self {
+            Saved::Thor(r) => crate::bench::thor::report::markdown(r, None),
+            Saved::Measure(r) => crate::bench::measure::report::markdown(r),
+        }
+    }
+
+    /// report.md and junit.xml written into `dir`.
+    pub fn write_reports(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let junit = match self {
+            Saved::Thor(r) => crate::bench::thor::report::junit(r),
+            Saved::Measure(r) => crate::bench::thor::report::junit(&r.figures),
+        };
+        let files = [("report.md", self.markdown()), ("junit.xml", junit)];
+        let mut out = Vec::new();
+        for (name, text) in files {
+            let p = dir.join(name);
+            crate::output::write_atomic(&p, text)?;
+            out.push(p);
+        }
+        Ok(out)
+    }
+}
