@@ -111,3 +111,44 @@ fn every_stored_baseline_reads_back_and_writes_the_same() {
     }
     assert!(seen >= 3, "only {seen} stored baselines found");
 }
+
+/// The figures a result derives from its runs (each mode's typical run,
+/// spreads, per-metric statistics and ratios to the reference) computed
+/// again from the runs it keeps: what the metric declarations derive must
+/// not move under a redesign.
+#[test]
+fn every_committed_result_derives_the_same_figures_from_its_runs() {
+    let root = common::repo_root();
+    let mut seen = 0;
+    for file in results(&root).into_iter().filter(|f| renderable(f)) {
+        let dir = file.parent().expect("a result's dir");
+        let saved = harness::bench::saved::read(dir, "test").expect("read");
+        let figures = match saved {
+            harness::bench::saved::Saved::Thor(r) => *r,
+            harness::bench::saved::Saved::Measure(r) => r.figures,
+        };
+        let mut again = figures.clone();
+        for (mode, sum) in again.modes.iter_mut() {
+            let fresh = harness::bench::thor::typical::summarize(sum.repeats.clone());
+            assert_eq!(fresh.stats, sum.stats, "{}: {mode}: stats", file.display());
+            assert_eq!(
+                fresh.spread_pct,
+                sum.spread_pct,
+                "{}: {mode}: spread_pct",
+                file.display()
+            );
+            *sum = fresh;
+        }
+        again.judge_modes();
+        for (mode, sum) in &again.modes {
+            assert_eq!(
+                sum.vs_reference,
+                figures.modes[mode].vs_reference,
+                "{}: {mode}: vs_reference",
+                file.display()
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 9);
+}
