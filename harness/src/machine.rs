@@ -4,7 +4,7 @@
 //! latency or CPU figure recorded on one machine says nothing about
 //! another: a baseline keeps its machine, and `--compare` judges those
 //! figures only on a machine alike (`alike`) that was quiet while it ran
-//! (`bench::thor::gate::machine_gate`).
+//! (`bench::core::gate::machine_gate`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1498,10 +1498,10 @@ fn a_baseline_with_a_bom_loads() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("smoke.json");
     std::fs::write(&p, format!("\u{feff}{text}")).unwrap();
-    let b = harness::bench::thor::baseline::load(&p).unwrap();
+    let b = harness::bench::core::baseline::load(&p).unwrap();
     assert_eq!(b.k8s_minor, "1.37");
     std::fs::write(&p, &text[..text.len() / 2]).unwrap();
-    let e = harness::bench::thor::baseline::load(&p).unwrap_err();
+    let e = harness::bench::core::baseline::load(&p).unwrap_err();
     assert_eq!(harness::error::exit_code(&e), 2);
     assert!(e.to_string().contains("smoke.json:"), "{e}");
 }

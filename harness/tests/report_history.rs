@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use harness::bench::core::result::summarize;
 use harness::bench::thor::result::{ModeResult, ThorResult};
-use harness::bench::thor::typical::summarize;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
@@ -19,11 +19,11 @@ fn bin() -> Command {
 fn result(started: &str, writes: u64) -> ThorResult {
     let mode = |name: &str, w: u64| {
         let mut m = ModeResult {
-            mode: name.into(),
             instances: 2,
             ..Default::default()
         };
-        m.window.etcd_writes_total = w;
+        m.run.mode = name.into();
+        m.run.window.etcd_writes_total = w;
         summarize(vec![m.clone(), m.clone(), m])
     };
     ThorResult {
@@ -34,10 +34,12 @@ fn result(started: &str, writes: u64) -> ThorResult {
         k8s_version: "1.37.1".into(),
         harness_version: "0".into(),
         started: started.into(),
-        num_workers: 2,
-        num_workers_per_pod: 1,
-        max_graphs: 2,
-        graph_duration: "3s".into(),
+        shape: harness::bench::thor::result::ThorShape {
+            num_workers: 2,
+            num_workers_per_pod: 1,
+            max_graphs: 2,
+            graph_duration: "3s".into(),
+        },
         model: Default::default(),
         modes: [
             ("baseline".to_string(), mode("baseline", 200)),

@@ -8,7 +8,7 @@
 //! divided by the scheduled runs (the Jobs the CronJob controller created
 //! in the window, from the audit log). With `--repeat N`, N rounds on
 //! fresh clusters: the figures are their means, each with its spread
-//! over the rounds (bench::over_rounds). Not part of `cargo test`; the
+//! over the rounds (bench::core::over_rounds). Not part of `cargo test`; the
 //! batch suite keeps a CronJob case.
 
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ use kube::api::{Api, PostParams};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::bench::over_rounds::MetricRounds;
+use crate::bench::core::over_rounds::MetricRounds;
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec};
@@ -163,7 +163,7 @@ pub fn over_rounds(rounds: &[CronRound]) -> Vec<MetricRounds> {
     ];
     per.into_iter()
         .map(|(name, f)| {
-            crate::bench::over_rounds::metric(
+            crate::bench::core::over_rounds::metric(
                 name,
                 rounds.iter().map(f).collect(),
                 None,
@@ -344,7 +344,7 @@ pub fn markdown(r: &CronBenchResult) -> String {
             .collect();
         out.push_str(&format!(
             "\nOver the rounds:\n\n{}",
-            crate::bench::over_rounds::table(&["figure"], &rows, "—")
+            crate::bench::core::over_rounds::table(&["figure"], &rows, "—")
         ));
     }
     out

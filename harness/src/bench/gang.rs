@@ -4,7 +4,7 @@
 //! With `--repeat N`, N rounds: every release once per round on a fresh
 //! cluster, in an order shuffled from a printed seed; each metric's
 //! spread over the rounds and each release's ratio to the first release
-//! (paired by round, 95 % interval, verdict: bench::over_rounds). Prints
+//! (paired by round, 95 % interval, verdict: bench::core::over_rounds). Prints
 //! and writes the latency table; not part of `cargo test` (the gang suite
 //! keeps a gang-of-8 smoke).
 
@@ -16,15 +16,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::over_rounds::MetricRounds;
-use crate::bench::thor::result::rule_of;
+use crate::bench::core::metric::{Kind, Metric, Spec};
+use crate::bench::core::over_rounds::MetricRounds;
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
 use crate::progress::Step;
-use crate::stats::Rule;
 use crate::tools::Component;
 use crate::workload::gang::case::{Benchmark, Pool};
 use crate::workload::gang::latency::{self, LatencyReport, SizeFigures};
@@ -134,11 +133,6 @@ fn one() -> u32 {
     1
 }
 
-/// The metrics judged over rounds: label, value of a size's figures, and
-/// the rule (latencies: 5 % and the API latency noise floor of 50 ms;
-/// counts: 2 %; CPU: 5 % and 2 s, on the size's gangs together).
-type Metric = (&'static str, fn(&SizeFigures) -> f64, Rule);
-
 /// The rule of `metrics`, as the report states it.
 const RULE: &str = "latencies 5 % and 50 ms (the API latency noise floor); counts 2 %; apiserver + etcd CPU 5 % and 2 s";
 
@@ -146,37 +140,51 @@ fn per_gang(s: &SizeFigures, n: u64) -> f64 {
     n as f64 / f64::from(s.repeats.max(1))
 }
 
-fn metrics() -> [Metric; 6] {
-    [
-        (
-            "last created → last bound p50 (ms)",
-            |s| s.last_created_to_last_bound_ms.p50,
-            rule_of("api_latency_ms.p99"),
+/// The metrics judged over rounds, declared once: each a label (its
+/// name in gang-latency.json), the kind that gives its rule (latencies:
+/// 5 % and the API latency noise floor of 50 ms; counts: 2 %; CPU: 5 %
+/// and 2 s, on the size's gangs together), and its value in a size's
+/// figures.
+fn metrics() -> Vec<Metric<SizeFigures>> {
+    let latency = |key, label| Spec::new(key, label, "ms").kind(Kind::Latency, 50.0);
+    vec![
+        Metric::one(
+            latency(
+                "last_created_to_last_bound_ms.p50",
+                "last created → last bound p50 (ms)",
+            ),
+            |s: &SizeFigures| s.last_created_to_last_bound_ms.p50,
         ),
-        (
-            "last created → last bound p99 (ms)",
-            |s| s.last_created_to_last_bound_ms.p99,
-            rule_of("api_latency_ms.p99"),
+        Metric::one(
+            latency(
+                "last_created_to_last_bound_ms.p99",
+                "last created → last bound p99 (ms)",
+            ),
+            |s: &SizeFigures| s.last_created_to_last_bound_ms.p99,
         ),
-        (
-            "first created → last bound p99 (ms)",
-            |s| s.first_created_to_last_bound_ms.p99,
-            rule_of("api_latency_ms.p99"),
+        Metric::one(
+            latency(
+                "first_created_to_last_bound_ms.p99",
+                "first created → last bound p99 (ms)",
+            ),
+            |s: &SizeFigures| s.first_created_to_last_bound_ms.p99,
         ),
-        (
-            "API requests / gang",
-            |s| per_gang(s, s.window.api_requests_total),
-            rule_of("api_requests_total"),
+        Metric::one(
+            Spec::new("api_requests_per_gang", "API requests / gang", "requests"),
+            |s: &SizeFigures| per_gang(s, s.window.api_requests_total),
         ),
-        (
-            "etcd writes / gang",
-            |s| per_gang(s, s.window.etcd_writes_total),
-            rule_of("etcd_writes_total"),
+        Metric::one(
+            Spec::new("etcd_writes_per_gang", "etcd writes / gang", "writes"),
+            |s: &SizeFigures| per_gang(s, s.window.etcd_writes_total),
         ),
-        (
-            "apiserver + etcd CPU s (the size's gangs)",
-            |s| s.window.apiserver_etcd_cpu_s,
-            rule_of("apiserver_etcd_cpu_s"),
+        Metric::one(
+            Spec::new(
+                "apiserver_etcd_cpu_s",
+                "apiserver + etcd CPU s (the size's gangs)",
+                "cpu-s",
+            )
+            .kind(Kind::Cpu, 2.0),
+            |s: &SizeFigures| s.window.apiserver_etcd_cpu_s,
         ),
     ]
 }
@@ -187,13 +195,13 @@ pub fn over_rounds(runs: &[ReleaseLatency], order: &[K8sRelease]) -> Vec<SizeRou
     let Some(reference) = order.first() else {
         return Vec::new();
     };
-    let samples = |version: &str, size: u32, f: fn(&SizeFigures) -> f64| -> Vec<f64> {
+    let samples = |version: &str, size: u32, m: &Metric<SizeFigures>| -> Vec<f64> {
         let mut rs: Vec<&ReleaseLatency> =
             runs.iter().filter(|r| r.k8s_version == version).collect();
         rs.sort_by_key(|r| r.round);
         rs.iter()
             .filter_map(|r| r.report.sizes.iter().find(|s| s.size == size))
-            .map(f)
+            .filter_map(|s| m.value(s, m.spec.key))
             .collect()
     };
     let sizes: Vec<u32> = runs
@@ -204,15 +212,15 @@ pub fn over_rounds(runs: &[ReleaseLatency], order: &[K8sRelease]) -> Vec<SizeRou
     for release in order {
         for &size in &sizes {
             let metrics = metrics()
-                .into_iter()
-                .map(|(label, f, rule)| {
+                .iter()
+                .map(|m| {
                     let reference =
-                        (release != reference).then(|| samples(reference.version, size, f));
-                    crate::bench::over_rounds::metric(
-                        label,
-                        samples(release.version, size, f),
+                        (release != reference).then(|| samples(reference.version, size, m));
+                    crate::bench::core::over_rounds::metric(
+                        m.spec.label,
+                        samples(release.version, size, m),
                         reference.as_deref(),
-                        rule,
+                        m.spec.rule(),
                     )
                 })
                 .collect();
@@ -400,8 +408,8 @@ pub fn markdown(r: &GangBenchResult) -> String {
             r.rounds,
             r.seed.unwrap_or_default(),
             first.k8s_version,
-            crate::bench::thor::result::METHOD,
-            crate::bench::over_rounds::table(
+            crate::bench::core::result::METHOD,
+            crate::bench::core::over_rounds::table(
                 &["version", "gang size", "metric"],
                 &rows,
                 &first.k8s_version

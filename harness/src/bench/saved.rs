@@ -57,7 +57,7 @@ impl Saved {
     /// report.md's text.
     pub fn markdown(&self) -> String {
         match self {
-            Saved::Thor(r) => crate::bench::thor::report::markdown(r, None),
+            Saved::Thor(r) => crate::bench::core::report::markdown::markdown(r),
             Saved::Measure(r) => crate::bench::measure::report::markdown(r),
         }
     }
@@ -65,8 +65,8 @@ impl Saved {
     /// report.md and junit.xml written into `dir`.
     pub fn write_reports(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let junit = match self {
-            Saved::Thor(r) => crate::bench::thor::report::junit(r),
-            Saved::Measure(r) => crate::bench::thor::report::junit(&r.figures),
+            Saved::Thor(r) => crate::bench::core::report::markdown::junit(r),
+            Saved::Measure(r) => crate::bench::core::report::markdown::junit(&r.figures),
         };
         let files = [("report.md", self.markdown()), ("junit.xml", junit)];
         let mut out = Vec::new();
@@ -76,5 +76,18 @@ impl Saved {
             out.push(p);
         }
         Ok(out)
+    }
+}
+
+/// The metrics of the workload that recorded baseline `b`: a `measure`
+/// baseline's are the figures every run has, any other is the Thor
+/// benchmark's.
+pub fn specs_of(
+    b: &crate::bench::core::baseline::Baseline,
+) -> Vec<crate::bench::core::metric::Spec> {
+    use crate::bench::core::result::specs;
+    match b.is_measure() {
+        true => specs::<crate::bench::core::figures::RunFigures>(),
+        false => specs::<crate::bench::thor::result::ModeResult>(),
     }
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use harness::bench::core::policy;
+use harness::bench::core::report::{compare as compare_report, files, markdown};
 use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};
@@ -380,10 +382,10 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             return Ok(EXIT_INTERRUPTED);
         }
     };
-    for p in thor::report::write_all(&result, &args.out)? {
+    for p in files::write_all(&result, &args.out)? {
         eprintln!("wrote {}", p.display());
     }
-    print!("{}", thor::report::markdown(&result, None));
+    print!("{}", markdown::markdown(&result));
     judge_and_record(args, root.as_deref(), &result)
 }
 
@@ -396,17 +398,17 @@ fn judge_and_record(
     let mut code = 0;
     if let Some(root) = root {
         if args.compare {
-            let c = thor::compare(root, result, args.counts_only, &args.out)?;
+            let c = policy::compare(root, result, args.counts_only, &args.out)?;
             print!(
                 "{}",
-                thor::report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
+                compare_report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
             );
             if c.regressed() {
                 code = error::EXIT_FAILED;
             }
         }
         if args.record {
-            let path = thor::record(root, result, &args.scenario)?;
+            let path = policy::record(root, result, &args.scenario)?;
             eprintln!("recorded {}", path.display());
         }
     }

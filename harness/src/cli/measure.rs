@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use harness::bench::core::report::compare as compare_report;
+use harness::bench::core::{baseline, policy};
 use harness::bench::measure::workload::{self, Variant, Workload};
 use harness::bench::measure::{self, MeasureOptions, report, target};
-use harness::bench::thor;
 use harness::cluster::profile::{ControlPlane, Profile};
 use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::error::{self, bad_input};
@@ -267,7 +268,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         // A missing baseline is said before any run; an existing
         // cluster's release is known only once it is probed.
         if args.compare && !matches!(opts.provider, target::Provider::Existing(_)) {
-            thor::baseline::load(&thor::baseline::path_of(
+            baseline::load(&baseline::path_of(
                 root,
                 opts.provider.name(),
                 k8s.minor,
@@ -316,26 +317,26 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     }
     if let Some(root) = &root {
         if args.compare {
-            let c = thor::compare(root, &result.figures, args.counts_only, &args.out)?;
+            let c = policy::compare(root, &result.figures, args.counts_only, &args.out)?;
             print!(
                 "{}",
-                thor::report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
+                compare_report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
             );
             if c.regressed() {
                 code = error::EXIT_FAILED;
             }
         }
         if args.record {
-            let path = thor::baseline::path_for(root, &result.figures);
+            let path = baseline::path_for(root, &result.figures);
             let what: Vec<String> = result
                 .variants
                 .iter()
                 .map(|(n, w)| format!("{n}: {w}"))
                 .collect();
-            thor::baseline::record(
+            baseline::record(
                 &path,
                 &result.figures,
-                &format!("{}{}", thor::baseline::MEASURE_PREFIX, what.join("; ")),
+                &format!("{}{}", baseline::MEASURE_PREFIX, what.join("; ")),
             )?;
             eprintln!("recorded {}", path.display());
         }

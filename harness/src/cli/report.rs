@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use harness::bench::thor::history;
+use harness::bench::core::{headline, history};
+use harness::bench::thor::result::ModeResult;
 
 #[derive(Subcommand, Debug)]
 pub enum ReportCommand {
@@ -84,16 +85,16 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
     match c {
         ReportCommand::Headline { files } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let recorded = harness::bench::thor::summary::load(&paths)?;
-            print!("{}", harness::bench::thor::summary::markdown(&recorded));
+            let recorded = headline::load(&paths)?;
+            print!("{}", headline::markdown(&recorded, &specs_of(&recorded)));
             Ok(0)
         }
         ReportCommand::Spread { files } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let recorded = harness::bench::thor::summary::load(&paths)?;
+            let recorded = headline::load(&paths)?;
             print!(
                 "{}",
-                harness::bench::thor::summary::spread_markdown(&recorded)
+                headline::spread_markdown(&recorded, &specs_of(&recorded))
             );
             Ok(0)
         }
@@ -129,7 +130,7 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             Ok(0)
         }
         ReportCommand::History(a) => {
-            let entries = history::load(&a.dirs, a.by_started)?;
+            let entries = history::load::<ModeResult>(&a.dirs, a.by_started)?;
             let h = history::history(&entries);
             for x in &h.series {
                 for c in &x.change_points {
@@ -154,6 +155,15 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// The metrics whose rows the recorded files' answer shows: their
+/// workload's (`bench::saved::specs_of`), the first file's.
+fn specs_of(recorded: &[headline::Recorded]) -> Vec<harness::bench::core::metric::Spec> {
+    recorded
+        .first()
+        .map(|r| harness::bench::saved::specs_of(&r.baseline))
+        .unwrap_or_default()
 }
 
 /// The CLI reference: every visible command's long help, as clap prints

@@ -83,6 +83,24 @@ pub struct EtcdFigures {
     pub backend_commit_ms: Option<Percentiles>,
 }
 
+/// Each of etcd's figures, combined over runs (metrics::combine).
+impl crate::metrics::combine::Combine for EtcdFigures {
+    fn combine(runs: &[&Self]) -> Self {
+        crate::metrics::combine::typical!(runs; EtcdFigures {
+            puts,
+            deletes,
+            txns,
+            ranges,
+            writes,
+            put_bytes,
+            db_size_bytes,
+            db_in_use_bytes,
+            wal_fsync_ms,
+            backend_commit_ms,
+        })
+    }
+}
+
 pub fn etcd_figures(before: &Snapshot, after: &Snapshot) -> EtcdFigures {
     let (b, a) = (&before.etcd, &after.etcd);
     let d = |n: &str| counter_delta(b, a, n, |_| true) as u64;

@@ -8,6 +8,7 @@
 
 pub mod apf;
 pub mod attribution;
+pub mod combine;
 pub mod figures;
 pub mod node_procs;
 pub mod percentiles;

@@ -265,6 +265,12 @@ pub fn rates(pods: &[PodTimes]) -> PodRates {
     }
 }
 
+impl crate::metrics::combine::Combine for PodRates {
+    fn combine(runs: &[&Self]) -> Self {
+        PodRates::mean(&runs.iter().map(|r| **r).collect::<Vec<_>>())
+    }
+}
+
 impl PodRates {
     /// The mean of several groups' rates (repeats of one size).
     pub fn mean(all: &[PodRates]) -> PodRates {

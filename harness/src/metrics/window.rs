@@ -109,6 +109,38 @@ pub struct WindowFigures {
     pub client_throttle: BTreeMap<String, Throttle>,
 }
 
+/// The typical window of several runs: every figure combined
+/// (metrics::combine); what describes how the window measured (what it
+/// could not, where requests per client came from, the APF check) is the
+/// first run's.
+impl crate::metrics::combine::Combine for WindowFigures {
+    fn combine(runs: &[&Self]) -> Self {
+        use crate::metrics::combine::first;
+        crate::metrics::combine::typical!(runs; WindowFigures {
+            api_requests_total,
+            api_requests,
+            api_requests_by_client,
+            api_requests_by_client_request,
+            failed_requests,
+            harness_requests,
+            apiserver_requests_counted,
+            audited_resource_requests,
+            etcd_writes_total,
+            etcd,
+            objects_created,
+            api_latency_ms,
+            objects_after,
+            resources,
+            apiserver_etcd_cpu_s,
+            api_latency_slo,
+            not_measured by first,
+            attribution by first,
+            apf_agreement by first,
+            client_throttle,
+        })
+    }
+}
+
 /// The `client_throttle` key of the controller manager.
 pub const KCM: &str = "kube-controller-manager";
 

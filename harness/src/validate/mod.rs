@@ -128,7 +128,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             // Checked whole (one document) by `scenario::check_file`, above.
             FileKind::ThorScenario => Vec::new(),
             FileKind::Baseline => {
-                let (b, mut f) = crate::bench::thor::baseline::check(ctx, v);
+                let (b, mut f) = crate::bench::core::baseline::check(ctx, v);
                 // `harness measure --record` names its workload, not a
                 // scenario file.
                 if let Some(b) = b

@@ -121,7 +121,7 @@ fn kueue_admits_one_at_a_time() -> Result<()> {
         c.most_instances_at_once
     );
     let r = run().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let md = harness::bench::thor::report::markdown(r, None);
+    let md = harness::bench::core::report::markdown::markdown(r);
     ensure!(md.contains("### Contention"), "no contention table:\n{md}");
     Ok(())
 }

@@ -22,9 +22,10 @@ use crate::runner::{Suite, Test};
 use crate::suite::existing_measure;
 use crate::{Fixture, unique_name};
 use anyhow::{Context, Result, ensure};
+use harness::bench::core::baseline;
 use harness::bench::thor::existing::ExistingTarget;
 use harness::bench::thor::result::ThorResult;
-use harness::bench::thor::{ThorBenchOptions, baseline, bench_thor};
+use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::cluster::Cluster;
 use harness::cluster::existing::ExistingCluster;
 use harness::cluster::existing::ExistingOptions;
@@ -118,11 +119,15 @@ fn smoke_as_existing() -> Result<()> {
         for (k, measured, tolerance) in [
             (
                 "api_requests_total",
-                m.window.api_requests_total as f64,
+                m.run.window.api_requests_total as f64,
                 0.05,
             ),
             ("thor_agent_requests", m.thor_agent_requests as f64, 0.05),
-            ("etcd_writes_total", m.window.etcd_writes_total as f64, 0.15),
+            (
+                "etcd_writes_total",
+                m.run.window.etcd_writes_total as f64,
+                0.15,
+            ),
         ] {
             let b = base(k)?;
             ensure!(
@@ -130,7 +135,7 @@ fn smoke_as_existing() -> Result<()> {
                 "{mode} {k}: {measured} on the existing provider, {b} in {} (±{:.0} %); this run's requests by client: {}",
                 path.display(),
                 tolerance * 100.0,
-                top_clients(&m.window.api_requests_by_client)
+                top_clients(&m.run.window.api_requests_by_client)
             );
         }
         let (measured, predicted) = (
@@ -257,7 +262,7 @@ fn apf_agrees_with_the_audit_log() -> Result<()> {
     let mut o = options(t);
     o.modes = Some(vec![Mode::Jobset]);
     let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
-    let w = &r.modes["jobset"].result.window;
+    let w = &r.modes["jobset"].result.run.window;
     ensure!(w.attribution == "audit log", "{}", w.attribution);
     let thor = &r.modes["jobset"].result.thor_agent_user;
     for who in [
@@ -308,7 +313,7 @@ fn apf_without_the_audit_log() -> Result<()> {
     let from = c.audit_end()?;
     let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
     let m = &r.modes["baseline"].result;
-    let w = &m.window;
+    let w = &m.run.window;
     ensure!(w.attribution == "apf", "{}", w.attribution);
     ensure!(
         w.not_measured
@@ -349,7 +354,7 @@ fn client_counts_match_the_audit_log() -> Result<()> {
     o.modes = Some(vec![Mode::Jobset]);
     let from = c.audit_end()?;
     let r: ThorResult = fx.rt.block_on(bench_thor(&o))?;
-    let w = &r.modes["jobset"].result.window;
+    let w = &r.modes["jobset"].result.run.window;
     ensure!(w.attribution == "client", "{}", w.attribution);
     let (events, _) = c.audit_events(from)?;
     ensure!(

@@ -61,7 +61,7 @@ pub fn bench_thor_on_fresh_kind_clusters(minor: &'static str) -> Result<()> {
             "{mode}: the Thor identity is named {:?}",
             m.thor_agent_user
         );
-        let w = &m.window;
+        let w = &m.run.window;
         ensure!(
             w.etcd_writes_total > 0 && w.not_measured.is_empty(),
             "{mode}: etcd writes {}, not measured: {:?}",

@@ -6,10 +6,12 @@
 use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
 use anyhow::{Context, Result, ensure};
-use harness::bench::thor::gate;
-use harness::bench::thor::kept::MetricKind;
+use harness::bench::core::gate;
+use harness::bench::core::metric::MetricKind;
+use harness::bench::core::policy;
+use harness::bench::core::report::{compare as report, files};
+use harness::bench::thor::bench_thor;
 use harness::bench::thor::result::{ModeResult, ThorResult};
-use harness::bench::thor::{bench_thor, report};
 use harness::tools::Component;
 use harness::workload::thor::{self, Mode, ThorParams};
 use libtest_mimic::Arguments;
@@ -33,8 +35,8 @@ fn shape_params(r: &ThorResult) -> ThorParams {
     ThorParams {
         thor_name: "thor".into(),
         job_name: "thor-x-1".into(),
-        num_workers: r.num_workers,
-        num_workers_per_pod: r.num_workers_per_pod,
+        num_workers: r.shape.num_workers,
+        num_workers_per_pod: r.shape.num_workers_per_pod,
         job_version: "v".into(),
         pod_runtime: "1s".into(),
         namespace: "default".into(),
@@ -81,25 +83,26 @@ fn pods_and_containers() -> Result<()> {
             "{mode_name}: {c} compile Jobs"
         );
         ensure!(
-            m.pods_created == n * u64::from(shape.pods) + c * compile_pods,
+            m.run.pods_created == n * u64::from(shape.pods) + c * compile_pods,
             "{mode_name}: pods {} ≠ {n} instances × {} + {c} compile pods",
-            m.pods_created,
+            m.run.pods_created,
             shape.pods
         );
         ensure!(
-            m.pods_created == n * (1 + u64::from(r.num_workers / r.num_workers_per_pod)) + c,
+            m.run.pods_created
+                == n * (1 + u64::from(r.shape.num_workers / r.shape.num_workers_per_pod)) + c,
             "{mode_name}: pods = instances × (1 + workers/perPod) + compile Jobs"
         );
         ensure!(
-            m.containers_created == n * u64::from(shape.containers) + c * compile_containers,
+            m.run.containers_created == n * u64::from(shape.containers) + c * compile_containers,
             "{mode_name}: containers {} ≠ {n} × {} + {c} × {compile_containers}",
-            m.containers_created,
+            m.run.containers_created,
             shape.containers
         );
         ensure!(
-            m.window.objects_created.get("pods") == Some(&m.pods_created),
+            m.run.window.objects_created.get("pods") == Some(&m.run.pods_created),
             "{mode_name}: pod creates {:?}",
-            m.window.objects_created
+            m.run.window.objects_created
         );
     }
     Ok(())
@@ -156,7 +159,8 @@ fn who_creates_what() -> Result<()> {
     let n = u64::from(base.instances);
     let nj = u64::from(js.instances);
     let by = |m: &ModeResult, who: &str, what: &str| {
-        m.window
+        m.run
+            .window
             .api_requests_by_client_request
             .get(who)
             .and_then(|x| x.get(what))
@@ -171,7 +175,10 @@ fn who_creates_what() -> Result<()> {
     ensure!(
         by(base, "thor-agent", "create jobs") == 2 * n,
         "baseline Job creates by thor-agent: {:?}",
-        base.window.api_requests_by_client_request.get("thor-agent")
+        base.run
+            .window
+            .api_requests_by_client_request
+            .get("thor-agent")
     );
     ensure!(
         by(base, "thor-agent", "create networkpolicies") == 2 * n,
@@ -197,7 +204,8 @@ fn who_creates_what() -> Result<()> {
     ensure!(
         by(js, "jobset-controller", "create jobs") == 2 * nj,
         "Job creates by the JobSet controller: {:?}",
-        js.window
+        js.run
+            .window
             .api_requests_by_client_request
             .get("jobset-controller")
     );
@@ -207,7 +215,10 @@ fn who_creates_what() -> Result<()> {
     ensure!(
         by(gang, "thor-agent", "create workloads") == ng,
         "Workload creates: {:?}",
-        gang.window.api_requests_by_client_request.get("thor-agent")
+        gang.run
+            .window
+            .api_requests_by_client_request
+            .get("thor-agent")
     );
     ensure!(
         by(gang, "thor-agent", "create podgroups") == ng,
@@ -229,9 +240,9 @@ fn who_creates_what() -> Result<()> {
             && gs.p50 <= gs.p90
             && gs.p90 <= gs.p99
             && gs.p99 <= gs.max
-            && gs.max <= gang.wall_s * 1000.0,
+            && gs.max <= gang.run.wall_s * 1000.0,
         "gang start latency not measured or out of order: {gs:?} (mode wall {:.1} s)",
-        gang.wall_s
+        gang.run.wall_s
     );
     // Pods always come from the job controller.
     for m in [base, js, gang] {
@@ -240,22 +251,23 @@ fn who_creates_what() -> Result<()> {
                 m,
                 "system:serviceaccount:kube-system:job-controller",
                 "create pods"
-            ) == m.pods_created,
+            ) == m.run.pods_created,
             "{}: pods by job-controller",
-            m.mode
+            m.run.mode
         );
     }
     // HPCC's identities stay inside their RBAC: no failed requests.
     for m in [base, js, gang] {
         for who in ["thor-agent", "eclccserver"] {
             ensure!(
-                m.window
+                m.run
+                    .window
                     .failed_requests
                     .get(who)
                     .is_none_or(|f| f.is_empty()),
                 "{}: {who} failures {:?}",
-                m.mode,
-                m.window.failed_requests.get(who)
+                m.run.mode,
+                m.run.window.failed_requests.get(who)
             );
         }
     }
@@ -269,28 +281,31 @@ fn audit_reconciles_with_metrics() -> Result<()> {
         // apiserver_request_total counts requests for resources only: the
         // discovery and OpenAPI GETs (most of HPCC's cold kubectl's) are
         // audited but not counted there.
-        let audited = m.window.audited_resource_requests;
-        let counted = m.window.apiserver_requests_counted;
+        let audited = m.run.window.audited_resource_requests;
+        let counted = m.run.window.apiserver_requests_counted;
         let diff = audited.abs_diff(counted);
         // Watches still open at the end are audited (ResponseStarted) but
         // not yet counted; the harness's own scrape straddles the window.
         ensure!(
             diff as f64 <= 0.10 * counted as f64 + 20.0,
             "{mode}: audit saw {audited} resource requests (of {} + harness {}), apiserver_request_total counted {counted}",
-            m.window.api_requests_total,
-            m.window.harness_requests
+            m.run.window.api_requests_total,
+            m.run.window.harness_requests
         );
         ensure!(
-            m.window.harness_requests > 0
-                && m.window.harness_requests < m.window.api_requests_total,
+            m.run.window.harness_requests > 0
+                && m.run.window.harness_requests < m.run.window.api_requests_total,
             "{mode}: harness requests {}",
-            m.window.harness_requests
+            m.run.window.harness_requests
         );
         ensure!(
-            m.window.etcd_writes_total > 0 && m.window.etcd.puts > 0,
+            m.run.window.etcd_writes_total > 0 && m.run.window.etcd.puts > 0,
             "{mode}: etcd writes"
         );
-        ensure!(m.pod_startup_ms.p99 > 0.0, "{mode}: pod start-up measured");
+        ensure!(
+            m.run.pod_startup_ms.p99 > 0.0,
+            "{mode}: pod start-up measured"
+        );
     }
     Ok(())
 }
@@ -317,7 +332,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         None => scratch.path().to_path_buf(),
     };
     let root = crate::repo_root();
-    let mut c = harness::bench::thor::compare(&root, r, false, &out)?;
+    let mut c = policy::compare(&root, r, false, &out)?;
     let again = gate::to_confirm(&c.verdicts);
     if c.timing.is_ok() && !again.is_empty() {
         eprintln!("thor smoke: regressions to confirm in {again:?}: those modes run once more");
@@ -328,7 +343,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         let opts = crate::thor_options("smoke.yaml", modes, crate::unique_name("t-thor-again"));
         let second = crate::runtime()?.block_on(bench_thor(&opts))?;
         let dir = out.join("again");
-        let c2 = harness::bench::thor::compare(&root, &second, false, &dir)?;
+        let c2 = policy::compare(&root, &second, false, &dir)?;
         if let Err(why) = &c2.timing {
             eprintln!("thor smoke: the second run's latencies not judged: {why}");
         }
@@ -343,14 +358,14 @@ fn compares_with_the_stored_baseline() -> Result<()> {
     ensure!(
         c.verdicts
             .iter()
-            .any(|v| v.kind != harness::bench::thor::kept::MetricKind::Latency),
+            .any(|v| v.kind != harness::bench::core::metric::MetricKind::Latency),
         "no count metrics compared"
     );
     match &c.timing {
         Ok(why) => eprintln!("thor smoke: latencies judged: {why}"),
         Err(why) => eprintln!("thor smoke: latencies not judged: {why}"),
     }
-    let shown = |v: &&harness::bench::thor::compare::Verdict| {
+    let shown = |v: &&harness::bench::core::compare::Verdict| {
         v.kind == MetricKind::Latency || v.note.contains("confirmed")
     };
     for v in c.verdicts.iter().filter(shown) {
@@ -374,7 +389,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
 fn reports_are_written() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     let out = tempfile::tempdir()?;
-    let files = report::write_all(r, out.path())?;
+    let files = files::write_all(r, out.path())?;
     ensure!(files.len() == 6, "{files:?}");
     let json: ThorResult =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("result.json"))?)?;
@@ -405,7 +420,7 @@ fn reports_are_written() -> Result<()> {
 fn costs_cpu_memory_and_a_timeline() -> Result<()> {
     let r = smoke().as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
     for (mode, sum) in &r.modes {
-        let w = &sum.result.window;
+        let w = &sum.result.run.window;
         for c in [
             "etcd",
             "kube-apiserver",
@@ -495,7 +510,7 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
             .iter()
             .find(|(m, rep, _)| m == mode && *rep == 0)
             .ok_or_else(|| anyhow::anyhow!("{mode}: no timeline"))?;
-        let wall = sum.result.wall_s;
+        let wall = sum.result.run.wall_s;
         let points = tl.t_s.len() as f64;
         ensure!(
             (points - wall).abs() <= 2.0 && tl.missed == 0,
@@ -520,7 +535,7 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
                     .sum::<f64>()
             })
             .sum();
-        let counted = sum.result.window.api_requests_total as f64;
+        let counted = sum.result.run.window.api_requests_total as f64;
         ensure!(
             (per_s - counted).abs() <= 0.02 * counted + 5.0,
             "{mode}: the timeline's requests add up to {per_s:.0}, the window counted {counted}"

@@ -37,8 +37,8 @@ pub fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
         m.graphs,
         m.workunits
     );
-    ensure!(m.pods_created > 0, "{mode}: no pods");
-    let by = &m.window.api_requests_by_client_request;
+    ensure!(m.run.pods_created > 0, "{mode}: no pods");
+    let by = &m.run.window.api_requests_by_client_request;
     let node = by
         .get(node_user)
         .with_context(|| format!("{mode}: no requests of {node_user}: {:?}", by.keys()))?;
@@ -46,9 +46,9 @@ pub fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
     // accepted, sandbox ready, containers running, containers ended: at
     // least four status writes per pod (kwok-minimal makes at most three).
     ensure!(
-        patches >= 4 * m.pods_created,
+        patches >= 4 * m.run.pods_created,
         "{mode}: the kubelet wrote pod status {patches} times for {} pods",
-        m.pods_created
+        m.run.pods_created
     );
     // The scheduler writes pod status too (the PodScheduled condition of a
     // pod it cannot place yet: gang scheduling's waiting pods on the 1.36
@@ -75,13 +75,13 @@ pub fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
 pub fn report(r: &ThorResult, node_user: &str) {
     for (mode, sum) in &r.modes {
         let m = &sum.result;
-        let node = m.window.api_requests_by_client.get(node_user).copied();
+        let node = m.run.window.api_requests_by_client.get(node_user).copied();
         eprintln!(
             "{mode}: {} API requests ({} by the Thor identity), {} etcd writes, {} pods; the kubelet {node:?}",
-            m.window.api_requests_total,
+            m.run.window.api_requests_total,
             m.thor_agent_requests,
-            m.window.etcd_writes_total,
-            m.pods_created
+            m.run.window.etcd_writes_total,
+            m.run.pods_created
         );
     }
 }

@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::bench::thor::result::{ModeResult, Statistics, ThorResult, peak_rss_kib};
-use crate::bench::thor::typical::summarize;
+use crate::bench::core::figures::RunFigures;
+use crate::bench::core::result::Statistics;
+use crate::bench::core::rounds::{announce, schedule};
 use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -33,11 +34,11 @@ use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
 use crate::tools::Component;
 
-use result::{MeasureResult, WorkloadRun};
+use result::{Figures, MeasureResult, WorkloadRun};
 use workload::{Variant, Workload};
 
-/// The Result schema of the figures part (the Thor benchmark's shape).
-pub const FIGURES_SCHEMA: &str = "harness.measure-figures/v1";
+/// The Result schema of the figures part.
+pub const FIGURES_SCHEMA: &str = <RunFigures as crate::bench::core::result::Run>::SCHEMA;
 
 pub struct MeasureOptions {
     /// `--name`: names the baseline (`measure-NAME`) and the report.
@@ -125,11 +126,6 @@ fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
     Ok(std::env::join_paths(dirs).unwrap_or_default())
 }
 
-/// The run order of the variants (stats::interleaved).
-pub fn schedule(names: &[String], repeat: u32, seed: u64) -> Vec<Vec<String>> {
-    crate::stats::interleaved(names, repeat, seed)
-}
-
 /// Every variant × `repeat` on fresh local clusters. `result.json` is
 /// rewritten as each run finishes.
 pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
@@ -169,14 +165,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
     let names: Vec<String> = opts.variants.iter().map(|v| v.name.clone()).collect();
     let rounds = schedule(&names, opts.repeat, seed);
-    eprintln!(
-        "run order (seed {seed}; replay with --seed {seed}): {}",
-        rounds
-            .iter()
-            .map(|r| r.join(", "))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
+    announce(&rounds, seed);
     let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
     // The control-plane profile is the harness's only where it starts it.
     if existing.is_none() {
@@ -198,7 +187,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             .collect(),
         runs: Vec::new(),
         kueue_runner: Vec::new(),
-        figures: ThorResult {
+        figures: Figures {
             schema: FIGURES_SCHEMA.into(),
             scenario: format!("measure-{}", opts.name),
             scenario_file: String::new(),
@@ -208,32 +197,17 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 None => k8s.version.into(),
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
-            started: time::OffsetDateTime::now_utc()
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default(),
-            num_workers: 0,
-            num_workers_per_pod: 0,
-            max_graphs: 0,
-            graph_duration: String::new(),
+            started: crate::bench::core::rounds::now(),
+            shape: Default::default(),
             model,
             modes: BTreeMap::new(),
             harness_peak_rss_kib: 0,
             capabilities: existing.as_ref().map(|e| e.caps.clone()),
             timelines: Vec::new(),
-            statistics: Some(Statistics {
-                seed,
-                rounds: rounds.clone(),
-                reference: names[0].clone(),
-                method: crate::bench::thor::result::METHOD.into(),
-                resamples: crate::stats::RESAMPLES,
-                confidence: crate::stats::CONFIDENCE,
-                bootstrap_seed: crate::stats::SEED,
-                rule: crate::bench::thor::result::RULE_TEXT.into(),
-            }),
+            statistics: Some(Statistics::new(seed, rounds.clone(), names[0].clone())),
             machine: crate::machine::Machine::this(),
         },
     };
-    let mut runs: BTreeMap<String, Vec<ModeResult>> = BTreeMap::new();
     for (round, order) in rounds.iter().enumerate() {
         for name in order {
             let v = opts
@@ -300,14 +274,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 .figures
                 .timelines
                 .push((v.name.clone(), round, timeline));
-            let all = runs.entry(v.name.clone()).or_default();
-            all.push(mode);
-            result
-                .figures
-                .modes
-                .insert(v.name.clone(), summarize(all.clone()));
-            result.figures.judge_modes();
-            result.figures.harness_peak_rss_kib = peak_rss_kib();
+            result.figures.add_run(&v.name, mode);
             report::save_progress(&result, &opts.out)?;
         }
     }
@@ -315,7 +282,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
 }
 
 /// A run's figures, its workload's outcome, its timeline, and where it ran.
-type Ran = (ModeResult, WorkloadRun, Timeline, String);
+type Ran = (RunFigures, WorkloadRun, Timeline, String);
 
 /// An existing cluster measure runs on: attached and probed once, with a
 /// private directory for the workload's token kubeconfigs.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::core::report::{files, markdown as figures};
 use crate::bench::measure::result::MeasureResult;
-use crate::bench::thor::report as thor;
 
 /// result.json, as each run finishes.
 pub fn save_progress(r: &MeasureResult, out: &Path) -> Result<()> {
@@ -18,13 +18,13 @@ pub fn save_progress(r: &MeasureResult, out: &Path) -> Result<()> {
         &out.join("result.json"),
         serde_json::to_string_pretty(r)? + "\n",
     )?;
-    thor::write_timelines(&r.figures, out)
+    crate::bench::core::report::cost::write_timelines(&r.figures, out)
 }
 
 /// Every file: result.json, report.md, junit.xml, report.html, the
 /// timelines.
 pub fn write_all(r: &MeasureResult, out: &Path) -> Result<Vec<PathBuf>> {
-    let mut written = thor::write_all(&r.figures, out)?;
+    let mut written = files::write_all(&r.figures, out)?;
     // The figures' own JSON is inside ours.
     save_progress(r, out)?;
     crate::output::write_atomic(&out.join("report.md"), markdown(r))?;
@@ -87,7 +87,7 @@ pub fn markdown(r: &MeasureResult) -> String {
         "\nClients are named by user and user agent; {who} is the identity the command's KUBECONFIG (and `--apply`) uses, the harness's own requests are counted apart. The `workload` row of CPU and memory is the command and everything it ran.\n\n"
     );
     s.push_str(&kueue_runner(r));
-    s.push_str(&thor::markdown(&r.figures, None));
+    s.push_str(&figures::markdown(&r.figures));
     s
 }
 

@@ -1,16 +1,22 @@
-//! `harness measure`'s Result: the figures of every run as the Thor
-//! benchmark keeps them (`figures`: one "mode" per variant, so the same
-//! report, statistics, baselines and comparison apply), and beside them
-//! what only a measured workload has — each run's exit code, wall time,
-//! output folder and the harness's own share of the cost.
+//! `harness measure`'s Result: the figures of every run as the benchmark
+//! core keeps them (`figures`: one "mode" per variant, each run the
+//! figures every run has, so the same report, statistics, baselines and
+//! comparison apply), and beside them what only a measured workload has —
+//! each run's exit code, wall time, output folder and the harness's own
+//! share of the cost.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::thor::result::ThorResult;
+use crate::bench::core::figures::{self as common, RunFigures};
+use crate::bench::core::metric::Metric;
+use crate::bench::core::result::{NoShape, Results, Run};
 
 pub const SCHEMA: &str = "harness.measure-result/v1";
+
+/// The figures of a measurement's runs.
+pub type Figures = Results<RunFigures>;
 
 /// The harness's own cost in one run beside the workload's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -95,13 +101,68 @@ pub struct MeasureResult {
     /// Kueue's performance runner's own figures, per run (`--kueue-perf`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kueue_runner: Vec<crate::bench::measure::kueue_perf::RunnerFigures>,
-    /// Every run's figures, as the Thor benchmark's Result keeps them.
-    pub figures: ThorResult,
+    /// Every run's figures, as the benchmark core keeps them.
+    pub figures: Figures,
 }
 
 impl MeasureResult {
     /// Exit 1 when any run's workload failed.
     pub fn failed(&self) -> bool {
         self.runs.iter().any(|r| r.exit_code != 0)
+    }
+}
+
+/// A measured workload's metrics: the ones every run has, in the order
+/// reports show them.
+pub fn metrics() -> Vec<Metric<RunFigures>> {
+    let c = common::common();
+    vec![
+        c.api_requests,
+        c.etcd_writes,
+        c.etcd_bytes,
+        c.cpu,
+        c.objects_sum,
+        c.pods,
+        c.containers,
+        c.pod_p50,
+        c.pod_p99,
+        c.api_latency,
+        c.wall,
+        c.apiserver_rss,
+        c.etcd_rss,
+        c.objects,
+        c.kcm_wait,
+        c.slo_p99,
+    ]
+}
+
+/// A measured workload's runs (`harness measure`) are the common figures
+/// alone.
+impl Run for RunFigures {
+    type Shape = NoShape;
+    const SCHEMA: &'static str = "harness.measure-figures/v1";
+
+    fn metrics() -> Vec<Metric<Self>> {
+        metrics()
+    }
+
+    fn figures(&self) -> &RunFigures {
+        self
+    }
+
+    fn figures_mut(&mut self) -> &mut RunFigures {
+        self
+    }
+
+    fn typical(runs: &[&Self]) -> Self {
+        crate::metrics::combine::Combine::combine(runs)
+    }
+
+    fn junit_names(r: &Results<Self>) -> (String, String) {
+        // As `harness measure` has named them since it reported JUnit.
+        (
+            format!("harness bench thor {}", r.scenario),
+            format!("bench.thor.{}", r.scenario),
+        )
     }
 }

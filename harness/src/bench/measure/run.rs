@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::bench::core::figures::RunFigures;
 use crate::bench::measure::apply;
 use crate::bench::measure::command;
 use crate::bench::measure::kueue_perf;
 use crate::bench::measure::result::{Overhead, WORKLOAD_ROW, WorkloadRun};
 use crate::bench::measure::target::Identity;
 use crate::bench::measure::workload::{Variant, Workload};
-use crate::bench::thor::result::ModeResult;
 use crate::cluster::Cluster;
 use crate::cluster::existing::apf::ApfFlows;
 use crate::metrics::pods::{self, PodTracker};
@@ -91,7 +91,7 @@ pub async fn run_one(
     cluster: &impl Cluster,
     place: Place<'_>,
     ctx: &RunContext<'_>,
-) -> Result<(ModeResult, WorkloadRun, Timeline)> {
+) -> Result<(RunFigures, WorkloadRun, Timeline)> {
     let admin = cluster.client().await?;
     let identity = place.identity;
     let out = ctx.out.join(ctx.run_dir);
@@ -219,16 +219,14 @@ pub async fn run_one(
         .collect();
     let pf = pods::figures(&workload_pods);
     let overhead = Overhead::of(&w);
-    let mode = ModeResult {
+    let mode = RunFigures {
         mode: ctx.variant.name.clone(),
-        thor_agent_user: String::new(),
         window: w,
         pods_created: pf.pods_created,
         containers_created: pf.containers_created,
         pod_startup_ms: pf.startup_ms,
         pod_schedule_ms: pf.schedule_ms,
         wall_s: closed.elapsed.as_secs_f64(),
-        ..Default::default()
     };
     let run = WorkloadRun {
         variant: ctx.variant.name.clone(),

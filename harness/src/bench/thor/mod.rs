@@ -3,25 +3,16 @@
 //! (`result`), rendered by `report` and judged against a stored baseline by
 //! `baseline`.
 
-pub mod baseline;
-pub mod charts;
-pub mod compare;
 pub mod contention;
-pub mod cost;
-pub mod disk;
 pub mod dry_run;
 pub mod existing;
-pub mod gate;
-pub mod history;
-pub mod kept;
+pub mod metrics;
+pub mod plan;
 pub mod report;
 pub mod result;
-pub mod rounds;
 pub mod run;
+pub mod runs;
 pub mod saved;
-pub mod summary;
-pub mod thin;
-pub mod typical;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,8 +20,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::bench::core::baseline;
 use crate::bench::thor::result::ThorResult;
-use crate::bench::thor::rounds::Runs;
+use crate::bench::thor::runs::Runs;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, UpOptions};
@@ -247,7 +239,7 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         let (r, timeline) = end_of_run(cluster, r, &name, mode, &dir)?;
         runs.add(step, mode, rep, r, timeline)?;
     }
-    Ok(runs.result)
+    Ok(runs.progress.result)
 }
 
 /// A run's cluster after its run: down when it went well; on failure kept
@@ -280,8 +272,8 @@ fn end_of_run<T>(
 }
 
 /// The runs' order and where their Result goes, from the options.
-fn plan_of<'a>(opts: &'a ThorBenchOptions, modes: &'a [Mode]) -> rounds::Plan<'a> {
-    rounds::Plan {
+fn plan_of<'a>(opts: &'a ThorBenchOptions, modes: &'a [Mode]) -> runs::Plan<'a> {
+    runs::Plan {
         scenario_file: &opts.scenario,
         modes,
         repeat: opts.repeat,
@@ -327,7 +319,7 @@ async fn on_existing(
         existing::cleanup(target).await?;
         runs.add(step, mode, rep, r, timeline)?;
     }
-    Ok(runs.result)
+    Ok(runs.progress.result)
 }
 
 /// Every mode (× repeats) on a fresh kind cluster of the mode's profile
@@ -375,7 +367,7 @@ async fn on_kind(
         })
         .await?;
         // What the nodes run (a pulled image may be another patch).
-        runs.result.k8s_version = cluster.state.k8s_version.clone();
+        runs.result().k8s_version = cluster.state.k8s_version.clone();
         let target = existing::ExistingTarget {
             cluster: ExistingOptions {
                 kubeconfig: cluster.state.kubeconfig.clone(),
@@ -409,11 +401,11 @@ async fn on_kind(
             c.replace(&ns, "system:serviceaccount:<run>:")
                 .replace(&kind_prefix, "<kind>-")
         };
-        r.window.rename_clients(same);
+        r.run.window.rename_clients(same);
         r.thor_agent_user = same(&r.thor_agent_user);
         runs.add(step, mode, rep, r, timeline)?;
     }
-    Ok(runs.result)
+    Ok(runs.progress.result)
 }
 
 /// The kind profile a mode runs on: Thor's two shapes on the same
@@ -425,68 +417,4 @@ pub fn kind_profile(mode: Mode) -> &'static str {
         Mode::Jobset | Mode::JobsetKueue => "jobset",
         Mode::JobsetGang => "gang",
     }
-}
-
-/// A run checked against its stored baseline.
-pub struct Comparison {
-    pub baseline: PathBuf,
-    pub verdicts: Vec<compare::Verdict>,
-    /// Ok(why) the machine-bound figures were judged, Err(why) they were
-    /// only shown (`bench::thor::gate`).
-    pub timing: std::result::Result<String, String>,
-}
-
-impl Comparison {
-    pub fn regressed(&self) -> bool {
-        self.verdicts.iter().any(|v| !v.pass)
-    }
-}
-
-/// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`. Latencies and the counts that follow the machine's timing are
-/// judged only on a quiet machine alike the baseline's (gate),
-/// and never with `counts_only`; otherwise they are shown but not judged
-/// (compare::counts_only). Writes compare.md and compare-junit.xml into
-/// `out`.
-pub fn compare(root: &Path, r: &ThorResult, counts_only: bool, out: &Path) -> Result<Comparison> {
-    let path = baseline::path_for(root, r);
-    let base = baseline::load(&path)?;
-    baseline::same_capabilities(&base, r, &path)?;
-    let mut verdicts = compare::compare(&base, r);
-    let timing = if counts_only {
-        Err("asked with --counts-only".to_string())
-    } else {
-        gate::machine_gate(&base, r)
-    };
-    if timing.is_err() {
-        compare::counts_only(&mut verdicts);
-    }
-    let md = report::compare_markdown(&verdicts, &path, &timing);
-    crate::output::write_atomic(&out.join("compare.md"), &md)?;
-    crate::output::write_atomic(
-        &out.join("compare-junit.xml"),
-        report::compare_junit(&verdicts),
-    )?;
-    Ok(Comparison {
-        baseline: path,
-        verdicts,
-        timing,
-    })
-}
-
-/// Store `r` as the baseline under `root`, naming the scenario file
-/// relative to the repository when it lies inside it. Returns the path.
-pub fn record(root: &Path, r: &ThorResult, scenario: &Path) -> Result<PathBuf> {
-    let path = baseline::path_for(root, r);
-    let relative = scenario
-        .canonicalize()
-        .ok()
-        .and_then(|p| {
-            p.strip_prefix(root.canonicalize().ok()?)
-                .ok()
-                .map(Path::to_path_buf)
-        })
-        .unwrap_or(scenario.to_path_buf());
-    baseline::record(&path, r, &relative.display().to_string())?;
-    Ok(path)
 }

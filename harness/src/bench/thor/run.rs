@@ -37,6 +37,7 @@ use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::{DiscoveryCacheSpec, KeepJobs, ThorScenario, parse_duration};
 use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
 
+use crate::bench::core::figures::RunFigures;
 use crate::bench::thor::contention::{self, Contention};
 use crate::bench::thor::result::ModeResult;
 
@@ -412,27 +413,31 @@ pub async fn run_mode(
                 .map(|(_, n)| n)
                 .sum()
         });
+    let (thor_agent_requests, eclccserver_requests) = (of(&site.thor.1), of(&site.eclcc.1));
     let result = ModeResult {
-        mode: mode.name().into(),
+        run: RunFigures {
+            mode: mode.name().into(),
+            window: w,
+            pods_created: pf.pods_created,
+            containers_created: pf.containers_created,
+            pod_startup_ms: pf.startup_ms,
+            pod_schedule_ms: pf.schedule_ms,
+            wall_s: closed.elapsed.as_secs_f64(),
+        },
         instances: report.instances.len() as u32,
         workunits: plan.workunits,
         graphs: report.instances.iter().map(|i| i.graphs).sum(),
         compile_jobs: report.compile_jobs,
-        thor_agent_requests: of(&site.thor.1),
+        thor_agent_requests,
         thor_agent_user: site.thor.1.clone(),
         thor_agent_writes,
         thor_agent_requests_predicted: predicted(Who::ThorAgent),
         thor_agent_calls: env.calls.count(Who::ThorAgent),
         thor_agent_calls_by_purpose: callplan::count_by_purpose(&env.calls, Who::ThorAgent),
         call_plan: Some(callplan::PlanInputs::of(&plan, minor, &report.instances)?),
-        eclccserver_requests: of(&site.eclcc.1),
+        eclccserver_requests,
         eclccserver_calls: env.calls.count(Who::Eclccserver),
         eclccserver_requests_predicted: predicted(Who::Eclccserver),
-        window: w,
-        pods_created: pf.pods_created,
-        containers_created: pf.containers_created,
-        pod_startup_ms: pf.startup_ms,
-        pod_schedule_ms: pf.schedule_ms,
         gang_start_ms: (mode == Mode::JobsetGang).then_some(instance_start_ms),
         worker_pod_rates: pods::PodRates::mean(
             &report
@@ -443,7 +448,6 @@ pub async fn run_mode(
         ),
         instance_start_ms,
         instance_wall_s: Percentiles::of_ms(&walls).scaled(0.001),
-        wall_s: closed.elapsed.as_secs_f64(),
         profiles: profiles
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))

@@ -7,34 +7,13 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::thor::result::ThorResult;
-use crate::bench::thor::rounds::model_of;
+use crate::bench::thor::runs::model_of;
 use crate::error::bad_input;
 use crate::workload::thor::scenario::ThorScenario;
 
-/// The result `bench thor --out` wrote: `p/result.json` for a directory,
-/// else the file `p`. A missing or broken file is bad input naming it
-/// and `what` asked for it.
+/// The result `bench thor --out` wrote (`Results::read`).
 pub fn read_result(p: &Path, what: &str) -> Result<ThorResult> {
-    let file = if p.is_dir() || p.extension().is_none_or(|x| x != "json") {
-        p.join("result.json")
-    } else {
-        p.to_path_buf()
-    };
-    if !file.is_file() {
-        return Err(bad_input(format!(
-            "{what}: {}: no such result file (a directory `harness bench thor --out` wrote, or its result.json)",
-            file.display()
-        )));
-    }
-    let text = crate::input::read(&file)?;
-    serde_json::from_str(&text).map_err(|e| {
-        bad_input(format!(
-            "{what}: {}:{}:{}: not a Thor result: {e}",
-            file.display(),
-            e.line(),
-            e.column()
-        ))
-    })
+    ThorResult::read(p, what)
 }
 
 /// The runs saved in `dir` (`bench thor --from`), refused unless they ran

@@ -1,19 +1,16 @@
-//! The runs of one `bench thor`, whatever the provider: their order (rounds
-//! of every mode, shuffled from a printed seed), the Result they fill as
-//! each finishes (every mode's summary and ratios recomputed), and its
-//! copy in `--out` after every run, so a later failure loses nothing.
+//! The runs of one `bench thor`, whatever the provider: the scenario's
+//! modes in rounds (`bench::core::rounds`), each run's progress line, and
+//! the Result they fill (`Progress`), with the scenario's shape and model.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::thor::baseline;
-use crate::bench::thor::report;
-use crate::bench::thor::result::{
-    self, ModeResult, RESULT_SCHEMA, Statistics, ThorResult, peak_rss_kib,
-};
-use crate::bench::thor::typical::summarize;
+use crate::bench::core::baseline;
+use crate::bench::core::result::Statistics;
+use crate::bench::core::rounds::{Progress, announce, now, schedule};
+use crate::bench::thor::result::{ModeResult, RESULT_SCHEMA, ThorResult, ThorShape};
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
 use crate::workload::thor::Mode;
@@ -31,12 +28,10 @@ pub struct Plan<'a> {
 
 /// The Result being filled, run by run.
 pub struct Runs {
-    pub result: ThorResult,
+    pub progress: Progress<ModeResult>,
     /// Each round: every mode once, in the order they run.
     pub rounds: Vec<Vec<Mode>>,
     repeat: u32,
-    by_mode: BTreeMap<Mode, Vec<ModeResult>>,
-    out: Option<PathBuf>,
 }
 
 impl Runs {
@@ -52,7 +47,7 @@ impl Runs {
     ) -> Runs {
         let seed = plan.seed.unwrap_or_else(crate::stats::clock_seed);
         let rounds = schedule(plan.modes, plan.repeat, seed);
-        announce(&rounds, seed);
+        announce(&names(&rounds), seed);
         let result = ThorResult {
             schema: RESULT_SCHEMA.into(),
             scenario: s.name.clone(),
@@ -60,13 +55,13 @@ impl Runs {
             provider: provider.into(),
             k8s_version: k8s_version.into(),
             harness_version: env!("CARGO_PKG_VERSION").into(),
-            started: time::OffsetDateTime::now_utc()
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default(),
-            num_workers: s.thor.num_workers,
-            num_workers_per_pod: s.thor.num_workers_per_pod,
-            max_graphs: s.thor.max_graphs,
-            graph_duration: s.graph_duration.clone(),
+            started: now(),
+            shape: ThorShape {
+                num_workers: s.thor.num_workers,
+                num_workers_per_pod: s.thor.num_workers_per_pod,
+                max_graphs: s.thor.max_graphs,
+                graph_duration: s.graph_duration.clone(),
+            },
             model: model_of(s),
             modes: BTreeMap::new(),
             harness_peak_rss_kib: 0,
@@ -76,11 +71,9 @@ impl Runs {
             machine: crate::machine::Machine::this(),
         };
         Runs {
-            result,
+            progress: Progress::new(result, plan.out),
             rounds,
             repeat: plan.repeat,
-            by_mode: BTreeMap::new(),
-            out: plan.out.map(Path::to_path_buf),
         }
     }
 
@@ -122,65 +115,34 @@ impl Runs {
     ) -> Result<()> {
         step.done(&format!(
             "{} API requests, {} etcd writes",
-            r.window.api_requests_total, r.window.etcd_writes_total
+            r.run.window.api_requests_total, r.run.window.etcd_writes_total
         ));
-        self.result
-            .timelines
-            .push((mode.name().to_string(), rep as usize, timeline));
-        let all = self.by_mode.entry(mode).or_default();
-        all.push(r);
-        self.result
-            .modes
-            .insert(mode.name().to_string(), summarize(all.clone()));
-        self.result.judge_modes();
-        self.result.harness_peak_rss_kib = peak_rss_kib();
-        if let Some(out) = &self.out {
-            crate::output::write_atomic(
-                &out.join("result.json"),
-                serde_json::to_string_pretty(&self.result)? + "\n",
-            )?;
-            report::write_timelines(&self.result, out)?;
-        }
-        Ok(())
+        self.progress.add(mode.name(), rep as usize, r, timeline)
+    }
+
+    /// The Result so far.
+    pub fn result(&mut self) -> &mut ThorResult {
+        &mut self.progress.result
     }
 }
 
-/// The run order of `modes` (stats::interleaved).
-pub fn schedule(modes: &[Mode], repeat: u32, seed: u64) -> Vec<Vec<Mode>> {
-    crate::stats::interleaved(modes, repeat, seed)
+/// The rounds' modes by name.
+fn names(rounds: &[Vec<Mode>]) -> Vec<Vec<String>> {
+    rounds
+        .iter()
+        .map(|r| r.iter().map(|m| m.name().to_string()).collect())
+        .collect()
 }
 
 fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
-    Statistics {
-        seed,
-        rounds: rounds
+    let reference = match modes.contains(&Mode::Baseline) {
+        true => Mode::Baseline.name().to_string(),
+        false => modes
             .iter()
-            .map(|r| r.iter().map(|m| m.name().to_string()).collect())
-            .collect(),
-        reference: match modes.contains(&Mode::Baseline) {
-            true => Mode::Baseline.name().to_string(),
-            false => modes
-                .iter()
-                .min()
-                .map_or(String::new(), |m| m.name().to_string()),
-        },
-        method: result::METHOD.into(),
-        resamples: crate::stats::RESAMPLES,
-        confidence: crate::stats::CONFIDENCE,
-        bootstrap_seed: crate::stats::SEED,
-        rule: result::RULE_TEXT.into(),
-    }
-}
-
-fn announce(rounds: &[Vec<Mode>], seed: u64) {
-    let order: Vec<String> = rounds
-        .iter()
-        .map(|r| r.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))
-        .collect();
-    eprintln!(
-        "run order (seed {seed}; replay with --seed {seed}): {}",
-        order.join(" | ")
-    );
+            .min()
+            .map_or(String::new(), |m| m.name().to_string()),
+    };
+    Statistics::new(seed, names(rounds), reference)
 }
 
 /// How the scenario models HPCC and the nodes, for the Result.

@@ -1,6 +1,6 @@
 //! Whether a run's machine-bound figures can be judged against a
 //! baseline: latencies, wall times, CPU seconds and the counts that
-//! follow the machine's timing (`kept::time_bound`). They measure the
+//! follow the machine's timing (a declaration's `time_bound`). They measure the
 //! machine as much as the code, so they are judged only when the run's
 //! machine is alike the one that recorded the baseline
 //! (`crate::machine::Machine::alike`), so is its disk (`disk::differs`),
@@ -22,11 +22,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::bench::thor::baseline::Baseline;
-use crate::bench::thor::compare::{Status, Verdict};
-use crate::bench::thor::disk;
-use crate::bench::thor::kept::MetricKind;
-use crate::bench::thor::result::{ModeResult, ThorResult};
+use crate::bench::core::baseline::Baseline;
+use crate::bench::core::compare::{Status, Verdict};
+use crate::bench::core::disk;
+use crate::bench::core::figures::RunFigures;
+use crate::bench::core::metric::MetricKind;
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
 use crate::metrics::usage::OTHERS;
 
 /// The most CPU (in cores, averaged over a run) the rest of the machine
@@ -38,7 +40,7 @@ pub const QUIET_CORES: f64 = 0.25;
 
 /// The rest of the machine's CPU while `m` ran, in cores; None when not
 /// measured (results from before it was, or no /proc).
-pub fn others_cores(m: &ModeResult) -> Option<f64> {
+pub fn others_cores(m: &RunFigures) -> Option<f64> {
     let u = m.window.resources.get(OTHERS)?;
     (m.wall_s > 0.0).then(|| u.cpu_s / m.wall_s)
 }
@@ -93,7 +95,7 @@ pub fn confirmed(first: Vec<Verdict>, again: &[Verdict]) -> Vec<Verdict> {
 }
 
 /// Ok(why they are judged) or Err(why not).
-pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
+pub fn machine_gate<R: Run>(b: &Baseline, r: &Results<R>) -> Result<String, String> {
     let Some(recorded) = &b.machine else {
         return Err(
             "the baseline does not say which machine recorded it (record it again with --record)"
@@ -121,7 +123,7 @@ pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
     let mut busiest: Option<(&str, f64)> = None;
     for (mode, s) in &r.modes {
         for run in s.runs() {
-            let Some(cores) = others_cores(run) else {
+            let Some(cores) = others_cores(run.figures()) else {
                 return Err(format!(
                     "a {mode} run did not measure how busy the rest of the machine was"
                 ));
@@ -144,10 +146,10 @@ pub fn machine_gate(b: &Baseline, r: &ThorResult) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::baseline::from_result;
-    use crate::bench::thor::compare::{Status, Verdict};
-    use crate::bench::thor::gate::{QUIET_CORES, confirmed, machine_gate, to_confirm};
-    use crate::bench::thor::kept::MetricKind;
+    use crate::bench::core::baseline::from_result;
+    use crate::bench::core::compare::{Status, Verdict};
+    use crate::bench::core::gate::{QUIET_CORES, confirmed, machine_gate, to_confirm};
+    use crate::bench::core::metric::MetricKind;
     use crate::bench::thor::result::sample_result;
     use crate::machine::Machine;
     use crate::metrics::percentiles::Percentiles;
@@ -177,6 +179,7 @@ mod tests {
         r.machine = m;
         for s in r.modes.values_mut() {
             for run in std::iter::once(&mut s.result).chain(s.repeats.iter_mut()) {
+                let run = &mut run.run;
                 run.window.etcd.wal_fsync_ms = fsync_p99.map(|p99| Percentiles {
                     p50: 0.6,
                     p90: 2.0,

@@ -1,8 +1,10 @@
 use super::*;
-use crate::bench::thor::baseline::{SCHEMA_V1, Tolerance, from_result};
-use crate::bench::thor::kept;
-use crate::bench::thor::result::{KCM_WAIT, ModeResult, sample_result};
-use crate::bench::thor::typical::summarize;
+use crate::bench::core::baseline::{SCHEMA_V1, Tolerance, from_result};
+use crate::bench::core::figures::KCM_WAIT;
+use crate::bench::core::result::specs;
+use crate::bench::core::result::summarize;
+use crate::bench::thor::plan::{PLAN_PREFIX, against_plan};
+use crate::bench::thor::result::{self as thor, ModeResult, ThorResult, sample_result};
 use crate::stats::{Prng, synthetic};
 
 /// A v1 baseline: one value per metric, the hand-set tolerances.
@@ -64,7 +66,7 @@ fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
     // total and everyone else's requests, which follow the machine's
     // timing, each with its reason.
     let mut v = compare(&base, &sample_result(390, 1800.0));
-    counts_only(&mut v);
+    counts_only(&specs::<ModeResult>(), &mut v);
     let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
     assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
     let t = v.iter().find(|v| v.metric == "api_requests_total").unwrap();
@@ -75,7 +77,7 @@ fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
             ),
         "{t:#?}"
     );
-    let o = v.iter().find(|v| v.metric == kept::OTHERS).unwrap();
+    let o = v.iter().find(|v| v.metric == thor::OTHERS).unwrap();
     assert!(
         o.pass
             && o.note.starts_with(
@@ -102,7 +104,7 @@ fn where_latency_is_not_judged_neither_are_the_counts_that_follow_timing_but_the
         .map(|v| v.metric.as_str())
         .collect();
     assert!(judged.contains(&"thor_agent_requests"), "{judged:?}");
-    counts_only(&mut v);
+    counts_only(&specs::<ModeResult>(), &mut v);
     assert!(v.iter().all(|v| v.pass), "{v:#?}");
     for m in [
         "thor_agent_requests",
@@ -110,23 +112,23 @@ fn where_latency_is_not_judged_neither_are_the_counts_that_follow_timing_but_the
         "thor_agent_calls.get-jobset",
         "eclccserver_calls.list-pods",
         "api_requests_total",
-        kept::OTHERS,
+        thor::OTHERS,
     ] {
-        assert!(kept::time_bound(m).is_some(), "{m}");
+        assert!(time_bound(&specs::<ModeResult>(), m).is_some(), "{m}");
     }
     for m in [
         "thor_agent_calls.replace",
         "thor_agent_writes",
         "etcd_writes_total",
     ] {
-        assert_eq!(kept::time_bound(m), None, "{m}");
+        assert_eq!(time_bound(&specs::<ModeResult>(), m), None, "{m}");
     }
     // Everyone else's requests +10 %: a regression where timings are
     // judged (the recording machine), information where they are not.
     let mut r = run_set(3, 2, UNCHANGED);
     for s in r.modes.values_mut() {
         for run in &mut s.repeats {
-            run.window.api_requests_total += 150;
+            run.run.window.api_requests_total += 150;
         }
     }
     let mut v = compare(&base, &r);
@@ -136,10 +138,10 @@ fn where_latency_is_not_judged_neither_are_the_counts_that_follow_timing_but_the
         .filter(|v| !v.pass && v.metric != "api_requests_total")
         .map(|v| v.metric.as_str())
         .collect();
-    assert_eq!(failed, [kept::OTHERS, kept::OTHERS], "{v:#?}");
-    counts_only(&mut v);
+    assert_eq!(failed, [thor::OTHERS, thor::OTHERS], "{v:#?}");
+    counts_only(&specs::<ModeResult>(), &mut v);
     assert!(v.iter().all(|v| v.pass), "{v:#?}");
-    let others: Vec<&Verdict> = v.iter().filter(|v| v.metric == kept::OTHERS).collect();
+    let others: Vec<&Verdict> = v.iter().filter(|v| v.metric == thor::OTHERS).collect();
     assert!(
         others.len() == 2 && others.iter().all(|v| v.note.contains("would regress")),
         "{others:#?}"
@@ -173,24 +175,24 @@ fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
     let thor = (s.thor + 27.0 * polls) * (1.0 + s.extra_thor);
     let others = s.others * (1.0 + 0.03 * u());
     let mut m = sample_result(0, 0.0).modes["baseline"].result.clone();
-    m.mode = mode.into();
+    m.run.mode = mode.into();
     m.thor_agent_requests = thor.round() as u64;
     m.thor_agent_calls
         .insert("get-job".into(), ((thor / 27.0) * 0.6).round() as u64);
     m.thor_agent_calls.insert("replace".into(), 4);
     m.eclccserver_requests = (300.0 * (1.0 + 0.05 * u())).round() as u64;
-    m.window.api_requests_total = (thor + others).round() as u64;
-    m.window.etcd_writes_total = (200.0 * (1.0 + 0.03 * u())).round() as u64;
-    m.window.apiserver_etcd_cpu_s = s.cpu * (1.0 + 0.15 * u());
-    m.pod_startup_ms.p99 = 265.0 * (1.0 + 0.5 * u());
+    m.run.window.api_requests_total = (thor + others).round() as u64;
+    m.run.window.etcd_writes_total = (200.0 * (1.0 + 0.03 * u())).round() as u64;
+    m.run.window.apiserver_etcd_cpu_s = s.cpu * (1.0 + 0.15 * u());
+    m.run.pod_startup_ms.p99 = 265.0 * (1.0 + 0.5 * u());
     m.instance_start_ms.p99 = 1400.0 * (1.0 + 0.4 * u());
-    m.wall_s = 31.0 * (1.0 + 0.05 * u());
+    m.run.wall_s = 31.0 * (1.0 + 0.05 * u());
     // Unpaced: a few short waits (0–0.4 s in all); paced: ±30 %.
     let wait = match s.kcm_wait > 1.0 {
         true => s.kcm_wait * (1.0 + 0.3 * u()),
         false => s.kcm_wait * (1.0 + u()),
     };
-    m.window.client_throttle.insert(
+    m.run.window.client_throttle.insert(
         crate::metrics::window::KCM.into(),
         crate::metrics::throttle::Throttle {
             requests: 400,
@@ -199,7 +201,7 @@ fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
             waited_s_by_verb: Default::default(),
         },
     );
-    m.window.api_latency_ms.insert(
+    m.run.window.api_latency_ms.insert(
         "mutating".into(),
         crate::metrics::Percentiles {
             p99: 40.0 * (1.0 + 0.8 * u()),
@@ -276,19 +278,19 @@ fn a_controller_manager_paced_by_its_qps_is_regressed_by_name() {
     };
     for t in 0..10 {
         let base = from_result(&run_set(3, 100 + t, UNCHANGED), "s.yaml");
-        assert!(base.modes["baseline"].contains_key(KCM_WAIT));
+        assert!(base.modes["baseline"].contains_key(KCM_WAIT.key));
         let v = compare(&base, &run_set(3, 700 + t, paced));
         let failed: Vec<&str> = v
             .iter()
             .filter(|v| !v.pass)
             .map(|v| v.metric.as_str())
             .collect();
-        assert_eq!(failed, [KCM_WAIT, KCM_WAIT], "{t}");
-        let row = v.iter().find(|v| v.metric == KCM_WAIT).unwrap();
+        assert_eq!(failed, [KCM_WAIT.key, KCM_WAIT.key], "{t}");
+        let row = v.iter().find(|v| v.metric == KCM_WAIT.key).unwrap();
         assert!(row.note.starts_with("higher: ×"), "{}", row.note);
         // Not judged where latencies are not (another machine).
         let mut v = v;
-        counts_only(&mut v);
+        counts_only(&specs::<ModeResult>(), &mut v);
         assert!(v.iter().all(|v| v.pass));
     }
 }
@@ -305,7 +307,7 @@ fn exact_counts_modes_left_out_and_new_metrics() {
     // One pod more in one run of three: regressed, exactly.
     let mut r = run_set(3, 2, UNCHANGED);
     let j = r.modes.get_mut("jobset").unwrap();
-    j.repeats[1].pods_created = 13;
+    j.repeats[1].run.pods_created = 13;
     let v = compare(&base, &r);
     let pods = v
         .iter()
@@ -328,7 +330,7 @@ fn exact_counts_modes_left_out_and_new_metrics() {
     // A metric the baseline lacks is reported, not silently dropped.
     let mut r = run_set(3, 2, UNCHANGED);
     for run in &mut r.modes.get_mut("baseline").unwrap().repeats {
-        run.window.objects_created.insert("services".into(), 4);
+        run.run.window.objects_created.insert("services".into(), 4);
     }
     let sum = r.modes.get_mut("baseline").unwrap();
     *sum = summarize(sum.repeats.clone());
@@ -454,7 +456,7 @@ fn inside_a_wide_band_is_no_difference_and_only_below_the_baseline_is_lower() {
             judged: None,
             note: String::new(),
         };
-        judge_samples(&mut v, "wall_s", &m, cur);
+        judge_samples(&mut v, crate::bench::core::figures::WALL.rule(), &m, cur);
         v
     };
     let above = verdict(&[103.0, 104.0, 103.5]);
@@ -477,14 +479,14 @@ fn inside_a_wide_band_is_no_difference_and_only_below_the_baseline_is_lower() {
 fn with_mutating(mut r: ThorResult, mutating: u64, slower: f64) -> ThorResult {
     for s in r.modes.values_mut() {
         for run in s.repeats.iter_mut().chain(std::iter::once(&mut s.result)) {
-            run.window.api_latency_slo = vec![crate::metrics::slo::SloRow {
+            run.run.window.api_latency_slo = vec![crate::metrics::slo::SloRow {
                 verb: "PATCH".into(),
                 resource: "pods/status".into(),
                 scope: "resource".into(),
                 count: mutating,
                 ..Default::default()
             }];
-            if let Some(p) = run.window.api_latency_ms.get_mut("mutating") {
+            if let Some(p) = run.run.window.api_latency_ms.get_mut("mutating") {
                 p.p99 *= slower;
             }
         }
@@ -523,7 +525,7 @@ fn a_p99_with_fewer_than_ten_requests_above_it_is_shown_not_judged() {
         "{judged:#?}"
     );
     // Other metrics are not held back.
-    assert!(thin::requests_behind(&base_run(), "pod_startup_ms.p99").is_none());
+    assert!(thin::requests_behind(&base_run().run.window, "pod_startup_ms.p99").is_none());
 }
 
 fn base_run() -> ModeResult {

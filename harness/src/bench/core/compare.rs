@@ -16,144 +16,42 @@
 //! run did not measure is "not compared"; a metric of the run the
 //! baseline lacks is reported as "not in the baseline".
 
-use serde::Serialize;
-
-use crate::bench::thor::baseline::{Baseline, Metric};
-use crate::bench::thor::kept::{MetricKind, metric_value, metric_values, time_bound};
-use crate::bench::thor::result::{ThorResult, rule_of};
-use crate::bench::thor::thin;
+use crate::bench::core::baseline::{Baseline, Metric};
+use crate::bench::core::metric::{self as declared, MetricKind, Spec, Views, spec_of};
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
+use crate::bench::core::thin;
+pub use crate::bench::core::verdict::{Status, Verdict};
 use crate::stats::{self, Direction};
-use crate::workload::thor::driver::callplan;
-
-/// What a row says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    /// Within the baseline's band (or no significant difference).
-    Ok,
-    /// Higher, past the rule.
-    Regressed,
-    /// Lower, past the rule: passes.
-    Improved,
-    /// The baseline's mode was not run (left out with --modes).
-    NotCompared,
-    /// The run has the metric, the baseline does not: not judged.
-    NotInBaseline,
-}
-
-/// The rows' metric prefix of the Thor identity's calls against the
-/// scenario's plan.
-pub const PLAN_PREFIX: &str = "thor_agent_calls_vs_plan.";
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    pub mode: String,
-    pub metric: String,
-    pub kind: MetricKind,
-    /// The baseline's median (v2) or value (v1).
-    pub baseline: f64,
-    /// The run's median over its repeats.
-    pub current: Option<f64>,
-    pub pass: bool,
-    pub status: Status,
-    /// The interval and verdict of run ÷ baseline (v2, noisy metrics).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub judged: Option<stats::Judged>,
-    pub note: String,
-}
 
 /// The run's values of `name` in `mode`, one per repeat.
-fn run_samples(r: &ThorResult, mode: &str, name: &str) -> Option<Vec<f64>> {
+fn run_samples<R: Run>(
+    metrics: &[declared::Metric<R>],
+    r: &Results<R>,
+    mode: &str,
+    name: &str,
+) -> Option<Vec<f64>> {
     let runs = r.modes.get(mode)?.runs();
-    let v: Vec<f64> = runs.iter().filter_map(|x| metric_value(x, name)).collect();
+    let v: Vec<f64> = runs
+        .iter()
+        .filter_map(|x| declared::value_of(metrics, x, name))
+        .collect();
     (!v.is_empty()).then_some(v)
 }
 
-/// The Thor identity's calls by purpose in each run of each mode against
-/// the bounds the scenario's plan implies (`callplan`): a row per mode
-/// and purpose, regressed when any run is outside. Modes whose runs carry
-/// no plan (older results) or had a failed instance say so.
-pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
-    let mut out = Vec::new();
-    for (mode, s) in &r.modes {
-        let runs = s.runs();
-        let plans: Vec<Option<_>> = runs
-            .iter()
-            .map(|x| x.call_plan.as_ref().and_then(callplan::expected))
-            .collect();
-        if plans.iter().any(Option::is_none) {
-            out.push(Verdict {
-                mode: mode.clone(),
-                metric: format!("{PLAN_PREFIX}*"),
-                kind: MetricKind::Count,
-                baseline: f64::NAN,
-                current: None,
-                pass: true,
-                status: Status::NotCompared,
-                judged: None,
-                note: "not compared with the plan: a run had a failed instance or no plan (an older result)".into(),
-            });
-            continue;
-        }
-        let mut purposes: Vec<String> = callplan::PURPOSES.iter().map(|p| p.to_string()).collect();
-        for run in runs {
-            purposes.extend(run.thor_agent_calls_by_purpose.keys().cloned());
-        }
-        purposes.sort();
-        purposes.dedup();
-        for purpose in purposes {
-            let mut outside = Vec::new();
-            let mut counts = Vec::new();
-            let mut bounds = Vec::new();
-            for (i, (run, plan)) in runs.iter().zip(&plans).enumerate() {
-                let plan = plan.as_ref().expect("checked above");
-                let n = run
-                    .thor_agent_calls_by_purpose
-                    .get(&purpose)
-                    .copied()
-                    .unwrap_or(0);
-                let [lo, hi] = plan.get(&purpose).copied().unwrap_or([0, 0]);
-                counts.push(n as f64);
-                bounds.push(format!("{lo}–{hi}"));
-                if n < lo || n > hi {
-                    outside.push(format!("run {}: {n} outside {lo}–{hi}", i + 1));
-                }
-            }
-            if counts.iter().all(|c| *c == 0.0) && bounds.iter().all(|b| b == "0–0") {
-                continue;
-            }
-            let instances: u32 = runs.iter().map(|x| x.instances).sum();
-            let per_instance = counts.iter().sum::<f64>() / f64::from(instances.max(1));
-            let pass = outside.is_empty();
-            out.push(Verdict {
-                mode: mode.clone(),
-                metric: format!("{PLAN_PREFIX}{purpose}"),
-                kind: MetricKind::Exact,
-                baseline: f64::NAN,
-                current: Some(stats::median(&counts)),
-                pass,
-                status: if pass { Status::Ok } else { Status::Regressed },
-                judged: None,
-                note: match pass {
-                    true => format!(
-                        "within the plan ({} per run; {per_instance:.1} per instance)",
-                        bounds.join(", ")
-                    ),
-                    false => format!(
-                        "outside the plan the scenario implies: {} ({per_instance:.1} per instance)",
-                        outside.join("; ")
-                    ),
-                },
-            });
-        }
-    }
-    out
+/// Why metric `name` follows the machine's timing (its declaration's
+/// `time_bound`); None for the metrics that do not.
+pub fn time_bound(specs: &[Spec], name: &str) -> Option<&'static str> {
+    spec_of(specs, name).and_then(|s| s.time_bound_of(name))
 }
 
-/// Check a run against a baseline, metric by metric, and its calls
-/// against the scenario's plan ([`against_plan`]).
-pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
-    let mut out = against_plan(r);
+/// Check a run against a baseline, metric by metric, after what the
+/// workload judges of the run set on its own (`Run::own_verdicts`: Thor's
+/// calls against the scenario's plan).
+pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
+    let declared = R::metrics();
+    let specs: Vec<Spec> = declared.iter().map(|m| m.spec).collect();
+    let mut out = R::own_verdicts(r);
     for (mode, metrics) in &b.modes {
         if !r.modes.contains_key(mode) {
             out.push(Verdict {
@@ -170,7 +68,24 @@ pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
             continue;
         }
         for (name, m) in metrics {
-            let current = run_samples(r, mode, name);
+            let Some(spec) = spec_of(&specs, name) else {
+                // A metric an older harness kept of this workload's runs
+                // (a `measure` baseline recorded when its runs carried
+                // Thor's zeroed fields).
+                out.push(Verdict {
+                    mode: mode.clone(),
+                    metric: name.clone(),
+                    kind: m.kind,
+                    baseline: m.value,
+                    current: None,
+                    pass: true,
+                    status: Status::NotCompared,
+                    judged: None,
+                    note: "not compared: not a metric of this workload's runs (recorded by an older harness)".into(),
+                });
+                continue;
+            };
+            let current = run_samples(&declared, r, mode, name);
             let mut v = Verdict {
                 mode: mode.clone(),
                 metric: name.clone(),
@@ -194,13 +109,12 @@ pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
                     v.status = if pass { Status::Ok } else { Status::Regressed };
                     v.note = format!("single-value baseline: {note}");
                 }
-                Some(cur) => judge_samples(&mut v, name, m, &cur),
+                Some(cur) => judge_samples(&mut v, spec.rule(), m, &cur),
             }
             if v.current.is_some()
-                && let Some(why) = r
-                    .modes
-                    .get(mode)
-                    .and_then(|s| thin::too_thin(s.runs(), name))
+                && let Some(why) = r.modes.get(mode).and_then(|s| {
+                    thin::too_thin(s.runs().iter().map(|x| &x.figures().window), name)
+                })
             {
                 not_judged(&mut v, &why);
             }
@@ -210,7 +124,11 @@ pub fn compare(b: &Baseline, r: &ThorResult) -> Vec<Verdict> {
         let Some(sum) = r.modes.get(mode) else {
             continue;
         };
-        for (name, value) in metric_values(&sum.result) {
+        let kept: std::collections::BTreeMap<String, f64> =
+            declared::values_in(&declared, &sum.result, Views::KEPT)
+                .into_iter()
+                .collect();
+        for (name, value) in kept {
             if !metrics.contains_key(&name) {
                 out.push(Verdict {
                     mode: mode.clone(),
@@ -240,7 +158,7 @@ pub fn band_of(samples: &[f64]) -> f64 {
     }
 }
 
-fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
+fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) {
     let base = stats::spread(&m.samples);
     if m.kind == MetricKind::Exact {
         let outside: Vec<f64> = cur
@@ -255,7 +173,7 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
             Status::Regressed
         };
         let recorded = if base.min == base.max {
-            crate::bench::thor::charts::fmt_num(base.min)
+            crate::bench::core::charts::fmt_num(base.min)
         } else {
             format!("{}–{}", base.min, base.max)
         };
@@ -265,7 +183,7 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
                 "exact count: {} where {} runs recorded {recorded}",
                 outside
                     .iter()
-                    .map(|x| crate::bench::thor::charts::fmt_num(*x))
+                    .map(|x| crate::bench::core::charts::fmt_num(*x))
                     .collect::<Vec<_>>()
                     .join(", "),
                 base.n
@@ -273,7 +191,6 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
         };
         return;
     }
-    let stated = rule_of(name);
     let band = band_of(&m.samples);
     // The run against the top of the baseline's band: its runs raised by
     // the band. "higher" than that is a regression.
@@ -331,15 +248,15 @@ fn judge_samples(v: &mut Verdict, name: &str, m: &Metric, cur: &[f64]) {
 
 /// Keep the verdicts that depend on the machine's speed as information
 /// only — latencies, and the counts that follow the machine's timing
-/// (`kept::time_bound`: HPCC's polls, everyone else's requests): they
+/// (each declaration's `time_bound`: HPCC's polls, everyone else's requests): they
 /// pass, and their note says what they would have been. For runs on a
 /// machine unlike (or busier than) the one that recorded the baseline
 /// (`bench --compare --counts-only`, the `cargo test` smoke suite).
-pub fn counts_only(verdicts: &mut [Verdict]) {
+pub fn counts_only(specs: &[Spec], verdicts: &mut [Verdict]) {
     for v in verdicts.iter_mut() {
         let what = match v.kind {
             MetricKind::Latency => "latency",
-            _ => match time_bound(&v.metric) {
+            _ => match time_bound(specs, &v.metric) {
                 Some(why) => why,
                 None => continue,
             },
@@ -350,7 +267,7 @@ pub fn counts_only(verdicts: &mut [Verdict]) {
 
 /// Show verdict `v` without judging it, for reason `why`: it passes, and
 /// its note says what it would have said.
-fn not_judged(v: &mut Verdict, why: &str) {
+pub fn not_judged(v: &mut Verdict, why: &str) {
     let would = if v.pass { "" } else { ", would regress" };
     v.note = format!("not judged ({why}{would}): {}", v.note);
     v.pass = true;

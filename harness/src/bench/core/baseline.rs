@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::thor::kept::{MetricKind, metric_specs, metric_value};
+use crate::bench::core::metric::{MetricKind, Views, value_of};
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
 use crate::yaml::Seg;
 
 fn k(s: &str) -> Seg {
@@ -61,12 +63,12 @@ pub struct Baseline {
     /// judged only on a run whose disk is alike. Absent in files recorded
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disk: Option<crate::bench::thor::disk::Disk>,
+    pub disk: Option<crate::bench::core::disk::Disk>,
 }
 
 /// Err (bad input) when `r` was measured with other capabilities than
 /// `b` was recorded with: their figures are not the same quantities.
-pub fn same_capabilities(b: &Baseline, r: &ThorResult, path: &Path) -> Result<()> {
+pub fn same_capabilities<R: Run>(b: &Baseline, r: &Results<R>, path: &Path) -> Result<()> {
     let run = r.capabilities.as_ref().map(|c| c.comparable());
     if b.capabilities != run {
         let say = |c: &Option<String>| {
@@ -246,7 +248,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::bench::thor::result::ThorResult;
 use crate::error::bad_input;
 use crate::schema::Finding;
 use crate::schema::typed::{Ctx, decode};
@@ -257,7 +258,7 @@ fn minor_of_version(v: &str) -> String {
 }
 
 /// `baselines/<provider>/<k8s minor>/<scenario>.json`
-pub fn path_for(root: &Path, r: &ThorResult) -> PathBuf {
+pub fn path_for<R: Run>(root: &Path, r: &Results<R>) -> PathBuf {
     let profile = r.model.get(PROFILE_KEY).map_or("default", String::as_str);
     let real = r.model.get(KUBELET_KEY).is_some_and(|k| k == REAL_KUBELET);
     path_of(
@@ -367,7 +368,12 @@ pub fn load(path: &Path) -> Result<Baseline> {
 
 /// A v2 baseline of `r`: every metric with each run's value (a run
 /// without an object kind counts it 0), its median as `value`.
-pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
+pub fn from_result<R: Run>(r: &Results<R>, scenario_file: &str) -> Baseline {
+    let declared = R::metrics();
+    let kept: Vec<_> = declared
+        .iter()
+        .filter(|m| m.spec.views.has(Views::KEPT))
+        .collect();
     let modes = r
         .modes
         .iter()
@@ -375,20 +381,22 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
             let runs = s.runs();
             let mut metrics: BTreeMap<String, Metric> = BTreeMap::new();
             for run in runs {
-                for (name, _, unit, kind) in metric_specs(run) {
-                    metrics.entry(name).or_insert(Metric {
-                        value: 0.0,
-                        unit: unit.into(),
-                        kind,
-                        tolerance: Tolerance::default(),
-                        samples: Vec::new(),
-                    });
+                for m in &kept {
+                    for (name, _) in m.values(run) {
+                        metrics.entry(name).or_insert(Metric {
+                            value: 0.0,
+                            unit: m.spec.unit.into(),
+                            kind: m.spec.kind.stored(),
+                            tolerance: Tolerance::default(),
+                            samples: Vec::new(),
+                        });
+                    }
                 }
             }
             for (name, m) in metrics.iter_mut() {
                 m.samples = runs
                     .iter()
-                    .filter_map(|run| metric_value(run, name))
+                    .filter_map(|run| value_of(&declared, run, name))
                     .collect();
                 m.value = crate::stats::median(&m.samples);
             }
@@ -406,12 +414,12 @@ pub fn from_result(r: &ThorResult, scenario_file: &str) -> Baseline {
         modes,
         capabilities: r.capabilities.as_ref().map(|c| c.comparable()),
         machine: r.machine.clone(),
-        disk: crate::bench::thor::disk::of(r),
+        disk: crate::bench::core::disk::of(r),
     }
 }
 
 /// Write a baseline atomically (temp file + rename).
-pub fn record(path: &Path, r: &ThorResult, scenario_file: &str) -> Result<()> {
+pub fn record<R: Run>(path: &Path, r: &Results<R>, scenario_file: &str) -> Result<()> {
     let b = from_result(r, scenario_file);
     crate::output::write_atomic(path, serde_json::to_string_pretty(&b)? + "\n")
 }

@@ -390,7 +390,7 @@ pub fn sequence(
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::charts::{
+    use crate::bench::core::charts::{
         LEGEND_ROW, RangedGroup, bars, bars_with_ranges, fmt_num, lines, nice_max, sequence,
         stacked,
     };

@@ -31,7 +31,7 @@ fn runs_with_other_capabilities_are_not_compared() {
     b.capabilities = Some(crate::cluster::existing::probe::Capabilities::default().comparable());
     assert!(same_capabilities(&b, &other, p).is_ok());
 }
-use crate::bench::thor::compare::compare;
+use crate::bench::core::compare::compare;
 use crate::bench::thor::result::sample_result as result;
 
 #[test]

@@ -3,7 +3,7 @@
 //! `harness report history DIR…`. Each result contributes one point per
 //! mode and metric, the median of its runs; change points come from
 //! `crate::stats::change_points` (named in the output), with each metric's
-//! minimum effect and noise floor (`result::rule_of`).
+//! minimum effect and noise floor (its declaration's rule).
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -11,19 +11,20 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::bench::thor::charts::{fmt_num, sequence};
-use crate::bench::thor::result::{ModeResult, ThorResult, headline, rule_of};
-use crate::bench::thor::saved::read_result;
+use crate::bench::core::charts::{fmt_num, sequence};
+use crate::bench::core::metric::{Views, values_in};
+use crate::bench::core::result::Run;
+use crate::bench::core::result::{Results, rule_of};
 use crate::error::bad_input;
 use crate::output::{markdown_table_head, write_atomic, xml_escape};
 use crate::stats::{self, ChangePoint};
 
 /// One result of the series.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct Entry<R: Run> {
     /// The directory (or file) it was read from, as given.
     pub label: String,
-    pub result: ThorResult,
+    pub result: Results<R>,
 }
 
 /// One mode's metric over the series: (entry index, median) where the
@@ -47,7 +48,7 @@ pub struct History {
 
 /// Read each path's result; in the given order, or by `started` when
 /// `by_started`. A missing or broken file is bad input naming it.
-pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
+pub fn load<R: Run>(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry<R>>> {
     if paths.len() < 2 {
         return Err(bad_input(format!(
             "report history: {} result given; a series needs at least 2",
@@ -56,7 +57,7 @@ pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
     }
     let mut out = Vec::new();
     for p in paths {
-        let result = read_result(p, "report history")?;
+        let result = Results::<R>::read(p, "report history")?;
         out.push(Entry {
             label: p.display().to_string(),
             result,
@@ -69,14 +70,13 @@ pub fn load(paths: &[PathBuf], by_started: bool) -> Result<Vec<Entry>> {
 }
 
 /// A mode's runs in one result.
-fn runs(r: &ThorResult, mode: &str) -> Vec<ModeResult> {
-    r.modes
-        .get(mode)
-        .map_or_else(Vec::new, |s| s.runs().to_vec())
+fn runs<'a, R: Run>(r: &'a Results<R>, mode: &str) -> &'a [R] {
+    r.modes.get(mode).map_or(&[], |s| s.runs())
 }
 
 /// Every mode's headline metrics over the series, change points found.
-pub fn history(entries: &[Entry]) -> History {
+pub fn history<R: Run>(entries: &[Entry<R>]) -> History {
+    let metrics = R::metrics();
     let mut modes: Vec<String> = Vec::new();
     for e in entries {
         for m in e.result.modes.keys() {
@@ -85,7 +85,7 @@ pub fn history(entries: &[Entry]) -> History {
             }
         }
     }
-    let names: Vec<&str> = headline(&ModeResult::default())
+    let names: Vec<String> = values_in(&metrics, &R::default(), Views::HEADLINE)
         .into_iter()
         .map(|(n, _)| n)
         .collect();
@@ -98,7 +98,11 @@ pub fn history(entries: &[Entry]) -> History {
                 .filter_map(|(i, e)| {
                     let vals: Vec<f64> = runs(&e.result, mode)
                         .iter()
-                        .filter_map(|r| headline(r).into_iter().find(|(n, _)| *n == metric))
+                        .filter_map(|r| {
+                            values_in(&metrics, r, Views::HEADLINE)
+                                .into_iter()
+                                .find(|(n, _)| *n == metric)
+                        })
                         .map(|(_, v)| v)
                         .collect();
                     (!vals.is_empty()).then(|| (i, stats::median(&vals)))
@@ -110,7 +114,7 @@ pub fn history(entries: &[Entry]) -> History {
             let values: Vec<f64> = points.iter().map(|p| p.1).collect();
             // Change points index the mode's own points; map them back to
             // the series' entries.
-            let change_points = stats::change_points(&values, rule_of(metric))
+            let change_points = stats::change_points(&values, rule_of(&metrics, &metric))
                 .into_iter()
                 .map(|c| ChangePoint {
                     index: points[c.index].0,
@@ -119,7 +123,7 @@ pub fn history(entries: &[Entry]) -> History {
                 .collect();
             series.push(Series {
                 mode: mode.clone(),
-                metric: metric.to_string(),
+                metric: metric.clone(),
                 points,
                 change_points,
             });
@@ -253,12 +257,12 @@ pub fn write(out: &Path, h: &History) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::core::result::summarize;
     use crate::bench::thor::result::sample_result;
-    use crate::bench::thor::typical::summarize;
     use crate::stats::synthetic;
 
     /// Eight results; from the fifth on, jobset's Thor requests are +20 %.
-    fn series() -> Vec<Entry> {
+    fn series() -> Vec<Entry<crate::bench::thor::result::ModeResult>> {
         let base = synthetic(1000.0, 0.02, 8, 7);
         let js = synthetic(1100.0, 0.02, 8, 8);
         (0..8)
@@ -267,7 +271,7 @@ mod tests {
                 r.started = format!("2026-11-{:02}T00:00:00Z", 10 + i);
                 let one = |mode: &str, v: f64| {
                     let mut m = r.modes["baseline"].result.clone();
-                    m.mode = mode.into();
+                    m.run.mode = mode.into();
                     m.thor_agent_requests = v.round() as u64;
                     summarize(vec![m.clone(), m])
                 };
@@ -320,18 +324,25 @@ mod tests {
             std::fs::write(d.join("result.json"), serde_json::to_string(&r).unwrap()).unwrap();
             paths.push(d);
         }
-        let given = load(&paths, false).unwrap();
+        let given = load::<crate::bench::thor::result::ModeResult>(&paths, false).unwrap();
         assert!(given[0].label.ends_with("r0"));
-        let sorted = load(&paths, true).unwrap();
+        let sorted = load::<crate::bench::thor::result::ModeResult>(&paths, true).unwrap();
         assert!(sorted[0].label.ends_with("r2"), "{:?}", sorted[0].label);
-        let err = load(&paths[..1], false).unwrap_err();
+        let err = load::<crate::bench::thor::result::ModeResult>(&paths[..1], false).unwrap_err();
         assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
         std::fs::write(paths[1].join("result.json"), "{\"schema\": 3").unwrap();
-        let err = format!("{:#}", load(&paths, false).unwrap_err());
+        let err = format!(
+            "{:#}",
+            load::<crate::bench::thor::result::ModeResult>(&paths, false).unwrap_err()
+        );
         assert!(err.contains("r1/result.json:1:"), "{err}");
         let err = format!(
             "{:#}",
-            load(&[paths[0].clone(), dir.path().join("nope")], false).unwrap_err()
+            load::<crate::bench::thor::result::ModeResult>(
+                &[paths[0].clone(), dir.path().join("nope")],
+                false
+            )
+            .unwrap_err()
         );
         assert!(
             err.contains("nope/result.json: no such result file"),

@@ -11,8 +11,8 @@
 //! and not judged; with [`MIN_ABOVE`] requests above the p99 (1,000 in
 //! the class) a single slow request moves it by at most one rank in ten.
 
-use crate::bench::thor::kept::{class_p99_metric, is_slo_p99_metric, slo_p99_metric};
-use crate::bench::thor::result::ModeResult;
+use crate::bench::core::figures::{class_p99_metric, is_slo_p99_metric, slo_p99_metric};
+use crate::metrics::WindowFigures;
 use crate::metrics::slo::SloRow;
 
 /// Requests that must lie above a p99 for it to be judged.
@@ -24,8 +24,8 @@ pub const MIN_REQUESTS: u64 = MIN_ABOVE * 100;
 /// The requests behind request-latency p99 `name` in run `r` (from its SLO
 /// rows, which count every request of the SLI histogram by verb and
 /// resource); None for any other metric.
-pub fn requests_behind(r: &ModeResult, name: &str) -> Option<u64> {
-    let rows = &r.window.api_latency_slo;
+pub fn requests_behind(w: &WindowFigures, name: &str) -> Option<u64> {
+    let rows = &w.api_latency_slo;
     let behind =
         |of: &dyn Fn(&SloRow) -> bool| rows.iter().filter(|x| of(x)).map(|x| x.count).sum();
     if name == class_p99_metric("mutating") {
@@ -42,11 +42,8 @@ pub fn requests_behind(r: &ModeResult, name: &str) -> Option<u64> {
 /// Why request-latency p99 `metric` of `runs` is not judged: when a run's
 /// p99 rests on fewer than [`MIN_ABOVE`] requests. None when it is judged
 /// or is another metric.
-pub fn too_thin(runs: &[ModeResult], metric: &str) -> Option<String> {
-    let fewest = runs
-        .iter()
-        .filter_map(|x| requests_behind(x, metric))
-        .min()?;
+pub fn too_thin<'a>(runs: impl Iterator<Item = &'a WindowFigures>, metric: &str) -> Option<String> {
+    let fewest = runs.filter_map(|w| requests_behind(w, metric)).min()?;
     if fewest >= MIN_REQUESTS {
         return None;
     }

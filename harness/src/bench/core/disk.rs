@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::thor::result::{ModeResult, ThorResult};
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
 
 /// etcd's WAL fsync latency over a set of runs: the median, over the
 /// runs, of each run's p50 and p99.
@@ -39,11 +40,11 @@ fn median(v: Vec<f64>) -> f64 {
 
 /// The disk of every run of every mode of `r`; None when no run measured
 /// etcd's WAL fsync (a cluster whose etcd the harness cannot read).
-pub fn of(r: &ThorResult) -> Option<Disk> {
-    let runs: Vec<&ModeResult> = r.modes.values().flat_map(|s| s.runs()).collect();
+pub fn of<R: Run>(r: &Results<R>) -> Option<Disk> {
+    let runs: Vec<&R> = r.modes.values().flat_map(|s| s.runs()).collect();
     let measured: Vec<_> = runs
         .iter()
-        .filter_map(|m| m.window.etcd.wal_fsync_ms.as_ref())
+        .filter_map(|m| m.figures().window.etcd.wal_fsync_ms.as_ref())
         .collect();
     (!measured.is_empty()).then(|| Disk {
         wal_fsync_p50_ms: median(measured.iter().map(|p| p.p50).collect()),

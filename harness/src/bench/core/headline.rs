@@ -10,32 +10,33 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::thor::baseline::{self, Baseline, Metric};
-use crate::bench::thor::compare;
-use crate::bench::thor::result::rule_of;
+use crate::bench::core::baseline::{self, Baseline, Metric};
+use crate::bench::core::compare;
+use crate::bench::core::metric::{Spec, Views};
 use crate::error::bad_input;
 use crate::stats;
 
-/// The rows: (metric name in baselines, label, how a cell reads).
-const ROWS: &[(&str, &str, Cell)] = &[
-    ("api_requests_total", "API requests", Cell::Ratio),
-    ("etcd_writes_total", "etcd writes", Cell::Ratio),
-    ("etcd.put_bytes", "etcd bytes written", Cell::Ratio),
-    (
-        "apiserver_etcd_cpu_s",
-        "kube-apiserver + etcd CPU seconds",
-        Cell::Ratio,
-    ),
-    ("instance_start_ms.p99", "instance start p99", Cell::Seconds),
-    ("wall_s", "wall time", Cell::Ratio),
-];
+/// The rows: the metrics that show in the answer (`Views::ANSWER`), in
+/// declaration order, by their short label.
+fn rows(specs: &[Spec]) -> impl Iterator<Item = &Spec> {
+    specs.iter().filter(|s| s.views.has(Views::ANSWER))
+}
 
+/// How a cell reads: a time in milliseconds shows both values in
+/// seconds and the ratio; everything else mode ÷ baseline.
 #[derive(Clone, Copy)]
 enum Cell {
     /// mode ÷ baseline, "×1.05"
     Ratio,
     /// both values, "1.4 → 0.7 s" (ms in the file)
     Seconds,
+}
+
+fn cell_of(s: &Spec) -> Cell {
+    match s.unit {
+        "ms" => Cell::Seconds,
+        _ => Cell::Ratio,
+    }
 }
 
 /// One recorded file and the name its column gives it.
@@ -79,7 +80,7 @@ fn runs(m: &Metric) -> Vec<f64> {
 
 /// The Markdown table: one column per (file, mode other than baseline),
 /// one row per headline metric; "—" where a file lacks the metric.
-pub fn markdown(files: &[Recorded]) -> String {
+pub fn markdown(files: &[Recorded], specs: &[Spec]) -> String {
     let mut cols = Vec::new();
     for f in files {
         let Some(base) = f.baseline.modes.get("baseline") else {
@@ -116,11 +117,12 @@ pub fn markdown(files: &[Recorded]) -> String {
     out.push_str("\n|---|");
     out.push_str(&"---:|".repeat(cols.len()));
     out.push('\n');
-    for (name, label, cell) in ROWS {
-        let mut line = format!("| {label} |");
+    for spec in rows(specs) {
+        let name = spec.key;
+        let mut line = format!("| {} |", spec.short);
         for (_, _, base, metrics) in &cols {
-            let text = match (base.get(*name), metrics.get(*name)) {
-                (Some(a), Some(b)) => render(name, *cell, a, b),
+            let text = match (base.get(name), metrics.get(name)) {
+                (Some(a), Some(b)) => render(spec, a, b),
                 _ => "—".to_string(),
             };
             let _ = write!(line, " {text} |");
@@ -135,10 +137,10 @@ pub fn markdown(files: &[Recorded]) -> String {
 /// (stats::judge: the median of per-round ratios when paired by round,
 /// else the ratio of medians), its 95 % interval and verdict mark;
 /// otherwise the ratio of the recorded values alone.
-fn render(name: &str, cell: Cell, a: &Metric, b: &Metric) -> String {
+fn render(spec: &Spec, a: &Metric, b: &Metric) -> String {
     let (ra, rb) = (runs(a), runs(b));
     let judged = (ra.len() > 1 && rb.len() > 1)
-        .then(|| stats::judge(&ra, &rb, ra.len() == rb.len(), rule_of(name)))
+        .then(|| stats::judge(&ra, &rb, ra.len() == rb.len(), spec.rule()))
         .flatten();
     let interval = |j: &stats::Judged| {
         format!(
@@ -148,7 +150,7 @@ fn render(name: &str, cell: Cell, a: &Metric, b: &Metric) -> String {
             j.verdict.mark()
         )
     };
-    match (cell, judged) {
+    match (cell_of(spec), judged) {
         (Cell::Ratio, Some(j)) => format!("×{:.2} {}", j.ratio.ratio, interval(&j)),
         (Cell::Ratio, None) if a.value > 0.0 => format!("×{:.2}", b.value / a.value),
         (Cell::Ratio, None) => "—".to_string(),
@@ -170,7 +172,7 @@ fn render(name: &str, cell: Cell, a: &Metric, b: &Metric) -> String {
 /// recorded file and mode, each headline metric's median [min–max] over
 /// its recorded runs, the coefficient of variation (sd ÷ mean) and the
 /// band `--compare` derives from them (highest run ÷ median).
-pub fn spread_markdown(files: &[Recorded]) -> String {
+pub fn spread_markdown(files: &[Recorded], specs: &[Spec]) -> String {
     let cols: Vec<(&Recorded, &str, &BTreeMap<String, Metric>)> = files
         .iter()
         .flat_map(|f| {
@@ -188,14 +190,14 @@ pub fn spread_markdown(files: &[Recorded]) -> String {
     out.push_str("\n|---|");
     out.push_str(&"---:|".repeat(cols.len()));
     out.push('\n');
-    for (name, label, _) in ROWS {
-        let _ = write!(out, "| {label} |");
+    for spec in rows(specs) {
+        let _ = write!(out, "| {} |", spec.short);
         for (_, _, ms) in &cols {
-            let text = match ms.get(*name).map(runs) {
+            let text = match ms.get(spec.key).map(runs) {
                 Some(r) if r.len() > 1 => {
                     let s = stats::spread(&r);
                     let band = compare::band_of(&r) * 100.0;
-                    let (unit, f) = amount(name);
+                    let (unit, f) = amount(spec);
                     format!(
                         "{} [{}–{}]{unit} cv {:.1} %, band +{band:.1} %",
                         f(s.median),
@@ -205,7 +207,7 @@ pub fn spread_markdown(files: &[Recorded]) -> String {
                     )
                 }
                 Some(r) => {
-                    let (unit, f) = amount(name);
+                    let (unit, f) = amount(spec);
                     format!("{}{unit} (1 value)", f(r[0]))
                 }
                 None => "—".to_string(),
@@ -220,11 +222,11 @@ pub fn spread_markdown(files: &[Recorded]) -> String {
 /// How the tables show a headline metric: its unit and its values
 /// (counts whole, bytes in KiB, milliseconds as seconds, seconds to one
 /// decimal).
-fn amount(name: &str) -> (&'static str, fn(f64) -> String) {
-    match name {
-        "etcd.put_bytes" => (" KiB", |v| format!("{:.0}", v / 1024.0)),
-        n if n.ends_with("_ms.p99") => (" s", |v| seconds(v / 1000.0)),
-        n if n.ends_with("_s") => (" s", |v| format!("{v:.1}")),
+fn amount(spec: &Spec) -> (&'static str, fn(f64) -> String) {
+    match spec.unit {
+        "bytes" => (" KiB", |v| format!("{:.0}", v / 1024.0)),
+        "ms" => (" s", |v| seconds(v / 1000.0)),
+        "s" | "cpu-s" => (" s", |v| format!("{v:.1}")),
         _ => ("", |v| format!("{v:.0}")),
     }
 }
@@ -240,9 +242,23 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::thor::baseline::Tolerance;
-    use crate::bench::thor::kept::MetricKind;
+    use crate::bench::core::baseline::Tolerance;
+    use crate::bench::core::metric::MetricKind;
     use std::collections::BTreeMap;
+
+    fn markdown_t(files: &[Recorded]) -> String {
+        markdown(
+            files,
+            &crate::bench::core::result::specs::<crate::bench::thor::result::ModeResult>(),
+        )
+    }
+
+    fn spread_markdown_t(files: &[Recorded]) -> String {
+        spread_markdown(
+            files,
+            &crate::bench::core::result::specs::<crate::bench::thor::result::ModeResult>(),
+        )
+    }
 
     fn metric(samples: &[f64]) -> Metric {
         Metric {
@@ -303,7 +319,7 @@ mod tests {
                 ],
             ),
         ]);
-        let md = markdown(&[f]);
+        let md = markdown_t(&[f]);
         assert!(md.contains("| smoke jobset (k8s 1.37, 3 runs) |"), "{md}");
         // Paired by round: the rounds' ratios are 1.500, 1.505, 1.505.
         assert!(
@@ -327,7 +343,7 @@ mod tests {
                 ("wall_s", &[30.0]),
             ],
         )]);
-        let md = spread_markdown(&[f]);
+        let md = spread_markdown_t(&[f]);
         assert!(md.contains("| smoke baseline (3 runs) |"), "{md}");
         // sd 10 of mean 100; highest 110 over the median 100.
         assert!(

@@ -4,31 +4,41 @@
 
 use std::fmt::Write;
 
-use crate::bench::thor::charts::fmt_num;
-use crate::bench::thor::result::ThorResult;
+use crate::bench::core::charts::fmt_num;
+use crate::bench::core::metric::Views;
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
 use crate::output::markdown_table_head;
 
-/// The metrics of the repeats table, in this order (those a run has).
-const REPEAT_ROWS: &[&str] = &[
-    "api_requests_total",
-    "thor_agent_requests",
-    "thor_agent_writes",
-    "eclccserver_requests",
-    "etcd_writes_total",
-    "etcd.put_bytes",
-    "apiserver_etcd_cpu_s",
-    "pods_created",
-    "containers_created",
-    "pod_startup_ms.p99",
-    "instance_start_ms.p99",
-    "api_latency_ms.mutating.p99",
-    "api_latency_ms.read-only.p99",
-    "wall_s",
-];
+/// The rows of the rounds table: the workload's metrics that show there
+/// (`Views::ROUNDS`), in declaration order, a family's members as the
+/// modes' statistics have them.
+fn rows<R: Run>(r: &Results<R>) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in R::metrics()
+        .iter()
+        .filter(|m| m.spec.views.has(Views::ROUNDS))
+    {
+        if !m.spec.is_family() {
+            out.push(m.spec.key.to_string());
+            continue;
+        }
+        let mut members: Vec<&String> = r
+            .modes
+            .values()
+            .flat_map(|s| s.stats.keys())
+            .filter(|k| m.spec.names(k))
+            .collect();
+        members.sort();
+        members.dedup();
+        out.extend(members.into_iter().cloned());
+    }
+    out
+}
 
 /// Medians, min–max and CV per mode, and each mode ÷ the reference with
 /// its interval and verdict (`ModeSummary::stats`, `vs_reference`).
-pub(super) fn repeats_markdown(r: &ThorResult) -> String {
+pub fn repeats_markdown<R: Run>(r: &Results<R>) -> String {
     let mut s = String::new();
     let Some(st) = &r.statistics else {
         return s;
@@ -71,16 +81,14 @@ pub(super) fn repeats_markdown(r: &ThorResult) -> String {
         .chain(others.iter().map(|m| format!("{m} ÷ {}", st.reference)))
         .collect();
     markdown_table_head(&mut s, "metric", &columns);
-    for metric in REPEAT_ROWS {
-        if !modes
-            .iter()
-            .any(|m| r.modes[*m].stats.contains_key(*metric))
-        {
+    for metric in rows(r) {
+        let metric = metric.as_str();
+        if !modes.iter().any(|m| r.modes[*m].stats.contains_key(metric)) {
             continue;
         }
         let _ = write!(s, "| {metric} |");
         for m in &modes {
-            let cell = r.modes[*m].stats.get(*metric).map_or("—".into(), |x| {
+            let cell = r.modes[*m].stats.get(metric).map_or("—".into(), |x| {
                 format!(
                     "{} [{}–{}] cv {:.1} %",
                     fmt_num(x.median),
@@ -94,7 +102,7 @@ pub(super) fn repeats_markdown(r: &ThorResult) -> String {
         for m in &others {
             let cell = r.modes[*m]
                 .vs_reference
-                .get(*metric)
+                .get(metric)
                 .map_or("—".into(), |j| {
                     format!(
                         "×{:.3} [{:.3}–{:.3}] {} {}",

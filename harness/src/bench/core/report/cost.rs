@@ -8,35 +8,19 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::thor::charts::{self, fmt_num};
-use crate::bench::thor::result::{ModeResult, ThorResult};
+use crate::bench::core::charts::{self, fmt_num};
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
 use crate::metrics::timeline::{self, Timeline};
 
-/// kube-apiserver + etcd CPU seconds per Thor instance.
-pub fn cpu_per_instance(m: &ModeResult) -> f64 {
-    if m.instances == 0 {
-        0.0
-    } else {
-        m.window.apiserver_etcd_cpu_s / f64::from(m.instances)
-    }
-}
-
-/// Peak resident memory of one component (MiB; 0 when not measured).
-pub fn peak_rss(m: &ModeResult, component: &str) -> f64 {
-    m.window
-        .resources
-        .get(component)
-        .map_or(0.0, |u| u.rss_peak_mib)
-}
-
 /// "CPU and memory per component" and "API latency against the SLOs".
-pub fn markdown(r: &ThorResult) -> String {
+pub fn markdown<R: Run>(r: &Results<R>) -> String {
     let mut s = String::new();
     let modes: Vec<&String> = r.modes.keys().collect();
     let components: BTreeSet<&String> = r
         .modes
         .values()
-        .flat_map(|m| m.result.window.resources.keys())
+        .flat_map(|m| m.result.figures().window.resources.keys())
         .collect();
     s.push_str("\n### CPU and memory per component (CPU s · peak / mean RSS MiB)\n\n");
     if components.is_empty() {
@@ -45,7 +29,7 @@ pub fn markdown(r: &ThorResult) -> String {
         crate::output::markdown_table_head(&mut s, "component", &modes);
         for c in components {
             row(&mut s, c, &modes, |m| {
-                let u = r.modes[m].result.window.resources.get(c)?;
+                let u = r.modes[m].result.figures().window.resources.get(c)?;
                 if c == crate::metrics::usage::OTHERS {
                     return Some(format!("{:.2} · —", u.cpu_s));
                 }
@@ -62,7 +46,7 @@ pub fn markdown(r: &ThorResult) -> String {
     throttling(&mut s, r, &modes);
     s.push_str("\n### API call latency against the SLOs (p99 of the window, ms)\n\n");
     for m in &modes {
-        let rows = &r.modes[*m].result.window.api_latency_slo;
+        let rows = &r.modes[*m].result.figures().window.api_latency_slo;
         let breaches = rows.iter().filter(|x| x.breached()).count();
         let _ = writeln!(
             s,
@@ -120,11 +104,11 @@ fn row(s: &mut String, label: &str, modes: &[&String], cell: impl Fn(&String) ->
 
 /// "Client-side throttling": per component and mode, the seconds its
 /// requests waited on its own QPS limit (metrics::throttle).
-fn throttling(s: &mut String, r: &ThorResult, modes: &[&String]) {
+fn throttling<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     let components: BTreeSet<&String> = r
         .modes
         .values()
-        .flat_map(|m| m.result.window.client_throttle.keys())
+        .flat_map(|m| m.result.figures().window.client_throttle.keys())
         .collect();
     if components.is_empty() {
         return;
@@ -132,7 +116,7 @@ fn throttling(s: &mut String, r: &ThorResult, modes: &[&String]) {
     s.push_str("\n### Client-side throttling (seconds waited on the component's own QPS limit · requests · of them waiting > 1 s; then seconds by verb)\n\n");
     crate::output::markdown_table_head(s, "component", modes);
     for c in components {
-        let of = |m: &String| r.modes[m].result.window.client_throttle.get(c);
+        let of = |m: &String| r.modes[m].result.figures().window.client_throttle.get(c);
         row(s, c, modes, |m| {
             of(m).map(|t| format!("{:.2} · {} · {}", t.waited_s, t.requests, t.waited_over_1s))
         });
@@ -231,7 +215,7 @@ fn summed(tl: &Timeline, key: &str) -> Option<Vec<(f64, f64)>> {
 
 /// One chart per metric, each mode's first run a line from its start; then
 /// per mode the request rate by verb.
-pub fn timeline_charts(r: &ThorResult) -> String {
+pub fn timeline_charts<R: Run>(r: &Results<R>) -> String {
     let firsts: Vec<(&String, &Timeline)> = r
         .timelines
         .iter()
@@ -276,7 +260,7 @@ pub fn timeline_charts(r: &ThorResult) -> String {
 
 /// Write timeline.json ({mode: [timeline per repeat]}) and timeline.csv
 /// into `out` when the run has timelines.
-pub fn write_timelines(r: &ThorResult, out: &Path) -> Result<()> {
+pub fn write_timelines<R: Run>(r: &Results<R>, out: &Path) -> Result<()> {
     if r.timelines.is_empty() {
         return Ok(());
     }
@@ -299,7 +283,7 @@ pub fn write_timelines(r: &ThorResult, out: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::thor::cost::{markdown, timeline_charts};
+    use crate::bench::core::report::cost::{markdown, timeline_charts};
     use crate::bench::thor::result::sample_result;
     use crate::metrics::percentiles::Percentiles;
     use crate::metrics::slo::SloRow;
@@ -309,7 +293,7 @@ mod tests {
     #[test]
     fn cost_tables_and_charts() {
         let mut r = sample_result(100, 5.0);
-        let m = &mut r.modes.get_mut("baseline").unwrap().result;
+        let m = &mut r.modes.get_mut("baseline").unwrap().result.run;
         m.window.resources.insert(
             "etcd".into(),
             Usage {

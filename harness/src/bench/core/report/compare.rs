@@ -4,19 +4,19 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::bench::thor::charts::fmt_num;
-use crate::bench::thor::compare::Verdict;
+use crate::bench::core::charts::fmt_num;
+use crate::bench::core::compare::Verdict;
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
 /// The verdict table under a heading, the rule, and whether the
 /// machine-bound figures were judged (`timing`: Ok(why) or Err(why not),
-/// from `bench::thor::gate`).
+/// from `bench::core::gate`).
 pub fn compare_markdown(
     verdicts: &[Verdict],
     baseline: &Path,
     timing: &Result<String, String>,
 ) -> String {
-    use crate::bench::thor::compare::Status;
+    use crate::bench::core::compare::Status;
     let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
     let failed = verdicts.iter().filter(|v| !v.pass).count();
     let mut also = Vec::new();
@@ -49,9 +49,9 @@ pub fn compare_markdown(
             "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (ratio of medians, unpaired percentile bootstrap, {} resamples) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
             crate::stats::CONFIDENCE * 100.0,
             crate::stats::RESAMPLES,
-            crate::bench::thor::result::RULE_TEXT,
-            crate::bench::thor::thin::MIN_ABOVE,
-            crate::bench::thor::thin::MIN_REQUESTS
+            crate::bench::core::result::RULE_TEXT,
+            crate::bench::core::thin::MIN_ABOVE,
+            crate::bench::core::thin::MIN_REQUESTS
         );
     }
     let _ = match timing {

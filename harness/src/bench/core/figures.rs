@@ -1,0 +1,254 @@
+//! What every measured run has, whatever its workload: the window's
+//! figures (requests per client, etcd, latency, CPU and memory per
+//! component), the pods it created and how fast they started, and its wall
+//! time — and the metrics declared on them, which every workload's list
+//! starts from (`harness measure`'s runs are exactly this: bench::measure).
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::core::metric::{Kind, Metric, Spec, TimeBound, Views};
+use crate::metrics::WindowFigures;
+use crate::metrics::percentiles::Percentiles;
+
+/// One run's figures every workload has.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFigures {
+    /// The mode (or variant) it ran.
+    pub mode: String,
+    /// What the control plane did: requests per client, latency, etcd,
+    /// objects (the same keys in every workload's result).
+    #[serde(flatten)]
+    pub window: WindowFigures,
+    pub pods_created: u64,
+    pub containers_created: u64,
+    /// Pod created → Running (ms), from the watch.
+    pub pod_startup_ms: Percentiles,
+    pub pod_schedule_ms: Percentiles,
+    /// The measurement window's length.
+    pub wall_s: f64,
+}
+
+impl crate::metrics::combine::Combine for RunFigures {
+    fn combine(runs: &[&Self]) -> Self {
+        use crate::metrics::combine::first;
+        crate::metrics::combine::typical!(runs; RunFigures {
+            mode by first,
+            window,
+            pods_created,
+            containers_created,
+            pod_startup_ms,
+            pod_schedule_ms,
+            wall_s,
+        })
+    }
+}
+
+/// The metric of a request class's p99 ("mutating", "read-only").
+pub fn class_p99_metric(class: &str) -> String {
+    API_LATENCY.member(class)
+}
+
+/// Whether `name` is an SLO class's p99 ([`slo_p99_metric`]).
+pub fn is_slo_p99_metric(name: &str) -> bool {
+    SLO_P99.names(name)
+}
+
+/// The metric of an SLO class's p99.
+pub fn slo_p99_metric(row: &crate::metrics::slo::SloRow) -> String {
+    SLO_P99.member(&slo_member(row))
+}
+
+fn slo_member(row: &crate::metrics::slo::SloRow) -> String {
+    format!("{}:{}:{}", row.verb, row.resource, row.scope)
+}
+
+/// SLO classes with fewer calls in a run are not kept in a baseline.
+const SLO_MIN_CALLS: u64 = 20;
+
+/// Requests, everyone's but the harness's.
+pub const API_REQUESTS: Spec = Spec::new(
+    "api_requests_total",
+    "API requests (all clients but the harness)",
+    "requests",
+)
+.short("API requests")
+.views(ALL)
+.time_bound(TimeBound::Yes(
+    "polls and controllers' requests follow the machine's timing",
+));
+pub const ETCD_WRITES: Spec = Spec::new(
+    "etcd_writes_total",
+    "etcd writes (puts + deletes)",
+    "writes",
+)
+.short("etcd writes")
+.views(ALL);
+/// What etcd stored, in bytes (etcd's total put size): larger objects
+/// cost more than their count says.
+pub const ETCD_BYTES: Spec = Spec::new("etcd.put_bytes", "etcd bytes written", "bytes")
+    .short("etcd bytes written")
+    .kind(Kind::Bytes, 0.0)
+    .views(ALL.without_row());
+/// The API server's and etcd's own CPU: machine-bound.
+pub const CPU: Spec = Spec::new(
+    "apiserver_etcd_cpu_s",
+    "kube-apiserver + etcd CPU (s)",
+    "cpu-s",
+)
+.short("kube-apiserver + etcd CPU seconds")
+.kind(Kind::Cpu, 2.0)
+.cost()
+.views(ALL);
+pub const OBJECTS_SUM: Spec =
+    Spec::new("objects_created", "objects created", "objects").views(Views::ROW);
+pub const PODS: Spec = Spec::new("pods_created", "pods created", "pods")
+    .kind(Kind::Fixed, 0.0)
+    .views(JUDGED_ROW);
+pub const CONTAINERS: Spec = Spec::new("containers_created", "containers created", "containers")
+    .kind(Kind::Fixed, 0.0)
+    .views(JUDGED_ROW);
+pub const POD_P50: Spec = Spec::new("pod_startup_ms.p50", "pod start-up p50 (ms)", "ms")
+    .kind(Kind::Latency, 1000.0)
+    .views(Views::ROW);
+pub const POD_P99: Spec = Spec::new("pod_startup_ms.p99", "pod start-up p99 (ms)", "ms")
+    .kind(Kind::Latency, 1000.0)
+    .views(JUDGED_ROW);
+/// API latency per request class.
+pub const API_LATENCY: Spec = Spec::new("api_latency_ms.{}.p99", "API latency p99 (ms)", "ms")
+    .kind(Kind::Latency, 50.0)
+    .views(Views::JUDGED.and(Views::KEPT).and(Views::ROUNDS));
+pub const WALL: Spec = Spec::new("wall_s", "mode wall time (s)", "s")
+    .short("wall time")
+    .kind(Kind::Time, 5.0)
+    .views(ALL);
+pub const APISERVER_RSS: Spec = Spec::new(
+    "rss_peak_mib.kube-apiserver",
+    "peak kube-apiserver RSS (MiB)",
+    "MiB",
+)
+.cost()
+.views(Views::ROW);
+pub const ETCD_RSS: Spec = Spec::new("rss_peak_mib.etcd", "peak etcd RSS (MiB)", "MiB")
+    .cost()
+    .views(Views::ROW);
+/// Objects created per resource (events are recorded with rate limiting
+/// and aggregation: their count is not a property of the workload).
+pub const OBJECTS: Spec = Spec::new("objects_created.{}", "objects created", "objects")
+    .kind(Kind::Fixed, 0.0)
+    .views(Views::KEPT)
+    .missing_is_zero();
+/// Seconds kube-controller-manager's requests waited on its own QPS
+/// limit (metrics::throttle): a controller manager paced by
+/// `--kube-api-qps` makes no more requests, it makes them later. Where the
+/// provider serves its metrics.
+pub const KCM_WAIT: Spec = Spec::new(
+    "kcm_client_wait_s",
+    "kube-controller-manager's wait on its own QPS limit (s)",
+    "s",
+)
+.kind(Kind::Time, 1.0)
+.views(Views::JUDGED.and(Views::KEPT));
+/// Per (verb, resource, scope) SLO classes with enough calls for a p99 to
+/// mean something; the bucket edges make anything under 250 ms noise.
+pub const SLO_P99: Spec = Spec::new("api_slo_p99_ms.{}", "SLO class p99 (ms)", "ms")
+    .kind(Kind::Latency, 250.0)
+    .views(Views::KEPT)
+    .missing_is_zero();
+
+const ALL: Views = Views::HEADLINE
+    .and(Views::JUDGED)
+    .and(Views::KEPT)
+    .and(Views::ROW)
+    .and(Views::ROUNDS)
+    .and(Views::ANSWER);
+const JUDGED_ROW: Views = Views::HEADLINE
+    .and(Views::JUDGED)
+    .and(Views::KEPT)
+    .and(Views::ROW)
+    .and(Views::ROUNDS);
+
+/// Peak resident memory of one component (MiB; 0 when not measured).
+pub fn peak_rss(w: &WindowFigures, component: &str) -> f64 {
+    w.resources.get(component).map_or(0.0, |u| u.rss_peak_mib)
+}
+
+/// The seconds the controller manager waited on its own limit; None
+/// where the provider does not serve its metrics.
+pub fn kcm_wait_s(w: &WindowFigures) -> Option<f64> {
+    w.client_throttle
+        .get(crate::metrics::window::KCM)
+        .map(|t| t.waited_s)
+}
+
+/// The metrics of every run, by name, each one of them: a workload's list
+/// takes these (`of` its run's figures) in the order it shows them.
+pub struct Common {
+    pub api_requests: Metric<RunFigures>,
+    pub etcd_writes: Metric<RunFigures>,
+    pub etcd_bytes: Metric<RunFigures>,
+    pub cpu: Metric<RunFigures>,
+    pub objects_sum: Metric<RunFigures>,
+    pub pods: Metric<RunFigures>,
+    pub containers: Metric<RunFigures>,
+    pub pod_p50: Metric<RunFigures>,
+    pub pod_p99: Metric<RunFigures>,
+    pub api_latency: Metric<RunFigures>,
+    pub wall: Metric<RunFigures>,
+    pub apiserver_rss: Metric<RunFigures>,
+    pub etcd_rss: Metric<RunFigures>,
+    pub objects: Metric<RunFigures>,
+    pub kcm_wait: Metric<RunFigures>,
+    pub slo_p99: Metric<RunFigures>,
+}
+
+/// How a run's figures give each common metric.
+pub fn common() -> Common {
+    Common {
+        api_requests: Metric::one(API_REQUESTS, |r: &RunFigures| {
+            r.window.api_requests_total as f64
+        }),
+        etcd_writes: Metric::one(ETCD_WRITES, |r: &RunFigures| {
+            r.window.etcd_writes_total as f64
+        }),
+        etcd_bytes: Metric::one(ETCD_BYTES, |r: &RunFigures| r.window.etcd.put_bytes as f64),
+        cpu: Metric::one(CPU, |r: &RunFigures| r.window.apiserver_etcd_cpu_s),
+        objects_sum: Metric::one(OBJECTS_SUM, |r: &RunFigures| {
+            r.window.objects_created.values().sum::<u64>() as f64
+        }),
+        pods: Metric::one(PODS, |r: &RunFigures| r.pods_created as f64),
+        containers: Metric::one(CONTAINERS, |r: &RunFigures| r.containers_created as f64),
+        pod_p50: Metric::one(POD_P50, |r: &RunFigures| r.pod_startup_ms.p50),
+        pod_p99: Metric::one(POD_P99, |r: &RunFigures| r.pod_startup_ms.p99),
+        api_latency: Metric::each(API_LATENCY, |r: &RunFigures| {
+            r.window
+                .api_latency_ms
+                .iter()
+                .map(|(class, p)| (class.clone(), p.p99))
+                .collect()
+        }),
+        wall: Metric::one(WALL, |r: &RunFigures| r.wall_s),
+        apiserver_rss: Metric::one(APISERVER_RSS, |r: &RunFigures| {
+            peak_rss(&r.window, "kube-apiserver").round()
+        }),
+        etcd_rss: Metric::one(ETCD_RSS, |r: &RunFigures| {
+            peak_rss(&r.window, "etcd").round()
+        }),
+        objects: Metric::each(OBJECTS, |r: &RunFigures| {
+            r.window
+                .objects_created
+                .iter()
+                .filter(|(res, _)| res.as_str() != "events")
+                .map(|(res, n)| (res.clone(), *n as f64))
+                .collect()
+        }),
+        kcm_wait: Metric::maybe(KCM_WAIT, |r: &RunFigures| kcm_wait_s(&r.window)),
+        slo_p99: Metric::each(SLO_P99, |r: &RunFigures| {
+            r.window
+                .api_latency_slo
+                .iter()
+                .filter(|x| x.count >= SLO_MIN_CALLS)
+                .map(|x| (slo_member(x), x.latency_ms.p99))
+                .collect()
+        }),
+    }
+}

@@ -1,0 +1,24 @@
+//! The benchmark core, not any one workload's: a metric declared once
+//! (`metric`) and the figures every run has (`figures`); what a workload
+//! brings (`run`); runs × rounds in a replayable order (`rounds`); the one
+//! Result (`result`) with each mode's typical run, spreads, statistics and
+//! ratios; baselines, compare, the machine gate and the thin-p99 rule;
+//! history and the README's answer; the renderers (`report`). Thor,
+//! `measure`, gang and cron are workloads that bring their own metrics.
+
+pub mod baseline;
+pub mod charts;
+pub mod compare;
+pub mod disk;
+pub mod figures;
+pub mod gate;
+pub mod headline;
+pub mod history;
+pub mod metric;
+pub mod over_rounds;
+pub mod policy;
+pub mod report;
+pub mod result;
+pub mod rounds;
+pub mod thin;
+pub mod verdict;

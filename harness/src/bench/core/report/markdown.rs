@@ -1,0 +1,435 @@
+//! report.md, report.html and JUnit of any benchmark's Result: the
+//! figures table side by side with each mode ÷ the reference mode (its
+//! rows are the workload's metrics that show in a row, `Views::ROW`), the
+//! rounds table, requests by client, etcd, latency and the cost sections;
+//! report.html leads with the same tables and draws the charts; JUnit
+//! carries the headline metrics as properties. Renderers never
+//! recompute: they only format.
+
+use std::fmt::Write;
+
+use crate::bench::core::charts::{self, fmt_num};
+use crate::bench::core::metric::Views;
+use crate::bench::core::report::cost;
+use crate::bench::core::report::repeats::repeats_markdown;
+use crate::bench::core::result::Results;
+use crate::bench::core::result::Run;
+use crate::output::{JunitCase, JunitSuite, junit_xml, markdown_table_head, xml_escape};
+
+/// Each followed identity's requests as APF and the audit log counted
+/// them in the same window, when both were there.
+fn apf_agreement<R: Run>(s: &mut String, r: &Results<R>) {
+    let rows: Vec<(&String, &String, &crate::metrics::apf::Agreement)> = r
+        .modes
+        .iter()
+        .flat_map(|(mode, m)| {
+            m.result
+                .figures()
+                .window
+                .apf_agreement
+                .iter()
+                .filter(|(_, a)| a.apf + a.audit > 0)
+                .map(move |(who, a)| (mode, who, a))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Requests per identity, APF FlowSchema counts against the audit log (same window):\n\n| mode | identity | APF | audit log | off |\n|---|---|---:|---:|---:|"
+    );
+    for (mode, who, a) in rows {
+        let _ = writeln!(
+            s,
+            "| {mode} | {who} | {} | {} | {:.1} % |",
+            a.apf,
+            a.audit,
+            a.off_pct()
+        );
+    }
+    s.push('\n');
+}
+
+type TextRow = (&'static str, fn(&crate::metrics::WindowFigures) -> String);
+
+/// report.md's text.
+pub fn markdown<R: Run>(r: &Results<R>) -> String {
+    let mut s = R::heading(r);
+    let modes: Vec<&String> = r.modes.keys().collect();
+    let w = |m: &String| &r.modes[m].result.figures().window;
+    let _ = writeln!(
+        s,
+        "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
+        r.harness_peak_rss_kib as f64 / 1024.0
+    );
+    let mut not_measured: Vec<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| &m.result.figures().window.not_measured)
+        .collect();
+    not_measured.sort();
+    not_measured.dedup();
+    if !not_measured.is_empty() {
+        let list: Vec<&str> = not_measured.iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "Not measured on this cluster: {} (their rows read 0).\n",
+            list.join(", ")
+        );
+    }
+    if r.modes
+        .values()
+        .any(|m| m.result.figures().window.attribution == "apf")
+    {
+        let _ = writeln!(
+            s,
+            "Requests per client are the API server's priority-and-fairness counts (one FlowSchema per followed identity); everyone else is listed by the FlowSchema that served them.\n"
+        );
+    }
+    if r.modes
+        .values()
+        .any(|m| m.result.figures().window.attribution == "client")
+    {
+        let _ = writeln!(
+            s,
+            "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.\n"
+        );
+    }
+    apf_agreement(&mut s, r);
+    let reference = r.reference_mode().unwrap_or("baseline");
+    let base = r.modes.get(reference).map(|m| &m.result);
+    let ratio_cols: Vec<&String> = modes
+        .iter()
+        .copied()
+        .filter(|m| m.as_str() != reference && base.is_some())
+        .collect();
+    let columns: Vec<String> = modes
+        .iter()
+        .map(|m| m.to_string())
+        .chain(ratio_cols.iter().map(|m| format!("{m} / {reference}")))
+        .collect();
+    let mut first = R::per_run(r);
+    // With repeats each column is the typical run (Run::typical).
+    let repeats = r.modes.values().map(|m| m.repeats.len()).max().unwrap_or(1);
+    if repeats > 1 {
+        first.push_str(&format!(" (mean of {repeats})"));
+    }
+    markdown_table_head(&mut s, &first, &columns);
+    let metrics = R::metrics();
+    let mut rows: Vec<_> = metrics
+        .iter()
+        .filter(|m| m.spec.views.has(Views::ROW) && !m.spec.is_family())
+        .collect();
+    // What the run did, then what it cost (stable: declaration order
+    // within each).
+    rows.sort_by_key(|m| m.spec.group);
+    for m in rows {
+        let f = |run: &R| m.value(run, m.spec.key).unwrap_or(0.0);
+        let _ = write!(s, "| {} |", m.spec.label);
+        for mode in &modes {
+            let _ = write!(s, " {} |", fmt_num(f(&r.modes[*mode].result)));
+        }
+        for mode in &ratio_cols {
+            let b = base.map(f).unwrap_or(0.0);
+            let v = f(&r.modes[*mode].result);
+            let _ = write!(
+                s,
+                " {} |",
+                if b > 0.0 {
+                    format!("{:.2}", v / b)
+                } else {
+                    "—".into()
+                }
+            );
+        }
+        s.push('\n');
+    }
+    if r.modes.values().any(|m| m.repeats.len() > 1) {
+        s.push_str("\nSpread over repeats ((max − min) / mean):\n\n");
+        for (m, sum) in &r.modes {
+            let parts: Vec<String> = sum
+                .spread_pct
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}%"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "- {m} ({} runs): {}",
+                sum.repeats.len(),
+                parts.join(", ")
+            );
+        }
+    }
+    s.push_str(&repeats_markdown(r));
+    s.push_str(&R::after_rounds(r));
+    s.push_str("\n### API requests by client\n\n");
+    markdown_table_head(&mut s, "client", &modes);
+    let mut clients: Vec<&String> = r
+        .modes
+        .values()
+        .flat_map(|m| m.result.figures().window.api_requests_by_client.keys())
+        .collect();
+    clients.sort();
+    clients.dedup();
+    for c in clients {
+        let _ = write!(s, "| {c} |");
+        for m in &modes {
+            let _ = write!(
+                s,
+                " {} |",
+                w(m).api_requests_by_client.get(c).copied().unwrap_or(0)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str(&R::after_clients(r));
+    for m in &modes {
+        for (client, reqs) in &w(m).failed_requests {
+            let parts: Vec<String> = reqs.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+            let _ = writeln!(
+                s,
+                "- {m}: failed requests of {client}: {}",
+                parts.join(", ")
+            );
+        }
+    }
+    s.push_str("\n### etcd\n\n");
+    markdown_table_head(&mut s, "", &modes);
+    let etcd_rows: Vec<TextRow> = vec![
+        ("puts", |w| w.etcd.puts.to_string()),
+        ("deletes", |w| w.etcd.deletes.to_string()),
+        ("txns", |w| w.etcd.txns.to_string()),
+        ("ranges", |w| w.etcd.ranges.to_string()),
+        ("db size (MiB)", |w| {
+            format!("{:.1}", w.etcd.db_size_bytes as f64 / 1048576.0)
+        }),
+        ("WAL fsync p99 (ms)", |w| {
+            w.etcd
+                .wal_fsync_ms
+                .map_or("—".into(), |p| format!("{:.1}", p.p99))
+        }),
+        ("backend commit p99 (ms)", |w| {
+            w.etcd
+                .backend_commit_ms
+                .map_or("—".into(), |p| format!("{:.1}", p.p99))
+        }),
+    ];
+    for (label, f) in etcd_rows {
+        let _ = write!(s, "| {label} |");
+        for m in &modes {
+            let _ = write!(s, " {} |", f(w(m)));
+        }
+        s.push('\n');
+    }
+    s.push_str("\n### API latency (ms, p50 / p90 / p99)\n\n");
+    for m in &modes {
+        let parts: Vec<String> = w(m)
+            .api_latency_ms
+            .iter()
+            .map(|(k, p)| format!("{k} {:.1} / {:.1} / {:.1}", p.p50, p.p90, p.p99))
+            .collect();
+        let _ = writeln!(s, "- {m}: {}", parts.join("; "));
+    }
+    s.push_str(&cost::markdown(r));
+    s
+}
+
+/// JUnit: one case per mode, its headline metrics as properties.
+pub fn junit<R: Run>(r: &Results<R>) -> String {
+    let metrics = R::metrics();
+    let (suite, class) = R::junit_names(r);
+    let cases = r
+        .modes
+        .iter()
+        .map(|(m, sum)| JunitCase {
+            properties: crate::bench::core::metric::values_in(
+                &metrics,
+                &sum.result,
+                Views::HEADLINE,
+            )
+            .into_iter()
+            .map(|(k, v)| (k, fmt_num(v)))
+            .collect(),
+            ..JunitCase::new(class.clone(), m).time(sum.result.figures().wall_s)
+        })
+        .collect();
+    junit_xml(&[JunitSuite {
+        name: suite,
+        time: None,
+        cases,
+    }])
+}
+
+/// One page for one or more results (several scenarios chart against
+/// their worker counts).
+/// Where the headline part of [`markdown`] ends and its detail tables
+/// begin (report.html puts the charts between them).
+const DETAIL_START: &str = "\n### API requests by client";
+
+pub fn html<R: Run>(results: &[Results<R>]) -> String {
+    let mut s = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
+    );
+    // The answer first: each result's headline table, its repeats with
+    // intervals and verdicts (and contention); charts and the detail
+    // tables after.
+    let mds: Vec<String> = results.iter().map(markdown).collect();
+    let split = |md: &str| md.find(DETAIL_START).unwrap_or(md.len());
+    for md in &mds {
+        s.push_str(&md_tables_to_html(&md[..split(md)]));
+    }
+    s.push_str(&charts::bars_with_ranges(
+        "API requests per run, by mode (median, bars: min–max of the rounds)",
+        "requests",
+        &ranged(results, "api_requests_total", |m| {
+            m.figures().window.api_requests_total as f64
+        }),
+    ));
+    s.push_str(&charts::bars_with_ranges(
+        "etcd writes per run, by mode (median, bars: min–max of the rounds)",
+        "writes",
+        &ranged(results, "etcd_writes_total", |m| {
+            m.figures().window.etcd_writes_total as f64
+        }),
+    ));
+    for r in results {
+        let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
+            .iter()
+            .map(|q| {
+                (
+                    format!("pod start-up {q}"),
+                    r.modes
+                        .iter()
+                        .map(|(m, s)| {
+                            let p = &s.result.figures().pod_startup_ms;
+                            (
+                                m.clone(),
+                                match *q {
+                                    "p50" => p.p50,
+                                    "p90" => p.p90,
+                                    _ => p.p99,
+                                },
+                            )
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        s.push_str(&charts::bars(
+            &format!("{}: pod start-up latency", r.scenario),
+            "ms",
+            &lat,
+        ));
+        let clients: Vec<(String, Vec<(String, f64)>)> = r
+            .modes
+            .iter()
+            .map(|(m, sum)| {
+                (
+                    m.clone(),
+                    sum.result
+                        .figures()
+                        .window
+                        .api_requests_by_client
+                        .iter()
+                        .map(|(c, n)| (c.rsplit(':').next().unwrap_or(c).to_string(), *n as f64))
+                        .collect(),
+                )
+            })
+            .collect();
+        s.push_str(&charts::stacked(
+            &format!("{}: API requests by client", r.scenario),
+            "requests",
+            &clients,
+        ));
+        let cpu: Vec<(String, Vec<(String, f64)>)> = r
+            .modes
+            .iter()
+            .map(|(m, sum)| {
+                let usage = &sum.result.figures().window.resources;
+                let each = usage.iter().map(|(c, u)| (c.clone(), u.cpu_s)).collect();
+                (m.clone(), each)
+            })
+            .collect();
+        if cpu.iter().any(|(_, v)| !v.is_empty()) {
+            s.push_str(&charts::stacked(
+                &format!("{}: CPU seconds by component", r.scenario),
+                "CPU s",
+                &cpu,
+            ));
+        }
+        s.push_str(&cost::timeline_charts(r));
+    }
+    // The detail tables, as HTML tables.
+    for md in &mds {
+        s.push_str(&md_tables_to_html(&md[split(md)..]));
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Per result a group, per mode its median and min–max over the rounds
+/// (a single run: its value, no range).
+fn ranged<R: Run>(
+    results: &[Results<R>],
+    metric: &str,
+    f: fn(&R) -> f64,
+) -> Vec<charts::RangedGroup> {
+    results
+        .iter()
+        .map(|r| {
+            (
+                R::chart_group(r),
+                r.modes
+                    .iter()
+                    .map(|(m, sum)| match sum.stats.get(metric) {
+                        Some(x) if x.n > 1 => (m.clone(), x.median, Some((x.min, x.max))),
+                        _ => (m.clone(), f(&sum.result), None),
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Minimal Markdown → HTML for the report's own output (headings, tables,
+/// list items, paragraphs).
+fn md_tables_to_html(md: &str) -> String {
+    let mut out = String::new();
+    let mut in_table = false;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            if line.contains("---") {
+                continue;
+            }
+            if !in_table {
+                out.push_str("<table>\n");
+                in_table = true;
+            }
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            out.push_str("<tr>");
+            for c in cells {
+                let _ = write!(out, "<td>{}</td>", xml_escape(c));
+            }
+            out.push_str("</tr>\n");
+            continue;
+        }
+        if in_table {
+            out.push_str("</table>\n");
+            in_table = false;
+        }
+        if let Some(h) = line.strip_prefix("### ") {
+            let _ = writeln!(out, "<h3>{}</h3>", xml_escape(h));
+        } else if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(out, "<h2>{}</h2>", xml_escape(h));
+        } else if let Some(li) = line.strip_prefix("- ") {
+            let _ = writeln!(out, "<p>• {}</p>", xml_escape(li));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", xml_escape(line));
+        }
+    }
+    if in_table {
+        out.push_str("</table>\n");
+    }
+    out
+}

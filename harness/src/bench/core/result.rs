@@ -1,0 +1,390 @@
+//! The Result of any benchmark (DESIGN.md's contract): where and what
+//! ran, each mode's runs with their typical run, spreads, statistics and
+//! ratios to the reference mode, and how the runs were ordered. One value
+//! per run set; renderers and the baseline policy read it, never the
+//! orchestrator. The JSON keys are documented in docs/src/reports.md and
+//! are added, never renamed.
+//!
+//! What a workload brings to it is a [`Run`]: the type of its runs'
+//! figures, its metrics (declared once: `bench::core::metric`), how its
+//! runs combine, and what only it adds to a report. The core — rounds,
+//! summaries, ratios, baselines, compare, history and the renderers — is
+//! written once against it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use std::fmt::Debug;
+
+use serde::de::DeserializeOwned;
+
+use crate::bench::core::figures::RunFigures;
+use crate::bench::core::metric::{self, Metric, Spec, Views, spec_of};
+use crate::bench::core::verdict::Verdict;
+use crate::metrics::timeline::Timeline;
+use crate::stats;
+
+/// The runs of one workload.
+pub trait Run:
+    Clone + Default + PartialEq + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+    /// What the workload's result says about its whole run set besides
+    /// the core's fields (Thor: workers, graphs at a time…), flattened
+    /// into the result's JSON.
+    type Shape: Clone + Default + PartialEq + Debug + Serialize + DeserializeOwned + Send + Sync;
+
+    /// The result's `schema`.
+    const SCHEMA: &'static str;
+
+    /// Its metrics, in the order reports show them.
+    fn metrics() -> Vec<Metric<Self>>;
+
+    /// The figures every run has.
+    fn figures(&self) -> &RunFigures;
+
+    fn figures_mut(&mut self) -> &mut RunFigures;
+
+    /// The typical run of `runs` (not empty): every field combined
+    /// (`metrics::combine::typical!`).
+    fn typical(runs: &[&Self]) -> Self;
+
+    /// report.md's first lines.
+    fn heading(_r: &Results<Self>) -> String {
+        "### Figures\n\n".to_string()
+    }
+
+    /// The first cell of report.md's figures table ("per run of 4
+    /// instances").
+    fn per_run(_r: &Results<Self>) -> String {
+        "per run".to_string()
+    }
+
+    /// Sections after the rounds table (Thor: instances competing for
+    /// room).
+    fn after_rounds(_r: &Results<Self>) -> String {
+        String::new()
+    }
+
+    /// Sections after the requests-by-client table (Thor: its
+    /// identity's requests).
+    fn after_clients(_r: &Results<Self>) -> String {
+        String::new()
+    }
+
+    /// Verdicts of the run set on its own, beside those against a
+    /// baseline (Thor: its calls against the scenario's plan).
+    fn own_verdicts(_r: &Results<Self>) -> Vec<Verdict> {
+        Vec::new()
+    }
+
+    /// A result's group of bars in report.html.
+    fn chart_group(r: &Results<Self>) -> String {
+        r.scenario.clone()
+    }
+
+    /// JUnit: the suite's name and each case's class name.
+    fn junit_names(r: &Results<Self>) -> (String, String) {
+        (
+            format!("harness {}", r.scenario),
+            format!("bench.{}", r.scenario),
+        )
+    }
+}
+
+/// No shape beyond the core's.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NoShape {}
+
+/// The specs of `R`'s metrics, in declaration order.
+pub fn specs<R: Run>() -> Vec<Spec> {
+    R::metrics().into_iter().map(|m| m.spec).collect()
+}
+
+/// One mode's runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "R: Run")]
+pub struct ModeSummary<R: Run> {
+    /// The mode as one run: its runs combined field by field
+    /// (`Run::typical`).
+    pub result: R,
+    pub repeats: Vec<R>,
+    /// (max − min) / mean × 100 over repeats, per headline metric.
+    pub spread_pct: BTreeMap<String, f64>,
+    /// Per judged metric over the repeats: n, median, min, max, mean,
+    /// coefficient of variation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stats: BTreeMap<String, stats::Spread>,
+    /// Per judged metric, this mode ÷ the reference mode ([`Statistics`]):
+    /// the ratio with its 95 % interval and the verdict (the reference
+    /// mode itself has none). Metrics whose reference median is 0 are left
+    /// out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vs_reference: BTreeMap<String, stats::Judged>,
+}
+
+impl<R: Run> ModeSummary<R> {
+    /// The mode's runs: its repeats, or the one result of a run saved
+    /// before repeats were kept.
+    pub fn runs(&self) -> &[R] {
+        if self.repeats.is_empty() {
+            std::slice::from_ref(&self.result)
+        } else {
+            &self.repeats
+        }
+    }
+}
+
+/// Every run of a benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "R: Run")]
+pub struct Results<R: Run> {
+    pub schema: String,
+    pub scenario: String,
+    #[serde(default)]
+    pub scenario_file: String,
+    pub provider: String,
+    pub k8s_version: String,
+    pub harness_version: String,
+    pub started: String,
+    /// What only this workload's results say of the whole run set.
+    #[serde(flatten)]
+    pub shape: R::Shape,
+    /// How the run modelled what it ran (Thor: kubectl version and
+    /// discovery cache, kubelet model…; the control-plane profile).
+    #[serde(default)]
+    pub model: BTreeMap<String, String>,
+    pub modes: BTreeMap<String, ModeSummary<R>>,
+    /// The harness process's own peak resident memory (VmHWM), in KiB;
+    /// the control-plane processes are not included.
+    #[serde(default)]
+    pub harness_peak_rss_kib: u64,
+    /// What the cluster offered, probed before the run (existing clusters
+    /// only): results with different sets are not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<crate::cluster::existing::probe::Capabilities>,
+    /// Each run's metrics over time as (mode, repeat, timeline): written
+    /// beside result.json as timeline.json and timeline.csv, drawn in
+    /// report.html; not part of result.json (they are long).
+    #[serde(skip)]
+    pub timelines: Vec<(String, usize, Timeline)>,
+    /// How the runs were ordered and compared (`--repeat`, `--seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<Statistics>,
+    /// The machine the runs were measured on (`crate::machine`): a
+    /// baseline keeps it, and latencies are judged only on one alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::machine::Machine>,
+}
+
+/// How the modes' runs were ordered and how their ratios were computed:
+/// enough to replay the run set (`--seed`) and to read the intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statistics {
+    /// The seed of the run order.
+    pub seed: u64,
+    /// The modes in the order they ran, one list per round (each round's
+    /// runs on fresh clusters).
+    pub rounds: Vec<Vec<String>>,
+    /// The mode every other is divided by.
+    pub reference: String,
+    /// The interval's method, named.
+    pub method: String,
+    pub resamples: usize,
+    pub confidence: f64,
+    /// The bootstrap's seed (fixed: the samples decide the interval).
+    pub bootstrap_seed: u64,
+    /// The minimum effects: relative for counts, relative + absolute floor
+    /// for latencies and times, per metric family.
+    pub rule: String,
+}
+
+impl Statistics {
+    /// The statistics block of runs ordered as `rounds` from `seed`,
+    /// divided by `reference`.
+    pub fn new(seed: u64, rounds: Vec<Vec<String>>, reference: String) -> Statistics {
+        Statistics {
+            seed,
+            rounds,
+            reference,
+            method: METHOD.into(),
+            resamples: stats::RESAMPLES,
+            confidence: stats::CONFIDENCE,
+            bootstrap_seed: stats::SEED,
+            rule: RULE_TEXT.into(),
+        }
+    }
+}
+
+/// The method the `statistics` block names.
+pub const METHOD: &str = "percentile bootstrap of the median of per-round ratios (paired by round; rounds assumed exchangeable, no distribution assumed); verdict lower/higher only when the 95 % interval excludes 1 and the effect exceeds the metric's minimum";
+/// The minimum effects, as the report states them.
+pub const RULE_TEXT: &str = "counts and bytes: 2 %; latencies, times and CPU: 5 % and a noise floor (API p99 50 ms, SLO-class p99 250 ms, pod and instance start-up 1000 ms, wall 5 s, kube-apiserver + etcd CPU 2 s, kube-controller-manager's client-side throttling 1 s)";
+
+/// The comparison rule of metric `name` of runs of type `R` (a count's
+/// where no declaration names it).
+pub fn rule_of<R: Run>(metrics: &[Metric<R>], name: &str) -> stats::Rule {
+    spec_of(metrics.iter().map(|m| &m.spec), name).map_or(stats::Rule::COUNT, |s| s.rule())
+}
+
+/// Each judged metric's values over `runs`, in run order (a run without
+/// the metric contributes nothing).
+pub fn samples<R: Run>(metrics: &[Metric<R>], runs: &[R]) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in runs {
+        for (k, v) in metric::values_in(metrics, r, Views::JUDGED) {
+            out.entry(k).or_default().push(v);
+        }
+    }
+    out
+}
+
+/// The typical run of `runs` (not empty): the run itself when alone.
+pub fn typical<R: Run>(runs: &[R]) -> R {
+    match runs {
+        [one] => one.clone(),
+        _ => R::typical(&runs.iter().collect::<Vec<_>>()),
+    }
+}
+
+/// A mode's summary over its repeats: the typical run, each headline
+/// metric's spread ((max − min) / mean), and the per-metric statistics
+/// the intervals and verdicts come from.
+pub fn summarize<R: Run>(runs: Vec<R>) -> ModeSummary<R> {
+    let metrics = R::metrics();
+    let result = typical(&runs);
+    let mut columns: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &runs {
+        for (k, v) in metric::values_in(&metrics, r, Views::HEADLINE) {
+            columns.entry(k).or_default().push(v);
+        }
+    }
+    let spread_pct = columns
+        .into_iter()
+        .map(|(name, vals)| {
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            let (lo, hi) = vals
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+            let pct = if mean > 0.0 {
+                (hi - lo) / mean * 100.0
+            } else {
+                0.0
+            };
+            (name, pct)
+        })
+        .collect();
+    let stats = samples(&metrics, &runs)
+        .into_iter()
+        .map(|(k, v)| (k, stats::spread(&v)))
+        .filter(|(_, s)| s.n > 0)
+        .collect();
+    ModeSummary {
+        result,
+        repeats: runs,
+        spread_pct,
+        stats,
+        vs_reference: BTreeMap::new(),
+    }
+}
+
+impl<R: Run> Results<R> {
+    /// The result a run set saved: `p/result.json` for a directory, else
+    /// the file `p`. A missing or broken file is bad input naming it and
+    /// `what` asked for it.
+    pub fn read(p: &std::path::Path, what: &str) -> anyhow::Result<Results<R>> {
+        let file = if p.is_dir() || p.extension().is_none_or(|x| x != "json") {
+            p.join("result.json")
+        } else {
+            p.to_path_buf()
+        };
+        if !file.is_file() {
+            return Err(crate::error::bad_input(format!(
+                "{what}: {}: no such result file (a directory a benchmark's --out wrote, or its result.json)",
+                file.display()
+            )));
+        }
+        let text = crate::input::read(&file)?;
+        serde_json::from_str(&text).map_err(|e| {
+            crate::error::bad_input(format!(
+                "{what}: {}:{}:{}: not a result of this benchmark ({}): {e}",
+                file.display(),
+                e.line(),
+                e.column(),
+                R::SCHEMA
+            ))
+        })
+    }
+
+    /// The mode the others are divided by: baseline when it ran, else
+    /// the one `statistics` names, else the first.
+    pub fn reference_mode(&self) -> Option<&str> {
+        if self.modes.contains_key("baseline") {
+            Some("baseline")
+        } else if let Some(r) = self
+            .statistics
+            .as_ref()
+            .map(|s| s.reference.as_str())
+            .filter(|r| self.modes.contains_key(*r))
+        {
+            Some(r)
+        } else {
+            self.modes.keys().next().map(String::as_str)
+        }
+    }
+
+    /// Fill every mode's `vs_reference` by the one rule (paired by round
+    /// when both ran the same rounds).
+    pub fn judge_modes(&mut self) {
+        let Some(reference) = self.reference_mode().map(str::to_string) else {
+            return;
+        };
+        let metrics = R::metrics();
+        let base = samples(&metrics, &self.modes[&reference].repeats);
+        for (mode, sum) in self.modes.iter_mut() {
+            sum.vs_reference.clear();
+            if *mode == reference {
+                continue;
+            }
+            for (metric, b) in samples(&metrics, &sum.repeats) {
+                let Some(a) = base.get(&metric) else { continue };
+                if stats::median(a) == 0.0 {
+                    continue;
+                }
+                let paired = a.len() == b.len();
+                if let Some(j) = stats::judge(a, &b, paired, rule_of(&metrics, &metric))
+                    && j.ratio.ci_low.is_finite()
+                    && j.ratio.ci_high.is_finite()
+                {
+                    sum.vs_reference.insert(metric, j);
+                }
+            }
+        }
+    }
+
+    /// Add run `r` of `mode`: its mode's summary and every ratio
+    /// recomputed.
+    pub fn add_run(&mut self, mode: &str, r: R) {
+        let mut runs = self
+            .modes
+            .remove(mode)
+            .map(|s| s.repeats)
+            .unwrap_or_default();
+        runs.push(r);
+        self.modes.insert(mode.to_string(), summarize(runs));
+        self.judge_modes();
+        self.harness_peak_rss_kib = peak_rss_kib();
+    }
+}
+
+/// This process's peak resident set size (VmHWM) in KiB.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
