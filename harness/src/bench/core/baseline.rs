@@ -24,17 +24,18 @@ pub const SCHEMA: &str = "harness.baseline/v2";
 /// Single values with hand-set tolerances (read, not written).
 pub const SCHEMA_V1: &str = "harness.baseline/v1";
 pub const PROVIDERS: &[&str] = &["local", "kind", "existing"];
-pub const UNITS: &[&str] = &[
-    "requests",
-    "writes",
-    "objects",
-    "pods",
-    "containers",
-    "ms",
-    "s",
-    "cpu-s",
-    "bytes",
-];
+/// The units a baseline's metrics may have: those of the metrics every
+/// run has that baselines keep (bench::core::figures), each once.
+pub fn units() -> Vec<&'static str> {
+    let mut u: Vec<&'static str> = crate::bench::core::figures::common()
+        .specs()
+        .filter(|s| s.views.has(crate::bench::core::metric::Views::KEPT))
+        .map(|s| s.unit)
+        .collect();
+    u.sort_unstable();
+    u.dedup();
+    u
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -187,10 +188,11 @@ impl Baseline {
                         format!("{} is not a finite, non-negative number", m.value),
                     ));
                 }
-                if !UNITS.contains(&m.unit.as_str()) {
+                let units = units();
+                if !units.contains(&m.unit.as_str()) {
                     out.push((
                         at(&["unit"]),
-                        format!("unknown unit {:?}; one of {}", m.unit, UNITS.join(", ")),
+                        format!("unknown unit {:?}; one of {}", m.unit, units.join(", ")),
                     ));
                 }
                 if v2 {

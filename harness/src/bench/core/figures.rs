@@ -180,60 +180,69 @@ pub fn kcm_wait_s(w: &WindowFigures) -> Option<f64> {
         .map(|t| t.waited_s)
 }
 
-/// The metrics of every run, by name, each one of them: a workload's list
-/// takes these (`of` its run's figures) in the order it shows them.
-pub struct Common {
-    pub api_requests: Metric<RunFigures>,
-    pub etcd_writes: Metric<RunFigures>,
-    pub etcd_bytes: Metric<RunFigures>,
-    pub cpu: Metric<RunFigures>,
-    pub objects_sum: Metric<RunFigures>,
-    pub pods: Metric<RunFigures>,
-    pub containers: Metric<RunFigures>,
-    pub pod_p50: Metric<RunFigures>,
-    pub pod_p99: Metric<RunFigures>,
-    pub api_latency: Metric<RunFigures>,
-    pub wall: Metric<RunFigures>,
-    pub apiserver_rss: Metric<RunFigures>,
-    pub etcd_rss: Metric<RunFigures>,
-    pub objects: Metric<RunFigures>,
-    pub kcm_wait: Metric<RunFigures>,
-    pub slo_p99: Metric<RunFigures>,
+/// The metrics every run has, in the order reports show them when a
+/// workload does not place them itself. A workload's list takes the ones
+/// it places among its own ([`Common::take`]) and then the rest
+/// ([`Common::rest`]): a metric added here shows in every workload's
+/// results without touching them.
+pub struct Common(Vec<Metric<RunFigures>>);
+
+impl Common {
+    /// The metric `spec` names, for runs of type `R` (`part` finds their
+    /// figures).
+    pub fn take<R: 'static>(&mut self, spec: &Spec, part: fn(&R) -> &RunFigures) -> Metric<R> {
+        let at = self
+            .0
+            .iter()
+            .position(|m| m.spec.key == spec.key)
+            .unwrap_or_else(|| panic!("{} is not a common metric, or was taken twice", spec.key));
+        self.0.remove(at).of(part)
+    }
+
+    /// Every common metric's spec, in declaration order.
+    pub fn specs(&self) -> impl Iterator<Item = &Spec> {
+        self.0.iter().map(|m| &m.spec)
+    }
+
+    /// Every common metric not taken, in declaration order.
+    pub fn rest<R: 'static>(self, part: fn(&R) -> &RunFigures) -> Vec<Metric<R>> {
+        self.0.into_iter().map(|m| m.of(part)).collect()
+    }
 }
 
-/// How a run's figures give each common metric.
+/// The metrics every run has, declared: how a run's figures give each.
 pub fn common() -> Common {
-    Common {
-        api_requests: Metric::one(API_REQUESTS, |r: &RunFigures| {
+    Common(vec![
+        Metric::one(API_REQUESTS, |r: &RunFigures| {
             r.window.api_requests_total as f64
         }),
-        etcd_writes: Metric::one(ETCD_WRITES, |r: &RunFigures| {
+        Metric::one(ETCD_WRITES, |r: &RunFigures| {
             r.window.etcd_writes_total as f64
         }),
-        etcd_bytes: Metric::one(ETCD_BYTES, |r: &RunFigures| r.window.etcd.put_bytes as f64),
-        cpu: Metric::one(CPU, |r: &RunFigures| r.window.apiserver_etcd_cpu_s),
-        objects_sum: Metric::one(OBJECTS_SUM, |r: &RunFigures| {
+        Metric::one(ETCD_BYTES, |r: &RunFigures| r.window.etcd.put_bytes as f64),
+        Metric::one(CPU, |r: &RunFigures| r.window.apiserver_etcd_cpu_s),
+        Metric::one(OBJECTS_SUM, |r: &RunFigures| {
             r.window.objects_created.values().sum::<u64>() as f64
         }),
-        pods: Metric::one(PODS, |r: &RunFigures| r.pods_created as f64),
-        containers: Metric::one(CONTAINERS, |r: &RunFigures| r.containers_created as f64),
-        pod_p50: Metric::one(POD_P50, |r: &RunFigures| r.pod_startup_ms.p50),
-        pod_p99: Metric::one(POD_P99, |r: &RunFigures| r.pod_startup_ms.p99),
-        api_latency: Metric::each(API_LATENCY, |r: &RunFigures| {
+        Metric::one(PODS, |r: &RunFigures| r.pods_created as f64),
+        Metric::one(CONTAINERS, |r: &RunFigures| r.containers_created as f64),
+        Metric::one(POD_P50, |r: &RunFigures| r.pod_startup_ms.p50),
+        Metric::one(POD_P99, |r: &RunFigures| r.pod_startup_ms.p99),
+        Metric::each(API_LATENCY, |r: &RunFigures| {
             r.window
                 .api_latency_ms
                 .iter()
                 .map(|(class, p)| (class.clone(), p.p99))
                 .collect()
         }),
-        wall: Metric::one(WALL, |r: &RunFigures| r.wall_s),
-        apiserver_rss: Metric::one(APISERVER_RSS, |r: &RunFigures| {
+        Metric::one(WALL, |r: &RunFigures| r.wall_s),
+        Metric::one(APISERVER_RSS, |r: &RunFigures| {
             peak_rss(&r.window, "kube-apiserver").round()
         }),
-        etcd_rss: Metric::one(ETCD_RSS, |r: &RunFigures| {
+        Metric::one(ETCD_RSS, |r: &RunFigures| {
             peak_rss(&r.window, "etcd").round()
         }),
-        objects: Metric::each(OBJECTS, |r: &RunFigures| {
+        Metric::each(OBJECTS, |r: &RunFigures| {
             r.window
                 .objects_created
                 .iter()
@@ -241,8 +250,8 @@ pub fn common() -> Common {
                 .map(|(res, n)| (res.clone(), *n as f64))
                 .collect()
         }),
-        kcm_wait: Metric::maybe(KCM_WAIT, |r: &RunFigures| kcm_wait_s(&r.window)),
-        slo_p99: Metric::each(SLO_P99, |r: &RunFigures| {
+        Metric::maybe(KCM_WAIT, |r: &RunFigures| kcm_wait_s(&r.window)),
+        Metric::each(SLO_P99, |r: &RunFigures| {
             r.window
                 .api_latency_slo
                 .iter()
@@ -250,5 +259,5 @@ pub fn common() -> Common {
                 .map(|x| (slo_member(x), x.latency_ms.p99))
                 .collect()
         }),
-    }
+    ])
 }

@@ -150,7 +150,7 @@ pub struct Spec {
     pub label: &'static str,
     /// Its label in the README's answer ("" where it has none).
     pub short: &'static str,
-    /// The unit baselines store (one of `bench::core::baseline::UNITS`).
+    /// The unit baselines store (one of `bench::core::baseline::units`).
     pub unit: &'static str,
     pub kind: Kind,
     /// The noise floor, in `unit`, of a machine-bound kind (0 otherwise).
@@ -235,6 +235,20 @@ impl Spec {
     /// The member `member` of this family ("objects_created.pods").
     pub fn member(&self, member: &str) -> String {
         self.key.replacen("{}", member, 1)
+    }
+
+    /// The member of this family that `name` names ("pods" of
+    /// "objects_created.pods"); None when it names none.
+    pub fn member_of<'a>(&self, name: &'a str) -> Option<&'a str> {
+        let (pre, post) = self.key.split_once("{}")?;
+        self.names(name)
+            .then(|| &name[pre.len()..name.len() - post.len()])
+    }
+
+    /// Its label for member `member` (a family's label holds `{}` where
+    /// the member goes).
+    pub fn label_of(&self, member: &str) -> String {
+        self.label.replacen("{}", member, 1)
     }
 
     pub fn rule(&self) -> Rule {

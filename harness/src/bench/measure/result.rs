@@ -115,25 +115,7 @@ impl MeasureResult {
 /// A measured workload's metrics: the ones every run has, in the order
 /// reports show them.
 pub fn metrics() -> Vec<Metric<RunFigures>> {
-    let c = common::common();
-    vec![
-        c.api_requests,
-        c.etcd_writes,
-        c.etcd_bytes,
-        c.cpu,
-        c.objects_sum,
-        c.pods,
-        c.containers,
-        c.pod_p50,
-        c.pod_p99,
-        c.api_latency,
-        c.wall,
-        c.apiserver_rss,
-        c.etcd_rss,
-        c.objects,
-        c.kcm_wait,
-        c.slo_p99,
-    ]
+    common::common().rest(|r: &RunFigures| r)
 }
 
 /// A measured workload's runs (`harness measure`) are the common figures

@@ -123,11 +123,12 @@ pub fn cpu_per_instance(m: &ModeResult) -> f64 {
     }
 }
 
-/// The Thor benchmark's metrics, in the order its report shows them.
+/// The Thor benchmark's metrics, in the order its report shows them: its
+/// own among the common ones it places, then the rest of those.
 pub fn metrics() -> Vec<Metric<ModeResult>> {
-    let c = figures::common();
-    vec![
-        c.api_requests.of(run_of),
+    let mut c = figures::common();
+    let mut v = vec![
+        c.take(&figures::API_REQUESTS, run_of),
         Metric::one(AGENT_REQUESTS, |m: &ModeResult| {
             m.thor_agent_requests as f64
         }),
@@ -141,14 +142,14 @@ pub fn metrics() -> Vec<Metric<ModeResult>> {
         Metric::one(ECLCC_PREDICTED, |m: &ModeResult| {
             m.eclccserver_requests_predicted as f64
         }),
-        c.etcd_writes.of(run_of),
-        c.etcd_bytes.of(run_of),
-        c.cpu.of(run_of),
-        c.objects_sum.of(run_of),
-        c.pods.of(run_of),
-        c.containers.of(run_of),
-        c.pod_p50.of(run_of),
-        c.pod_p99.of(run_of),
+        c.take(&figures::ETCD_WRITES, run_of),
+        c.take(&figures::ETCD_BYTES, run_of),
+        c.take(&figures::CPU, run_of),
+        c.take(&figures::OBJECTS_SUM, run_of),
+        c.take(&figures::PODS, run_of),
+        c.take(&figures::CONTAINERS, run_of),
+        c.take(&figures::POD_P50, run_of),
+        c.take(&figures::POD_P99, run_of),
         Metric::one(INSTANCE_START, |m: &ModeResult| m.instance_start_ms.p99),
         Metric::one(CREATED_PER_S, |m: &ModeResult| {
             m.worker_pod_rates.created_per_s.round()
@@ -160,11 +161,11 @@ pub fn metrics() -> Vec<Metric<ModeResult>> {
             m.worker_pod_rates.running_per_s.round()
         }),
         Metric::one(INSTANCE_WALL, |m: &ModeResult| m.instance_wall_s.p50),
-        c.api_latency.of(run_of),
-        c.wall.of(run_of),
+        c.take(&figures::API_LATENCY, run_of),
+        c.take(&figures::WALL, run_of),
         Metric::one(CPU_PER_INSTANCE, cpu_per_instance),
-        c.apiserver_rss.of(run_of),
-        c.etcd_rss.of(run_of),
+        c.take(&figures::APISERVER_RSS, run_of),
+        c.take(&figures::ETCD_RSS, run_of),
         Metric::one(OTHERS_SPEC, |m: &ModeResult| {
             m.run
                 .window
@@ -173,10 +174,9 @@ pub fn metrics() -> Vec<Metric<ModeResult>> {
         }),
         Metric::each(AGENT_CALLS, |m: &ModeResult| calls(&m.thor_agent_calls)),
         Metric::each(ECLCC_CALLS, |m: &ModeResult| calls(&m.eclccserver_calls)),
-        c.objects.of(run_of),
-        c.kcm_wait.of(run_of),
-        c.slo_p99.of(run_of),
-    ]
+    ];
+    v.extend(c.rest(run_of));
+    v
 }
 
 impl Run for ModeResult {

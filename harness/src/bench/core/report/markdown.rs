@@ -119,31 +119,58 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     let metrics = R::metrics();
     let mut rows: Vec<_> = metrics
         .iter()
-        .filter(|m| m.spec.views.has(Views::ROW) && !m.spec.is_family())
+        .filter(|m| m.spec.views.has(Views::ROW))
         .collect();
     // What the run did, then what it cost (stable: declaration order
     // within each).
     rows.sort_by_key(|m| m.spec.group);
     for m in rows {
-        let f = |run: &R| m.value(run, m.spec.key).unwrap_or(0.0);
-        let _ = write!(s, "| {} |", m.spec.label);
-        for mode in &modes {
-            let _ = write!(s, " {} |", fmt_num(f(&r.modes[*mode].result)));
+        // A family: a row per member any mode's typical run has.
+        let names: Vec<String> = match m.spec.is_family() {
+            false => vec![m.spec.key.to_string()],
+            true => {
+                let mut n: Vec<String> = r
+                    .modes
+                    .values()
+                    .flat_map(|s| m.values(&s.result))
+                    .map(|(name, _)| name)
+                    .collect();
+                n.sort();
+                n.dedup();
+                n
+            }
+        };
+        for name in names {
+            let label = match m.spec.member_of(&name) {
+                Some(member) => m.spec.label_of(member),
+                None => m.spec.label.to_string(),
+            };
+            let f = |run: &R| m.value(run, &name);
+            // A metric no mode measured (a provider that does not serve
+            // it, a result from before it was read) has no row.
+            if modes.iter().all(|mode| f(&r.modes[*mode].result).is_none()) {
+                continue;
+            }
+            let _ = write!(s, "| {label} |");
+            for mode in &modes {
+                let cell = f(&r.modes[*mode].result);
+                let _ = write!(s, " {} |", cell.map_or("—".into(), fmt_num));
+            }
+            for mode in &ratio_cols {
+                let b = base.and_then(f).unwrap_or(0.0);
+                let v = f(&r.modes[*mode].result).unwrap_or(0.0);
+                let _ = write!(
+                    s,
+                    " {} |",
+                    if b > 0.0 {
+                        format!("{:.2}", v / b)
+                    } else {
+                        "—".into()
+                    }
+                );
+            }
+            s.push('\n');
         }
-        for mode in &ratio_cols {
-            let b = base.map(f).unwrap_or(0.0);
-            let v = f(&r.modes[*mode].result);
-            let _ = write!(
-                s,
-                " {} |",
-                if b > 0.0 {
-                    format!("{:.2}", v / b)
-                } else {
-                    "—".into()
-                }
-            );
-        }
-        s.push('\n');
     }
     if r.modes.values().any(|m| m.repeats.len() > 1) {
         s.push_str("\nSpread over repeats ((max − min) / mean):\n\n");
