@@ -10,6 +10,7 @@ pub mod apf;
 pub mod attribution;
 pub mod combine;
 pub mod figures;
+pub mod jobs;
 pub mod node_procs;
 pub mod percentiles;
 pub mod pods;

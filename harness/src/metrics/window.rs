@@ -107,6 +107,11 @@ pub struct WindowFigures {
     /// limit (metrics::throttle).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub client_throttle: BTreeMap<String, Throttle>,
+    /// Per kind ("job", "jobset"), the lifecycle of the objects created in
+    /// the window: created → started → finished, from a watch
+    /// (metrics::jobs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub job_lifecycle: BTreeMap<String, crate::metrics::jobs::JobLifecycle>,
 }
 
 /// The typical window of several runs: every figure combined
@@ -137,6 +142,7 @@ impl crate::metrics::combine::Combine for WindowFigures {
             attribution by first,
             apf_agreement by first,
             client_throttle,
+            job_lifecycle,
         })
     }
 }
@@ -240,8 +246,30 @@ fn audit_attribution(
 }
 
 /// An open window.
+/// The window's watch of Jobs and JobSets (JobSets where the API is
+/// served); None, and said in the log, where the cluster does not let the
+/// harness list them.
+async fn job_tracker(cluster: &impl Cluster) -> Option<crate::metrics::jobs::JobTracker> {
+    let client = cluster.client().await.ok()?;
+    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> = kube::Api::all(client.clone());
+    if let Err(e) = jobs
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await
+    {
+        tracing::debug!("Job lifecycle not measured: {e:#}");
+        return None;
+    }
+    let jobsets = kube::discovery::group(&client, crate::k8s::jobset::GROUP)
+        .await
+        .is_ok();
+    Some(crate::metrics::jobs::JobTracker::start(client, jobsets))
+}
+
 pub struct Window {
     before: Snapshot,
+    /// The Jobs and JobSets created in the window; None where the cluster
+    /// did not let the harness watch them.
+    jobs: Option<crate::metrics::jobs::JobTracker>,
     opened: Instant,
     opened_at: time::OffsetDateTime,
     opts: Options,
@@ -273,9 +301,11 @@ impl Window {
 
     /// As `open`, with the scheduler's metrics or a timeline.
     pub async fn open_with(cluster: &impl Cluster, opts: Options) -> Result<Window> {
+        let jobs = job_tracker(cluster).await;
         let before = snapshot(cluster, opts.scheduler).await?;
         let mut w = Window {
             before,
+            jobs,
             opened: Instant::now(),
             opened_at: time::OffsetDateTime::now_utc(),
             opts,
@@ -426,6 +456,7 @@ impl Window {
             attribution: source.to_string(),
             apf_agreement,
             client_throttle,
+            job_lifecycle: this.jobs.as_ref().map(|j| j.figures()).unwrap_or_default(),
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

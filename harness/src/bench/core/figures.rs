@@ -155,6 +155,45 @@ pub const SLO_P99: Spec = Spec::new("api_slo_p99_ms.{}", "SLO class p99 (ms)", "
     .views(Views::KEPT)
     .missing_is_zero();
 
+/// Job and JobSet lifecycle (metrics::jobs), per kind ("job",
+/// "jobset"): created → started (a Job's controller's first sync; a
+/// JobSet's first child Job), as clusterloader2's JobLifecycleLatency and
+/// kube-burner's jobLatency report it, but from watch events in ms.
+pub const JOB_START_P50: Spec = Spec::new(
+    "job_lifecycle.{}.create_to_start_ms.p50",
+    "{} created → started p50 (ms)",
+    "ms",
+)
+.kind(Kind::Latency, 1000.0)
+.views(Views::ROW);
+pub const JOB_START_P99: Spec = Spec::new(
+    "job_lifecycle.{}.create_to_start_ms.p99",
+    "{} created → started p99 (ms)",
+    "ms",
+)
+.kind(Kind::Latency, 1000.0)
+.views(LIFECYCLE);
+/// Created → its first pod Ready.
+pub const JOB_READY_P99: Spec = Spec::new(
+    "job_lifecycle.{}.create_to_ready_ms.p99",
+    "{} created → first pod ready p99 (ms)",
+    "ms",
+)
+.kind(Kind::Latency, 1000.0)
+.views(LIFECYCLE);
+/// Started → Complete or Failed: the workload's own run time besides
+/// what the control plane added.
+pub const JOB_FINISH_P99: Spec = Spec::new(
+    "job_lifecycle.{}.start_to_finish_ms.p99",
+    "{} started → finished p99 (ms)",
+    "ms",
+)
+.kind(Kind::Time, 1000.0)
+.views(LIFECYCLE);
+const LIFECYCLE: Views = Views::JUDGED
+    .and(Views::KEPT)
+    .and(Views::ROW)
+    .and(Views::ROUNDS);
 const ALL: Views = Views::HEADLINE
     .and(Views::JUDGED)
     .and(Views::KEPT)
@@ -170,6 +209,21 @@ const JUDGED_ROW: Views = Views::HEADLINE
 /// Peak resident memory of one component (MiB; 0 when not measured).
 pub fn peak_rss(w: &WindowFigures, component: &str) -> f64 {
     w.resources.get(component).map_or(0.0, |u| u.rss_peak_mib)
+}
+
+/// Per kind of job, a lifecycle percentile, where at least one object
+/// reached the step (`count`).
+fn lifecycle(
+    r: &RunFigures,
+    value: fn(&crate::metrics::jobs::JobLifecycle) -> f64,
+    count: fn(&crate::metrics::jobs::JobLifecycle) -> u64,
+) -> Vec<(String, f64)> {
+    r.window
+        .job_lifecycle
+        .iter()
+        .filter(|(_, l)| count(l) > 0)
+        .map(|(kind, l)| (kind.clone(), value(l)))
+        .collect()
 }
 
 /// The seconds the controller manager waited on its own limit; None
@@ -251,6 +305,18 @@ pub fn common() -> Common {
                 .collect()
         }),
         Metric::maybe(KCM_WAIT, |r: &RunFigures| kcm_wait_s(&r.window)),
+        Metric::each(JOB_START_P50, |r: &RunFigures| {
+            lifecycle(r, |l| l.create_to_start_ms.p50, |l| l.started)
+        }),
+        Metric::each(JOB_START_P99, |r: &RunFigures| {
+            lifecycle(r, |l| l.create_to_start_ms.p99, |l| l.started)
+        }),
+        Metric::each(JOB_READY_P99, |r: &RunFigures| {
+            lifecycle(r, |l| l.create_to_ready_ms.p99, |l| l.started)
+        }),
+        Metric::each(JOB_FINISH_P99, |r: &RunFigures| {
+            lifecycle(r, |l| l.start_to_finish_ms.p99, |l| l.finished)
+        }),
         Metric::each(SLO_P99, |r: &RunFigures| {
             r.window
                 .api_latency_slo
