@@ -20,9 +20,82 @@ pub struct ApiFigures {
     pub latency_ms: BTreeMap<String, Percentiles>,
     /// Objects stored at the end, by resource (apiserver_resource_objects).
     pub objects_after: BTreeMap<String, u64>,
+    /// Watch events sent per resource, and their bytes.
+    pub watch_events: BTreeMap<String, WatchEvents>,
 }
 
 const LONG_RUNNING: &[&str] = &["log", "exec", "portforward", "attach", "proxy"];
+
+/// Watch events the API server sent for one resource in a window, and
+/// their size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchEvents {
+    pub events: u64,
+    pub bytes: u64,
+}
+
+/// Per resource ("jobs.batch", "pods"): the watch events the API server
+/// sent (`apiserver_watch_events_total`) and their bytes
+/// (`apiserver_watch_events_sizes`' sum), deltas of the window;
+/// resources that sent none are left out.
+fn watch_events(b: &[Sample], a: &[Sample]) -> BTreeMap<String, WatchEvents> {
+    let resource = |s: &Sample| {
+        let g = s.labels.get("group").map_or("", String::as_str);
+        let r = s.labels.get("resource").map_or("", String::as_str);
+        if g.is_empty() {
+            r.to_string()
+        } else {
+            format!("{r}.{g}")
+        }
+    };
+    let mut names: Vec<String> = a
+        .iter()
+        .filter(|s| s.name == "apiserver_watch_events_total")
+        .map(resource)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let of = |s: &Sample| resource(s) == name;
+            let w = WatchEvents {
+                events: counter_delta(b, a, "apiserver_watch_events_total", of) as u64,
+                bytes: counter_delta(b, a, "apiserver_watch_events_sizes_sum", of) as u64,
+            };
+            (name, w)
+        })
+        .filter(|(_, w)| w.events > 0)
+        .collect()
+}
+
+/// Per resource: the mean events and bytes (absent: 0).
+impl crate::metrics::combine::Combine for BTreeMap<String, WatchEvents> {
+    fn combine(runs: &[&Self]) -> Self {
+        use crate::metrics::combine::Combine;
+        let field = |f: fn(&WatchEvents) -> u64| -> BTreeMap<String, u64> {
+            let maps: Vec<BTreeMap<String, u64>> = runs
+                .iter()
+                .map(|m| m.iter().map(|(k, w)| (k.clone(), f(w))).collect())
+                .collect();
+            Combine::combine(&maps.iter().collect::<Vec<_>>())
+        };
+        let (events, bytes) = (field(|w| w.events), field(|w| w.bytes));
+        events
+            .into_iter()
+            .map(|(k, e)| {
+                let b = bytes.get(&k).copied().unwrap_or(0);
+                (
+                    k,
+                    WatchEvents {
+                        events: e,
+                        bytes: b,
+                    },
+                )
+            })
+            .collect()
+    }
+}
 
 pub fn api_figures(before: &Snapshot, after: &Snapshot) -> ApiFigures {
     let (b, a) = (&before.apiserver, &after.apiserver);
@@ -61,6 +134,7 @@ pub fn api_figures(before: &Snapshot, after: &Snapshot) -> ApiFigures {
         requests_total,
         latency_ms,
         objects_after,
+        watch_events: watch_events(b, a),
     }
 }
 
@@ -124,5 +198,37 @@ pub fn etcd_figures(before: &Snapshot, after: &Snapshot) -> EtcdFigures {
             |_| true,
         )
         .map(|p| p.scaled(1000.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_events_are_the_window_s_deltas_per_resource_with_their_bytes() {
+        let text = |jobs: u64, pods: u64, bytes: u64| {
+            format!(
+                "apiserver_watch_events_total{{group=\"batch\",resource=\"jobs\",version=\"v1\"}} {jobs}\n\
+                 apiserver_watch_events_total{{group=\"\",resource=\"pods\",version=\"v1\"}} {pods}\n\
+                 apiserver_watch_events_total{{group=\"\",resource=\"nodes\",version=\"v1\"}} 5\n\
+                 apiserver_watch_events_sizes_sum{{group=\"batch\",resource=\"jobs\",version=\"v1\"}} {bytes}\n"
+            )
+        };
+        let (b, a) = (
+            crate::metrics::prom::parse(&text(10, 100, 1000)),
+            crate::metrics::prom::parse(&text(16, 140, 7000)),
+        );
+        let w = watch_events(&b, &a);
+        assert_eq!(
+            w["jobs.batch"],
+            WatchEvents {
+                events: 6,
+                bytes: 6000
+            }
+        );
+        assert_eq!(w["pods"].events, 40);
+        // A resource that sent nothing in the window is left out.
+        assert!(!w.contains_key("nodes"), "{w:?}");
     }
 }

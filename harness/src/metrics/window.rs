@@ -112,6 +112,11 @@ pub struct WindowFigures {
     /// (metrics::jobs).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub job_lifecycle: BTreeMap<String, crate::metrics::jobs::JobLifecycle>,
+    /// Watch events the API server sent, per resource, and their bytes
+    /// (`apiserver_watch_events_total`, `apiserver_watch_events_sizes`):
+    /// what fanning out each change to the watchers cost it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub watch_events: BTreeMap<String, crate::metrics::figures::WatchEvents>,
 }
 
 /// The typical window of several runs: every figure combined
@@ -143,6 +148,7 @@ impl crate::metrics::combine::Combine for WindowFigures {
             apf_agreement by first,
             client_throttle,
             job_lifecycle,
+            watch_events,
         })
     }
 }
@@ -457,6 +463,7 @@ impl Window {
             apf_agreement,
             client_throttle,
             job_lifecycle: this.jobs.as_ref().map(|j| j.figures()).unwrap_or_default(),
+            watch_events: api.watch_events,
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

@@ -190,6 +190,35 @@ pub const JOB_FINISH_P99: Spec = Spec::new(
 )
 .kind(Kind::Time, 1000.0)
 .views(LIFECYCLE);
+/// Watch events the API server sent to its watchers, and their bytes:
+/// each change costs as many events as there are watchers of it, and a
+/// larger object costs more bytes to every one of them. The server's
+/// counters do not say who watched, so the harness's own watches (its pod
+/// watch and the window's Job and JobSet watch: one watcher each) are in
+/// them, alike in every mode. Chosen over the scheduler's SLI duration
+/// because every provider serves it (the API server's own metrics), and
+/// it is what a JobSet's larger objects cost beyond their writes.
+pub const WATCH_EVENTS: Spec = Spec::new("watch_events_total", "watch events sent", "events")
+    .views(
+        Views::JUDGED
+            .and(Views::KEPT)
+            .and(Views::ROW)
+            .and(Views::ROUNDS),
+    );
+pub const WATCH_BYTES: Spec =
+    Spec::new("watch_event_bytes_total", "watch event bytes sent", "bytes")
+        .kind(Kind::Bytes, 0.0)
+        .views(
+            Views::JUDGED
+                .and(Views::KEPT)
+                .and(Views::ROW)
+                .and(Views::ROUNDS),
+        );
+/// Per resource: which resource's watchers a change of events is.
+pub const WATCH_EVENTS_BY: Spec = Spec::new("watch_events.{}", "watch events sent", "events")
+    .views(Views::KEPT)
+    .missing_is_zero();
+
 const LIFECYCLE: Views = Views::JUDGED
     .and(Views::KEPT)
     .and(Views::ROW)
@@ -224,6 +253,15 @@ fn lifecycle(
         .filter(|(_, l)| count(l) > 0)
         .map(|(kind, l)| (kind.clone(), value(l)))
         .collect()
+}
+
+/// Watch events (or bytes) over every resource; None where the window
+/// did not read them.
+fn watch_total(
+    w: &WindowFigures,
+    of: fn(&crate::metrics::figures::WatchEvents) -> u64,
+) -> Option<f64> {
+    (!w.watch_events.is_empty()).then(|| w.watch_events.values().map(of).sum::<u64>() as f64)
 }
 
 /// The seconds the controller manager waited on its own limit; None
@@ -316,6 +354,19 @@ pub fn common() -> Common {
         }),
         Metric::each(JOB_FINISH_P99, |r: &RunFigures| {
             lifecycle(r, |l| l.start_to_finish_ms.p99, |l| l.finished)
+        }),
+        Metric::maybe(WATCH_EVENTS, |r: &RunFigures| {
+            watch_total(&r.window, |w| w.events)
+        }),
+        Metric::maybe(WATCH_BYTES, |r: &RunFigures| {
+            watch_total(&r.window, |w| w.bytes)
+        }),
+        Metric::each(WATCH_EVENTS_BY, |r: &RunFigures| {
+            r.window
+                .watch_events
+                .iter()
+                .map(|(res, w)| (res.clone(), w.events as f64))
+                .collect()
         }),
         Metric::each(SLO_P99, |r: &RunFigures| {
             r.window
