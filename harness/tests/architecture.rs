@@ -2,8 +2,9 @@
 //! (every `crate::` path counts, in `use` lines and in expressions: a
 //! stricter reading than cargo-cycles in ci/check-modules.sh, which sees
 //! `use` lines only), every module imports only its own layer or the layers
-//! below it (README, "Architecture"), and no source file grows past 600
-//! lines.
+//! below it (README, "Architecture"), and a folder's module file only
+//! declares (its code lives in files named by their concept). A file is
+//! as long as its one concept needs: there is no line cap.
 
 mod common;
 
@@ -30,7 +31,33 @@ const LAYERS: &[&[&str]] = &[
     ],
 ];
 
-const MAX_LINES: usize = 600;
+/// Folder module files that still hold code: the CLI's and the
+/// benchmarks', which are being redesigned apart (their logic moves into
+/// files of its own there). No other may join this list.
+const HOLDING_CODE: &[&str] = &[
+    "bench/measure/mod.rs",
+    "bench/thor/baseline.rs",
+    "bench/thor/compare.rs",
+    "bench/thor/mod.rs",
+    "bench/thor/report.rs",
+    "cli/mod.rs",
+    // Emptied by the commits that follow this one.
+    "cluster/kind/mod.rs",
+    "cluster/local/mod.rs",
+    "cluster/local/realnode/mod.rs",
+    "cluster/existing/apf.rs",
+    "install/hpcc/mod.rs",
+    "schema/mod.rs",
+    "stats.rs",
+    "timings.rs",
+    "tools/kindnode/mod.rs",
+    "validate/mod.rs",
+    "validate/thor.rs",
+    "workload/ecl/wsworkunits/mod.rs",
+    "workload/thor/driver/mod.rs",
+    "workload/thor/mod.rs",
+    "workload/thor/scenario.rs",
+];
 
 fn rank(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
@@ -130,16 +157,120 @@ fn every_import_points_to_its_own_layer_or_below() {
     );
 }
 
+/// A folder's module file: its `mod.rs`, or `x.rs` beside a folder `x/`.
+fn is_folder_module(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "mod.rs") || path.with_extension("").is_dir()
+}
+
+/// The first line of `code` (a module file without its test module) that
+/// is more than a declaration, with its number: a module file holds doc
+/// comments, attributes, `mod x;` declarations and `use` re-exports only —
+/// no fn, struct, enum, impl, const, static, type, trait or macro.
+fn first_non_declaration(code: &str) -> Option<(usize, String)> {
+    // Open brackets of an attribute, or a `use` not yet ended by `;`,
+    // carried over to the next lines.
+    let (mut attribute, mut open_use) = (0i32, false);
+    for (n, line) in code.lines().enumerate() {
+        let t = line.trim();
+        if open_use {
+            open_use = !t.ends_with(';');
+            continue;
+        }
+        if attribute > 0 {
+            attribute += t.matches('[').count() as i32 - t.matches(']').count() as i32;
+            continue;
+        }
+        if t.is_empty() || t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[") || t.starts_with("#![") {
+            attribute = t.matches('[').count() as i32 - t.matches(']').count() as i32;
+            continue;
+        }
+        let item = match t.strip_prefix("pub") {
+            // `pub mod`, `pub(crate) use`, …
+            Some(rest) if rest.starts_with(' ') => rest.trim_start(),
+            Some(rest) if rest.starts_with('(') => rest
+                .split_once(')')
+                .map_or(rest, |(_, after)| after.trim_start()),
+            _ => t,
+        };
+        if item.starts_with("mod ") && t.ends_with(';') {
+            continue;
+        }
+        if item.starts_with("use ") {
+            open_use = !t.ends_with(';');
+            continue;
+        }
+        return Some((n + 1, t.to_string()));
+    }
+    None
+}
+
 #[test]
-fn no_source_file_is_longer_than_the_cap() {
-    let long: Vec<String> = all_sources()
-        .into_iter()
-        .filter_map(|p| {
-            let n = std::fs::read_to_string(&p).unwrap().lines().count();
-            (n > MAX_LINES).then(|| format!("{}: {n} lines", p.display()))
-        })
-        .collect();
-    assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
+fn a_folders_module_file_only_declares() {
+    let src = common::repo_root().join("harness/src");
+    let mut bad = Vec::new();
+    let mut listed_but_declaring = Vec::new();
+    let mut checked = 0;
+    for path in all_sources().into_iter().filter(|p| is_folder_module(p)) {
+        checked += 1;
+        let rel = path.strip_prefix(&src).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let found = first_non_declaration(non_test(&text));
+        match (found, HOLDING_CODE.contains(&rel.as_str())) {
+            (Some((line, item)), false) => bad.push(format!(
+                "harness/src/{rel}:{line}: `{item}`: a folder's module file only declares \
+                 (mod, use, doc comments, attributes); move this into a file named by its concept"
+            )),
+            (None, true) => listed_but_declaring.push(rel),
+            _ => {}
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} folder module files found: is the scan broken?"
+    );
+    assert!(
+        bad.is_empty(),
+        "module files holding code:\n{}",
+        bad.join("\n")
+    );
+    assert!(
+        listed_but_declaring.is_empty(),
+        "listed in HOLDING_CODE but only declaring now (take them off the list): {listed_but_declaring:?}"
+    );
+}
+
+#[test]
+fn the_declaration_check_sees_an_item() {
+    // The checker itself: a function seeded among declarations is found,
+    // with its line; declarations, attributes and a re-export over
+    // several lines are not.
+    let seeded = "//! A folder.\n\npub mod a;\n#[cfg(any(\n    test,\n    feature = \"testkit\"\n))]\npub(crate) mod fakes;\npub use a::{\n    One,\n    Two,\n};\n\n/// Helps.\npub fn helper() -> u32 {\n    1\n}\n";
+    assert_eq!(
+        first_non_declaration(seeded),
+        Some((15, "pub fn helper() -> u32 {".to_string()))
+    );
+    let declaring = &seeded[..seeded.find("/// Helps.").unwrap()];
+    assert_eq!(first_non_declaration(declaring), None);
+    for item in [
+        "const N: u32 = 1;",
+        "pub static S: &str = \"\";",
+        "pub struct S;",
+        "enum E {}",
+        "impl S {}",
+        "pub type T = u32;",
+        "trait T {}",
+        "macro_rules! m { () => {} }",
+        "mod inline {}",
+    ] {
+        assert_eq!(
+            first_non_declaration(&format!("pub mod a;\n{item}\n")),
+            Some((2, item.to_string())),
+            "{item}"
+        );
+    }
 }
 
 #[test]
