@@ -16,7 +16,8 @@ use std::path::Path;
 use anyhow::{Context, Error, Result};
 
 use crate::cluster::kind::commands::{self, Cmd, KindTools, plan};
-use crate::cluster::kind::{restarts, turns};
+use crate::cluster::kind::restarts;
+use crate::cluster::kind::turns;
 
 /// How many times a cluster is made at most.
 pub const CREATES: u32 = 2;
