@@ -42,7 +42,6 @@ const HOLDING_CODE: &[&str] = &[
     "bench/thor/report.rs",
     "cli/mod.rs",
     // Emptied by the commits that follow this one.
-    "cluster/local/realnode/mod.rs",
     "cluster/existing/apf.rs",
     "install/hpcc/mod.rs",
     "schema/mod.rs",
