@@ -43,11 +43,8 @@ const HOLDING_CODE: &[&str] = &[
     "cli/mod.rs",
     // Emptied by the commits that follow this one.
     "cluster/existing/apf.rs",
-    "install/hpcc/mod.rs",
-    "schema/mod.rs",
     "stats.rs",
     "timings.rs",
-    "tools/kindnode/mod.rs",
     "validate/mod.rs",
     "validate/thor.rs",
     "workload/ecl/wsworkunits/mod.rs",
