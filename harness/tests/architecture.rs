@@ -47,9 +47,6 @@ const HOLDING_CODE: &[&str] = &[
     "timings.rs",
     "validate/mod.rs",
     "validate/thor.rs",
-    "workload/ecl/wsworkunits/mod.rs",
-    "workload/thor/driver/mod.rs",
-    "workload/thor/mod.rs",
     "workload/thor/scenario.rs",
 ];
 
