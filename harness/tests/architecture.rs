@@ -45,8 +45,6 @@ const HOLDING_CODE: &[&str] = &[
     "cluster/existing/apf.rs",
     "stats.rs",
     "timings.rs",
-    "validate/mod.rs",
-    "validate/thor.rs",
     "workload/thor/scenario.rs",
 ];
 

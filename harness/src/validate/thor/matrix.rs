@@ -1,28 +1,20 @@
-//! Thor templates: every instance template rendered over a matrix of
+//! The template matrix: every instance template rendered over
 //! numWorkers × numWorkersPerPod × maxGraphs (JobSet modes with and
 //! without DNS hostnames), each rendering checked against the chart's
-//! shapes (`shape`) and its mode's rules, each instance as a whole (its
-//! NetworkPolicies select its pods; JobSet pods are baseline's); the setup
-//! and compile templates and what the pods reference in them, both
-//! identities' RBAC (`setup`); and the static model.
-
-pub mod disk;
-pub mod setup;
-pub mod shape;
+//! shapes and its mode's rules, each instance as a whole; then the setup,
+//! compile and RBAC templates (`check_templates`); and the longest Thor
+//! name whose instances still render valid names.
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::k8s::names;
 use crate::schema::Finding;
 use crate::schema::k8s;
 use crate::schema::typed::Ctx;
-pub use crate::validate::thor::setup::{
-    check_eclccserver_rbac, check_rbac, check_rbac_template, check_setup,
-};
-pub use crate::validate::thor::shape::{AGENT_POD_SUFFIX, THOR_NAME, ThorReport, params};
+use crate::validate::thor::setup::{check_eclccserver_rbac, check_rbac, check_setup};
+use crate::validate::thor::shape::{THOR_NAME, ThorReport, params};
 use crate::validate::thor::shape::{
     at, check_pod_basics, ctx, expect, leftover, names_of, pod_templates, selects, str_of,
     template_root, thor_labels, thor_pod, whole_file,
@@ -502,37 +494,4 @@ pub fn longest_thor_name(mode: Mode) -> usize {
         thor::templates(mode).iter().all(ok)
     };
     (1..=63usize).take_while(|&n| valid(n)).last().unwrap_or(0)
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct StaticRow {
-    pub mode: &'static str,
-    pub num_workers: u32,
-    pub client_objects: u32,
-    pub controller_objects: u32,
-    pub pods: u32,
-    pub containers: u32,
-}
-
-/// Objects, pods and containers per Thor instance, by mode and size
-/// (numWorkersPerPod 1, HPCC's default; JobSet without DNS hostnames, as
-/// the proof of concept), computed from the templates. NetworkPolicies
-/// count in every mode.
-pub fn static_model() -> Vec<StaticRow> {
-    let mut rows = Vec::new();
-    for &w in &[1u32, 2, 8, 32, 128, 512, 1024] {
-        for mode in Mode::ALL {
-            if let Ok(s) = thor::shape::shape(mode, &params(w, 1, 1, THOR_NAME)) {
-                rows.push(StaticRow {
-                    mode: mode.name(),
-                    num_workers: w,
-                    client_objects: s.client_objects.values().sum(),
-                    controller_objects: s.controller_objects.values().sum(),
-                    pods: s.pods,
-                    containers: s.containers,
-                });
-            }
-        }
-    }
-    rows
 }
