@@ -41,11 +41,6 @@ const HOLDING_CODE: &[&str] = &[
     "bench/thor/mod.rs",
     "bench/thor/report.rs",
     "cli/mod.rs",
-    // Emptied by the commits that follow this one.
-    "cluster/existing/apf.rs",
-    "stats.rs",
-    "timings.rs",
-    "workload/thor/scenario.rs",
 ];
 
 fn rank(module: &str) -> Option<usize> {
