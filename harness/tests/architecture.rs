@@ -463,3 +463,90 @@ fn the_cycle_finder_finds_a_cycle() {
         "cluster::local"
     );
 }
+
+/// Layers that never name a provider: they ask the `Cluster` trait for
+/// what they need or take plain data (`lifecycle`, above them, composes
+/// providers and installs).
+const PROVIDER_FREE: &[&str] = &["metrics", "workload"];
+
+/// The providers under `cluster::`.
+const PROVIDERS: &[&str] = &["kind", "local", "existing"];
+
+/// Each provider module `code` names (`crate::cluster::kind::…`, or a
+/// provider in a `crate::cluster::{…}` group), with its line.
+fn providers_named(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let prefix = "crate::cluster::";
+    let mut at = 0;
+    while let Some(i) = code[at..].find(prefix) {
+        let start = at + i;
+        at = start + prefix.len();
+        let before = code[..start].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at..];
+        // `crate::cluster::kind…` or `crate::cluster::{Cluster, kind::…}`.
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                .split(',')
+                .map(|n| n.trim().split("::").next().unwrap_or(""))
+                .collect(),
+            None => vec![
+                rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or(""),
+            ],
+        };
+        let line = code[..start].matches('\n').count() + 1;
+        for n in names.into_iter().filter(|n| PROVIDERS.contains(n)) {
+            out.push((line, format!("cluster::{n}")));
+        }
+    }
+    out
+}
+
+#[test]
+fn install_metrics_and_workloads_name_no_provider() {
+    let src = common::repo_root().join("harness/src");
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for path in all_sources() {
+        let rel = path.strip_prefix(&src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        if !PROVIDER_FREE.contains(&top.as_ref()) {
+            continue;
+        }
+        checked += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (line, provider) in providers_named(non_test(&text)) {
+            bad.push(format!(
+                "harness/src/{}:{line}: {top} names the provider {provider}; ask the Cluster trait (cluster/provider.rs) or take plain data",
+                rel.display()
+            ));
+        }
+    }
+    assert!(
+        checked > 40,
+        "only {checked} files checked: is the scan broken?"
+    );
+    assert!(bad.is_empty(), "providers named:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_provider_scan_sees_a_provider() {
+    let code = "use crate::cluster::kind::KindCluster;\nuse crate::cluster::{Cluster,\n    local::WebhookEndpoint};\nlet f = crate::cluster::existing::apf::ApfFlows::default();\nuse crate::cluster::kindness;\nuse crate::cluster::provider::Cluster;\n";
+    assert_eq!(
+        providers_named(code),
+        [
+            (1, "cluster::kind".to_string()),
+            (2, "cluster::local".to_string()),
+            (4, "cluster::existing".to_string()),
+        ]
+    );
+}

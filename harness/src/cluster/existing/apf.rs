@@ -22,7 +22,7 @@
 //! and name (or `*`). A user's groups cannot be asked of the server for
 //! anyone but oneself (SelfSubjectReview), so identities name theirs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -31,6 +31,9 @@ use k8s_openapi::api::flowcontrol::v1::{
 };
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
+// Re-exported: the plan carries the flows, and callers (bench/) name them
+// here; the type itself is provider-neutral (cluster::apf_flows).
+pub use crate::cluster::apf_flows::{ApfFlows, EXEMPT_SCHEMA};
 use crate::cluster::existing::labels::RUN_ID_LABEL;
 use crate::error::{bad_input, env_missing};
 use crate::poll::Poll;
@@ -266,34 +269,6 @@ pub fn followed(
         }
     }
     ids
-}
-
-/// Which FlowSchemas count whose requests: set up before a window opens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApfFlows {
-    /// The harness's FlowSchema name → identity label (a username as the
-    /// audit log spells it, or "group:NAME").
-    pub by_schema: BTreeMap<String, String>,
-    /// Labels of the harness's own identities (set apart, as the audit
-    /// attribution does).
-    pub harness: BTreeSet<String>,
-    /// Followed identities APF cannot tell apart: the mandatory `exempt`
-    /// schema (the only one allowed precedence 1, so none can go before
-    /// it) takes every request of system:masters members. When the
-    /// harness is among them, that schema's requests are all set apart
-    /// as the harness's.
-    pub exempt: BTreeSet<String>,
-}
-
-/// The mandatory schema of precedence 1 (k8s.io/api flowcontrol
-/// `FlowSchemaNameExempt`).
-pub const EXEMPT_SCHEMA: &str = "exempt";
-
-impl ApfFlows {
-    /// Whether the harness's own credentials are APF-exempt.
-    pub fn harness_exempt(&self) -> bool {
-        self.harness.iter().any(|h| self.exempt.contains(h))
-    }
 }
 
 /// The schemas to add and what they count.
