@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use anyhow::bail;
 
 use crate::cluster::kind::KindCluster;
-use crate::cluster::kind::commands::{self, Cmd, plan};
 use crate::cluster::provider::Cluster;
 use crate::install::apply::apply_all;
 use crate::k8s::K8sRelease;
+use crate::tools::command::{self, Cmd};
 use crate::tools::modules::module_dir;
 use crate::tools::{Component, Resolver};
 
@@ -136,7 +136,7 @@ pub fn lasting_leader_election(objects: &mut [Value]) -> Result<usize> {
 /// cache): its objects.
 pub async fn kustomize(cluster: &KindCluster, dir: &Path, component: &str) -> Result<Vec<Value>> {
     let kubectl = cluster.tools()?.kubectl;
-    let out = commands::run(&Cmd::new(&kubectl, &["kustomize", &dir.to_string_lossy()]))
+    let out = command::run(&Cmd::new(&kubectl, &["kustomize", &dir.to_string_lossy()]))
         .await
         .with_context(|| format!("{component}'s kustomization in {}", dir.display()))?;
     let text = String::from_utf8(out.stdout).context("kustomize's output is not UTF-8")?;
@@ -184,10 +184,26 @@ pub fn use_image(objects: &mut [Value], image: &str) -> usize {
 
 /// Apply a release manifest from `url` with kubectl (which fetches it).
 pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
-    commands::run(&plan::apply_url(kubectl, kubeconfig, url))
+    command::run(&apply_url_command(kubectl, kubeconfig, url))
         .await
         .with_context(|| format!("applying {url}"))?;
     Ok(())
+}
+
+/// Server-side apply of a release manifest fetched by kubectl.
+fn apply_url_command(kubectl: &Path, kubeconfig: &Path, url: &str) -> Cmd {
+    Cmd::new(
+        kubectl,
+        &[
+            "--kubeconfig",
+            &kubeconfig.to_string_lossy(),
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            url,
+        ],
+    )
 }
 
 fn available(d: &Deployment) -> bool {
@@ -276,7 +292,7 @@ pub async fn wait_ready(
 mod tests {
     use serde_json::json;
 
-    use crate::install::release::lasting_leader_election;
+    use crate::install::release::{apply_url_command, lasting_leader_election};
 
     #[test]
     fn an_electing_controllers_configuration_gets_the_kind_lease() {
@@ -300,5 +316,18 @@ mod tests {
         // Its own lease, other values and other kinds are left alone.
         assert_eq!(objects[1]["data"]["c.yaml"], own);
         assert_eq!(objects[2]["data"]["c.yaml"], cfg);
+    }
+
+    #[test]
+    fn a_release_manifest_is_applied_server_side_from_its_url() {
+        let a = apply_url_command(
+            std::path::Path::new("/x/kubectl"),
+            std::path::Path::new("/k"),
+            "https://x/m.yaml",
+        );
+        assert_eq!(
+            a.display(),
+            "kubectl --kubeconfig /k apply --server-side --force-conflicts -f https://x/m.yaml"
+        );
     }
 }

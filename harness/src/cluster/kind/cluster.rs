@@ -27,6 +27,7 @@ use crate::cluster::spec::NodeSpec;
 use crate::cluster::state::validate_name;
 use crate::error::bad_input;
 use crate::progress::Step;
+use crate::tools::command;
 
 /// What `up --provider kind` asks for.
 #[derive(Debug, Clone)]
@@ -93,8 +94,8 @@ impl KindCluster {
         }
         let kind_name = kind_cluster_name(&spec.name);
         let built = images::choose(spec.images, &profile, &tools).await?;
-        let existing = commands::run(&plan::get_clusters(&tools)).await?;
-        if commands::lines(&existing).contains(&kind_name) {
+        let existing = command::run(&plan::get_clusters(&tools)).await?;
+        if command::lines(&existing).contains(&kind_name) {
             return Err(bad_input(format!(
                 "cluster name {:?} is taken: `kind get clusters` lists {kind_name}; `kind delete cluster --name {kind_name}` removes it, or use another --name",
                 spec.name
@@ -217,13 +218,12 @@ impl KindCluster {
         step.done(&retry::created(made.len()));
         self.state.failed_creates = made;
         let s = &self.state;
-        let kc = commands::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
+        let kc = command::run(&plan::get_kubeconfig(tools, &s.kind_cluster)).await?;
         let text = String::from_utf8(kc.stdout).context("kind's kubeconfig is not UTF-8")?;
         kube::config::Kubeconfig::from_yaml(&text)
             .context("`kind get kubeconfig` printed no kubeconfig")?;
         write_mode(&s.kubeconfig, &text, 0o600)?;
-        let nodes =
-            commands::lines(&commands::run(&plan::get_nodes(tools, &s.kind_cluster)).await?);
+        let nodes = command::lines(&command::run(&plan::get_nodes(tools, &s.kind_cluster)).await?);
         if !nodes.contains(&control_plane) {
             bail!(
                 "`kind get nodes --name {}` does not list {control_plane} (it lists: {})",
@@ -324,15 +324,13 @@ impl KindCluster {
         self.state
             .nodes
             .iter()
-            .filter_map(
-                |n| match commands::run_blocking(&plan::inspect(docker, n)) {
-                    Ok(out) => {
-                        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-                        (!text.starts_with("running")).then(|| (n.clone(), text))
-                    }
-                    Err(e) => Some((n.clone(), format!("{e:#}"))),
-                },
-            )
+            .filter_map(|n| match command::run_blocking(&plan::inspect(docker, n)) {
+                Ok(out) => {
+                    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                    (!text.starts_with("running")).then(|| (n.clone(), text))
+                }
+                Err(e) => Some((n.clone(), format!("{e:#}"))),
+            })
             .collect()
     }
 
@@ -363,7 +361,7 @@ impl KindCluster {
     /// `kind delete cluster` (kind deletes nothing when the cluster does
     /// not exist), then remove the state dir.
     fn delete_and_remove(&self, kind: &Path) -> Result<()> {
-        commands::run_blocking(&plan::delete(
+        command::run_blocking(&plan::delete(
             kind,
             &self.state.kind_cluster,
             &self.state.kubeconfig,
@@ -385,7 +383,7 @@ pub fn abandon(name: &str) -> Result<()> {
                 // A `kind create` cut short leaves node containers and
                 // no state: delete by kind's name (nothing to do if none).
                 if let Ok(tools) = commands::find_tools(&env.search_path) {
-                    commands::run_blocking(&plan::delete(
+                    command::run_blocking(&plan::delete(
                         &tools.kind,
                         &kind_cluster_name(name),
                         &dir.join("kubeconfig"),
@@ -513,7 +511,7 @@ impl Cluster for KindCluster {
 
     fn down(self, keep: bool) -> Result<()> {
         let tools = self.tools()?;
-        commands::run_blocking(&plan::delete(
+        command::run_blocking(&plan::delete(
             &tools.kind,
             &self.state.kind_cluster,
             &self.state.kubeconfig,
