@@ -8,7 +8,7 @@
 //! release image where images are pulled) and the configuration — the
 //! module's KwokConfiguration with no CRD turned on, followed by the
 //! stages of the local provider's kwok-minimal model
-//! (cluster/local/kwok.rs). kwok refuses stages given both as config and as
+//! (cluster/kwok.rs). kwok refuses stages given both as config and as
 //! its Stage CRD (pkg/kwok/cmd/root.go, `checkConfigOrCRD`), and its other
 //! CRDs (logs, exec, metrics…) are not used by any workload here.
 
@@ -17,7 +17,7 @@ use kube::api::Api;
 use serde_json::Value;
 
 use crate::cluster::kind::KindCluster;
-use crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
+use crate::cluster::kwok::KWOK_NODE_ANNOTATION;
 use crate::cluster::pool::POOL_NODE_LABEL;
 use crate::cluster::spec::KubeletModel;
 use crate::install::apply::apply_all;
@@ -49,7 +49,7 @@ pub async fn install(cluster: &KindCluster, k8s: K8sRelease) -> Result<()> {
     };
     let dir = module_dir("sigs.k8s.io/kwok", &format!("v{KWOK_VERSION}"))?;
     let mut objects = kustomize(cluster, &dir.join("kustomize/kwok"), "kwok").await?;
-    let stages = crate::cluster::local::kwok::config(KubeletModel::KwokMinimal)?;
+    let stages = crate::cluster::kwok::config(KubeletModel::KwokMinimal)?;
     configure(&mut objects, &image, pull, &stages)
         .with_context(|| format!("kwok's kustomization in {}", dir.display()))?;
     let client = crate::cluster::Cluster::client(cluster).await?;

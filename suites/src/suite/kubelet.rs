@@ -18,7 +18,7 @@ use crate::runner::{Suite, Test};
 use crate::{Fixture, namespace, test_spec, trial_result, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::cluster::Cluster;
-use harness::cluster::local::kwok::{SIDECAR_EXIT_DELAY, SIDECAR_NAME};
+use harness::cluster::kwok::{SIDECAR_EXIT_DELAY, SIDECAR_NAME};
 use harness::cluster::local::pod_calls::{EVENT_REASONS, PodCalls, PodEnd, expected_calls};
 use harness::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER, fail_annotations};
 use harness::cluster::spec::KubeletModel;

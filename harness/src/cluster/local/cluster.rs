@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::cluster::client::{client_from_kubeconfig, http_client, http_get};
+use crate::cluster::controllers::WebhookEndpoint;
 use crate::cluster::local::components::{self, ComponentDef, ETCD, Wait};
-use crate::cluster::local::endpoints::{self, WebhookEndpoint};
+use crate::cluster::local::endpoints;
 use crate::cluster::local::files;
 use crate::cluster::local::flags::Gates;
 use crate::cluster::local::health;

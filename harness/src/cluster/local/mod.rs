@@ -17,7 +17,6 @@ pub mod flags;
 pub mod health;
 pub mod identity;
 pub mod kueue;
-pub mod kwok;
 pub mod kwok_logs;
 pub mod layout;
 pub mod nodes;
@@ -32,8 +31,5 @@ pub use crate::cluster::local::cluster::LocalCluster;
 pub use crate::cluster::local::components::{
     APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KUEUE, KWOK, SCHEDULER,
 };
-pub use crate::cluster::local::endpoints::WebhookEndpoint;
-pub use crate::cluster::local::identity::{
-    ADMIN_USER, AUDIT_POLICY, IDENTITIES, JOBSET_USER, KUEUE_USER,
-};
+pub use crate::cluster::local::identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES};
 pub use crate::cluster::local::state::State;

@@ -1,7 +1,11 @@
 //! kwok's configuration — its Stage documents: the node stages read at run
 //! time from the kwok module in the Go module cache, the pod stages chosen
 //! by the cluster's `KubeletModel` — and the fake Node objects kwok
-//! manages. The per-pod API calls each model makes: pod_calls.rs.
+//! manages, marked by its annotation. Provider-neutral: the local provider
+//! runs kwok as a process with these stages, install/kwok.rs gives them to
+//! the kwok it runs in a kind cluster, and the existing provider tells
+//! kwok's nodes by the annotation. The per-pod API calls each model makes:
+//! cluster/local/pod_calls.rs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,10 +15,12 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec as K8sNodeSpec, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ObjectMeta;
 
-use crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
 use crate::cluster::spec::{KubeletModel, NodeSpec};
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::KWOK_VERSION;
+
+/// The annotation that marks nodes kwok manages.
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 
 /// kwok's node stages, files of the kwok module, in every model: nodes
 /// become Ready at once and keep a lease.
@@ -44,7 +50,7 @@ pub const KUBELET_LIKE_DIR: &str = "manifests/kwok/kubelet-like";
 
 macro_rules! kubelet_like {
     ($($file:literal),* $(,)?) => {
-        &[$(($file, include_str!(concat!("../../../../manifests/kwok/kubelet-like/", $file)))),*]
+        &[$(($file, include_str!(concat!("../../../manifests/kwok/kubelet-like/", $file)))),*]
     };
 }
 
@@ -65,11 +71,11 @@ pub const KUBELET_LIKE_STAGES: &[(&str, &str)] = kubelet_like![
 /// kwok-minimal's Stage that fails a pod on purpose (ours): the pod
 /// annotations of cluster::pool::fail_annotations choose it.
 pub const POD_FAIL_FILE: &str = "manifests/kwok/pod-fail.yaml";
-const POD_FAIL_STAGE: &str = include_str!("../../../../manifests/kwok/pod-fail.yaml");
+const POD_FAIL_STAGE: &str = include_str!("../../../manifests/kwok/pod-fail.yaml");
 /// kwok-minimal's Stage that exits and restarts a long-running pod's
 /// containers in place, once (ours): `harness.kwok/restart-exit-code`.
 pub const POD_RESTART_FILE: &str = "manifests/kwok/pod-restart.yaml";
-const POD_RESTART_STAGE: &str = include_str!("../../../../manifests/kwok/pod-restart.yaml");
+const POD_RESTART_STAGE: &str = include_str!("../../../manifests/kwok/pod-restart.yaml");
 /// Pod annotation: the sidecar exits this long (a Go duration) after the
 /// main containers (kubelet-like only; turns the sidecar on).
 pub const SIDECAR_EXIT_DELAY: &str = "harness.kubelet/sidecar-exit-delay";
