@@ -467,7 +467,7 @@ fn the_cycle_finder_finds_a_cycle() {
 /// Layers that never name a provider: they ask the `Cluster` trait for
 /// what they need or take plain data (`lifecycle`, above them, composes
 /// providers and installs).
-const PROVIDER_FREE: &[&str] = &["metrics", "workload"];
+const PROVIDER_FREE: &[&str] = &["install", "metrics", "workload"];
 
 /// The providers under `cluster::`.
 const PROVIDERS: &[&str] = &["kind", "local", "existing"];

@@ -262,12 +262,6 @@ impl KindCluster {
         self.state.images == "built"
     }
 
-    /// Import an image archive (OCI or docker) into every node's
-    /// containerd, in the `k8s.io` namespace the kubelet uses.
-    pub async fn load_archive(&self, archive: &Path) -> Result<()> {
-        images::load_archive(&self.tools()?.docker, &self.state.nodes, archive).await
-    }
-
     /// Record that cert-manager is not installed, and why.
     pub fn set_cert_manager_absent(&mut self, why: String) -> Result<()> {
         self.state.cert_manager_absent = Some(why);
@@ -497,6 +491,12 @@ impl Cluster for KindCluster {
 
     async fn remove_nodes(&self, names: &[String]) -> Result<()> {
         crate::cluster::local::nodes::remove(self.client().await?, names).await
+    }
+
+    /// Into every node container's containerd, in the `k8s.io` namespace
+    /// the kubelet uses.
+    async fn load_image_archive(&self, archive: &Path) -> Result<()> {
+        images::load_archive(&self.tools()?.docker, &self.state.nodes, archive).await
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {
