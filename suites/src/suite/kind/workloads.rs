@@ -1,4 +1,4 @@
-//! Workloads on the kind suite's shared clusters (kind_fx.rs): a JobSet
+//! Workloads on the kind suite's shared clusters (fixtures.rs): a JobSet
 //! admitted by its webhook and run to completion, a real container's exit
 //! code, a claim of the default class bound and mounted, and the Thor
 //! smoke with the cluster used as an existing one — HPCC's pods as real
@@ -16,7 +16,7 @@ use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
-use crate::suite::kind_fx::{KindFx, shared};
+use crate::suite::kind::fixtures::{KindFx, shared};
 
 pub fn jobset_admitted_by_its_webhook_runs_to_completion(minor: &'static str) -> Result<()> {
     let fx = shared(minor)?;
@@ -200,7 +200,7 @@ pub fn thor_smoke_on_the_kind_workers(minor: &'static str) -> Result<()> {
         .iter()
         .find(|n| n.ends_with("-worker"))
         .context("the gang profile has a worker node")?;
-    let r = crate::suite::thor_real::smoke_as_an_existing_cluster(
+    let r = crate::suite::thor::real::smoke_as_an_existing_cluster(
         &c.state.kubeconfig,
         &c.state.audit_log,
         &c.state.k8s_version,
@@ -215,10 +215,10 @@ pub fn thor_smoke_on_the_kind_workers(minor: &'static str) -> Result<()> {
 }
 
 /// kwok's kubelet-like model against the kubelet of a kind worker
-/// (kubelet_real.rs): the same three pod lives the local provider's real
+/// (suite/kubelet/real.rs): the same three pod lives the local provider's real
 /// node plays, of real containers in the worker's containerd.
 pub fn the_kubelet_like_model_against_a_kind_workers_kubelet(minor: &'static str) -> Result<()> {
-    use crate::suite::kubelet_real::{RealKubelet, model_against_the_real_kubelet};
+    use crate::suite::kubelet::real::{RealKubelet, model_against_the_real_kubelet};
     let fx = shared(minor)?;
     let c = &fx.cluster;
     let worker = c

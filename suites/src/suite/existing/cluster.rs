@@ -15,11 +15,11 @@
 //!   (the cluster's eclccserver identity) fails with exit 3 before
 //!   anything is created, naming what it may not do;
 //! - `measure --provider existing` on the same cluster
-//!   (existing_measure.rs).
+//!   (measure.rs).
 
 use crate::builds::default_cluster_and;
 use crate::runner::{Suite, Test};
-use crate::suite::existing_measure;
+use crate::suite::existing::measure;
 use crate::{Fixture, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::bench::thor::existing::ExistingTarget;
@@ -506,18 +506,14 @@ pub fn suite(_: &Arguments) -> Suite {
                 apf_without_the_audit_log,
             ),
             t("measure_a_job_in_a_namespace_of_its_own", || {
-                existing_measure::a_job_in_a_namespace_of_its_own(fixture_or_err()?)
+                measure::a_job_in_a_namespace_of_its_own(fixture_or_err()?)
             }),
             t(
                 "measure_apf_counts_the_workload_without_the_audit_log",
-                || {
-                    existing_measure::apf_counts_the_workload_without_the_audit_log(
-                        fixture_or_err()?
-                    )
-                },
+                || measure::apf_counts_the_workload_without_the_audit_log(fixture_or_err()?),
             ),
             t("measure_a_user_without_rights_exits_3", || {
-                existing_measure::a_user_without_rights_exits_3(fixture_or_err()?)
+                measure::a_user_without_rights_exits_3(fixture_or_err()?)
             }),
         ],
     )

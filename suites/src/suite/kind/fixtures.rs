@@ -1,7 +1,7 @@
 //! The kind suite's shared clusters: one per Kubernetes minor of the gang
 //! profile (kind-configs/gang-<minor>.yaml), with kwok running in it for
 //! the gang cases' pools (`up --kwok`), brought up on first use by
-//! the trials of kind.rs and kind_workloads.rs, with the helpers they
+//! the trials of cluster.rs and workloads.rs, with the helpers they
 //! share (the minors asked for, `docker exec` in a node).
 
 use std::collections::BTreeMap;

@@ -69,7 +69,7 @@ pub fn check_mode(mode: &str, m: &ModeResult, node_user: &str) -> Result<()> {
         node.get("get persistentvolumeclaims").copied().unwrap_or(0) > 0,
         "{mode}: the kubelet never read HPCC's storage claims (were the volumes mounted?): {node:?}"
     );
-    crate::suite::thor::identities_cost_what_their_calls_predict(mode, m)
+    crate::suite::thor::smoke::identities_cost_what_their_calls_predict(mode, m)
 }
 
 pub fn report(r: &ThorResult, node_user: &str) {

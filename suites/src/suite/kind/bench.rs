@@ -48,14 +48,14 @@ pub fn bench_thor_on_fresh_kind_clusters(minor: &'static str) -> Result<()> {
     );
     // Client names carry no run's cluster or namespace.
     let worker = "system:node:<kind>-worker";
-    crate::suite::thor_real::report(&r, worker);
+    crate::suite::thor::real::report(&r, worker);
     for mode in ["baseline", "jobset"] {
         let m = &r
             .modes
             .get(mode)
             .with_context(|| format!("no {mode} mode: {:?}", r.modes.keys()))?
             .result;
-        crate::suite::thor_real::check_mode(&format!("{mode} (kind)"), m, worker)?;
+        crate::suite::thor::real::check_mode(&format!("{mode} (kind)"), m, worker)?;
         ensure!(
             m.thor_agent_user == "system:serviceaccount:<run>:harness-thor-agent",
             "{mode}: the Thor identity is named {:?}",

@@ -13,12 +13,12 @@
 //! the control-plane node; a stopped kube-scheduler waited for and named
 //! as restarted; a claim of the default class bound and mounted;
 //! the Thor smoke as on an existing cluster; kwok's kubelet-like model
-//! against a kind worker's kubelet (kubelet_real.rs); the gang suite's cases of the
-//! gang profile on kwok pools beside the kind nodes (kind_gang.rs; the
+//! against a kind worker's kubelet (suite/kubelet/real.rs); the gang suite's cases of the
+//! gang profile on kwok pools beside the kind nodes (gang.rs; the
 //! cluster runs kwok for them); `down` leaves no container, volume or
 //! state; and, in the first minor's lane, `bench thor --provider kind` on
-//! fresh clusters (kind_bench.rs) and `measure --provider kind`
-//! (kind_measure.rs).
+//! fresh clusters (bench.rs) and `measure --provider kind`
+//! (measure.rs).
 //! Where no engine answers, the trials are listed as ignored with why.
 
 use std::time::Duration;
@@ -32,9 +32,9 @@ use kube::api::{Api, ListParams};
 use libtest_mimic::Arguments;
 
 use crate::runner::{Suite, Test};
-use crate::suite::kind_fx::{KindFx, SHARED, exec, minors, shared};
-use crate::suite::kind_gang::{self, KindCase};
-use crate::suite::kind_workloads;
+use crate::suite::kind::fixtures::{KindFx, SHARED, exec, minors, shared};
+use crate::suite::kind::gang::{self, KindCase};
+use crate::suite::kind::workloads;
 
 /// The command line of the process named `comm` in `node`.
 fn cmdline(fx: &KindFx, node: &str, comm: &str) -> Result<String> {
@@ -437,7 +437,7 @@ pub fn suite(_args: &Arguments) -> Suite {
     let lacking = lacks();
     let mut tests = Vec::new();
     let minors = minors();
-    let gang_cases = kind_gang::cases();
+    let gang_cases = gang::cases();
     for &minor in &minors {
         let lane: &'static str = Box::leak(format!("kind-{minor}").into_boxed_str());
         let m = minor.replace('.', "");
@@ -449,11 +449,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             ),
             (
                 "jobset_admitted_by_its_webhook_runs_to_completion",
-                kind_workloads::jobset_admitted_by_its_webhook_runs_to_completion,
+                workloads::jobset_admitted_by_its_webhook_runs_to_completion,
             ),
             (
                 "a_claim_of_the_default_class_is_bound_and_mounted",
-                kind_workloads::a_claim_of_the_default_class_is_bound_and_mounted,
+                workloads::a_claim_of_the_default_class_is_bound_and_mounted,
             ),
             (
                 "cert_manager_absence_is_reported",
@@ -461,7 +461,7 @@ pub fn suite(_args: &Arguments) -> Suite {
             ),
             (
                 "a_real_containers_exit_code_is_reported",
-                kind_workloads::a_real_containers_exit_code_is_reported,
+                workloads::a_real_containers_exit_code_is_reported,
             ),
             (
                 "audit_events_come_from_the_hosts_log",
@@ -485,11 +485,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             ),
             (
                 "thor_smoke_on_the_kind_workers",
-                kind_workloads::thor_smoke_on_the_kind_workers,
+                workloads::thor_smoke_on_the_kind_workers,
             ),
             (
                 "the_kubelet_like_model_against_a_kind_workers_kubelet",
-                kind_workloads::the_kubelet_like_model_against_a_kind_workers_kubelet,
+                workloads::the_kubelet_like_model_against_a_kind_workers_kubelet,
             ),
         ];
         // One bench and one measure on fresh clusters (kind clusters of
@@ -501,11 +501,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             true => vec![
                 (
                     "bench_thor_on_fresh_kind_clusters",
-                    crate::suite::kind_bench::bench_thor_on_fresh_kind_clusters,
+                    crate::suite::kind::bench::bench_thor_on_fresh_kind_clusters,
                 ),
                 (
                     "measure_a_command_on_a_fresh_kind_cluster",
-                    crate::suite::kind_measure::measure_a_command_on_a_fresh_kind_cluster,
+                    crate::suite::kind::measure::measure_a_command_on_a_fresh_kind_cluster,
                 ),
             ],
             false => Vec::new(),
@@ -524,11 +524,9 @@ pub fn suite(_args: &Arguments) -> Suite {
             tests.push(match case {
                 KindCase::Run(c) => {
                     let (n, c) = (name.clone(), c.clone());
-                    Test::new(t, move || {
-                        crate::trial_result(kind_gang::run(minor, &n, &c))
-                    })
-                    .serial(lane)
-                    .lacking(lacking.clone())
+                    Test::new(t, move || crate::trial_result(gang::run(minor, &n, &c)))
+                        .serial(lane)
+                        .lacking(lacking.clone())
                 }
                 KindCase::Elsewhere(why) => Test::new(t, || Ok(())).lacking(Some(why.clone())),
                 KindCase::Broken(e) => {
@@ -555,7 +553,7 @@ pub fn suite(_args: &Arguments) -> Suite {
                 let _ = harness::cluster::kind::abandon(&fx.cluster.state.name);
             }
         }
-        kind_gang::write_report().map_err(|e| format!("{e:#}"))
+        gang::write_report().map_err(|e| format!("{e:#}"))
     })
 }
 

@@ -1,6 +1,6 @@
 //! The gang cases on kind: every case of `suites/gang/` with the gang
 //! profile, run by the gang suite's own runner (`run_case`) on the kind
-//! suite's shared cluster of its minor (kind_fx.rs: the gang profile's
+//! suite's shared cluster of its minor (fixtures.rs: the gang profile's
 //! gates on real control-plane components, kwok in the cluster), each
 //! case's pool as kwok nodes beside the kind nodes. Cases of another
 //! profile (gates off) need a cluster without the gates: they are listed
@@ -18,7 +18,7 @@ use harness::workload::gang::report::{self, SuiteReport};
 use harness::workload::gang::run::{TrialReport, run_case};
 
 use crate::case_suite::{load_cases, namespace};
-use crate::suite::kind_fx::shared;
+use crate::suite::kind::fixtures::shared;
 
 static RESULTS: Mutex<Vec<TrialReport>> = Mutex::new(Vec::new());
 

@@ -21,7 +21,9 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
 use crate::namespace;
-use crate::suite::kubelet::{CONTAINERS, PODS, Reporter, measure, pods_gone, table, wait_for};
+use crate::suite::kubelet::model::{
+    CONTAINERS, PODS, Reporter, measure, pods_gone, table, wait_for,
+};
 
 /// A real kubelet to play the lives on: its cluster, the node it runs
 /// (the audit log names it `system:node:<node>`), and an agnhost image
@@ -54,7 +56,7 @@ fn runs(secs: Option<u32>) -> serde_json::Value {
     }
 }
 
-/// The kubelet suite's Job for `end` (kubelet.rs `job`), of real
+/// The kubelet suite's Job for `end` (model.rs `job`), of real
 /// containers on `node`.
 fn job(name: &str, end: PodEnd, image: &str, node: &str) -> Result<Job> {
     let (main, postrun) = match end {
