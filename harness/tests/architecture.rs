@@ -1,18 +1,20 @@
-//! The shape of harness/src, checked: no import cycles between modules
-//! (every `crate::` path counts, in `use` lines and in expressions: a
-//! stricter reading than cargo-cycles in ci/check-modules.sh, which sees
-//! `use` lines only), every module imports only its own layer or the layers
-//! below it (README, "Architecture"), and a folder's module file only
-//! declares (its code lives in files named by their concept). A file is
-//! as long as its one concept needs: there is no line cap.
+//! The shape of harness/src and suites/src, checked: no import cycles
+//! between modules (every `crate::` path counts, in `use` lines and in
+//! expressions: a stricter reading than cargo-cycles in
+//! ci/check-modules.sh, which sees `use` lines only), every module imports
+//! only its own layer or the layers below it (docs/src/architecture.md),
+//! and a folder's module file only declares (its code lives in files named
+//! by their concept). A file is as long as its one concept needs: there is
+//! no line cap. In harness/src, install, metrics and workloads also name
+//! no provider. Paths in comments are not imports and are not read.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Top-level modules from the top layer down. A module may import its own
-/// layer and any layer below it, never one above.
+/// harness/src's top-level modules from the top layer down. A module may
+/// import its own layer and any layer below it, never one above.
 const LAYERS: &[&[&str]] = &[
     &["main", "cli"],
     &["validate"],
@@ -43,8 +45,63 @@ const HOLDING_CODE: &[&str] = &[
     "cli/mod.rs",
 ];
 
+/// suites/src's: the suites above the framework they run on (the runner,
+/// its slots and builds, the timings, the case-suite runner, lib.rs's
+/// fixtures), which never imports a suite.
+const SUITE_LAYERS: &[&[&str]] = &[
+    &["suite"],
+    &["lib", "runner", "slots", "builds", "timing", "case_suite"],
+];
+
+/// One crate's source tree, as these rules read it.
+struct Tree {
+    /// Its sources, from the repository root.
+    src: &'static str,
+    layers: &'static [&'static [&'static str]],
+    /// How its code names its own top-level modules (the binary names the
+    /// library by the crate's name).
+    prefixes: &'static [&'static str],
+    /// Folder module files allowed to hold code.
+    holding_code: &'static [&'static str],
+    /// Files of a binary, whose modules are not the library's.
+    is_bin: fn(&Path) -> bool,
+    /// Fewer references, modules or folder module files than these and
+    /// the scan is broken.
+    min_references: usize,
+    min_modules: usize,
+    min_folder_modules: usize,
+}
+
+const HARNESS: Tree = Tree {
+    src: "harness/src",
+    layers: LAYERS,
+    prefixes: &["crate::", "harness::"],
+    holding_code: HOLDING_CODE,
+    is_bin: |rel| rel.starts_with("cli") || rel == Path::new("main.rs"),
+    min_references: 300,
+    min_modules: 80,
+    min_folder_modules: 20,
+};
+
+const SUITES: Tree = Tree {
+    src: "suites/src",
+    layers: SUITE_LAYERS,
+    prefixes: &["crate::"],
+    holding_code: &[],
+    is_bin: |_| false,
+    min_references: 40,
+    min_modules: 25,
+    min_folder_modules: 4,
+};
+
+const TREES: &[&Tree] = &[&HARNESS, &SUITES];
+
+fn rank_in(layers: &[&[&str]], module: &str) -> Option<usize> {
+    layers.iter().position(|l| l.contains(&module))
+}
+
 fn rank(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
+    rank_in(LAYERS, module)
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -64,12 +121,33 @@ fn non_test(text: &str) -> &str {
         .map_or(text, |i| &text[..i])
 }
 
+/// `code` with its comment lines blanked (kept as empty lines, so line
+/// numbers hold): a path a comment names is no import.
+fn without_comments(code: &str) -> String {
+    code.lines()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `crate::X` / `harness::X` references to top-level modules in `code`,
 /// with their line numbers.
 fn references(code: &str) -> Vec<(usize, String)> {
+    references_by(code, HARNESS.prefixes)
+}
+
+/// References to top-level modules in `code` by each of `prefixes`, with
+/// their line numbers.
+fn references_by(code: &str, prefixes: &[&str]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in code.lines().enumerate() {
-        for prefix in ["crate::", "harness::"] {
+        for prefix in prefixes {
             let mut rest = line;
             while let Some(i) = rest.find(prefix) {
                 let before = rest[..i].chars().last();
@@ -88,20 +166,31 @@ fn references(code: &str) -> Vec<(usize, String)> {
     out
 }
 
-fn all_sources() -> Vec<PathBuf> {
-    let src = common::repo_root().join("harness/src");
+/// The sources of `tree`, sorted.
+fn sources_of(tree: &Tree) -> Vec<PathBuf> {
+    let src = common::repo_root().join(tree.src);
     let mut files = Vec::new();
     sources(&src, &mut files);
     files.sort();
     files
 }
 
+fn all_sources() -> Vec<PathBuf> {
+    sources_of(&HARNESS)
+}
+
 #[test]
 fn every_import_points_to_its_own_layer_or_below() {
-    let src = common::repo_root().join("harness/src");
+    for tree in TREES {
+        imports_point_down(tree);
+    }
+}
+
+fn imports_point_down(tree: &Tree) {
+    let src = common::repo_root().join(tree.src);
     let mut bad = Vec::new();
     let mut checked = 0;
-    for path in all_sources() {
+    for path in sources_of(tree) {
         let rel = path.strip_prefix(&src).unwrap();
         let top = rel
             .components()
@@ -111,28 +200,31 @@ fn every_import_points_to_its_own_layer_or_below() {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_string();
-        let own = rank(&top).unwrap_or_else(|| {
+        let own = rank_in(tree.layers, &top).unwrap_or_else(|| {
             panic!(
-                "harness/src/{}: module {top} is in no layer of this test",
+                "{}/{}: module {top} is in no layer of this test",
+                tree.src,
                 rel.display()
             )
         });
         let text = std::fs::read_to_string(&path).unwrap();
-        for (line, target) in references(non_test(&text)) {
+        for (line, target) in references_by(&without_comments(non_test(&text)), tree.prefixes) {
             checked += 1;
-            if let Some(r) = rank(&target)
+            if let Some(r) = rank_in(tree.layers, &target)
                 && r < own
             {
                 bad.push(format!(
-                    "harness/src/{}:{line}: {top} imports {target}, a layer above it",
+                    "{}/{}:{line}: {top} imports {target}, a layer above it",
+                    tree.src,
                     rel.display()
                 ));
             }
         }
     }
     assert!(
-        checked > 300,
-        "only {checked} references found: is the scan broken?"
+        checked > tree.min_references,
+        "{}: only {checked} references found: is the scan broken?",
+        tree.src
     );
     assert!(
         bad.is_empty(),
@@ -193,27 +285,35 @@ fn first_non_declaration(code: &str) -> Option<(usize, String)> {
 
 #[test]
 fn a_folders_module_file_only_declares() {
-    let src = common::repo_root().join("harness/src");
+    for tree in TREES {
+        module_files_declare(tree);
+    }
+}
+
+fn module_files_declare(tree: &Tree) {
+    let src = common::repo_root().join(tree.src);
     let mut bad = Vec::new();
     let mut listed_but_declaring = Vec::new();
     let mut checked = 0;
-    for path in all_sources().into_iter().filter(|p| is_folder_module(p)) {
+    for path in sources_of(tree).into_iter().filter(|p| is_folder_module(p)) {
         checked += 1;
         let rel = path.strip_prefix(&src).unwrap().display().to_string();
         let text = std::fs::read_to_string(&path).unwrap();
         let found = first_non_declaration(non_test(&text));
-        match (found, HOLDING_CODE.contains(&rel.as_str())) {
+        match (found, tree.holding_code.contains(&rel.as_str())) {
             (Some((line, item)), false) => bad.push(format!(
-                "harness/src/{rel}:{line}: `{item}`: a folder's module file only declares \
-                 (mod, use, doc comments, attributes); move this into a file named by its concept"
+                "{}/{rel}:{line}: `{item}`: a folder's module file only declares \
+                 (mod, use, doc comments, attributes); move this into a file named by its concept",
+                tree.src
             )),
             (None, true) => listed_but_declaring.push(rel),
             _ => {}
         }
     }
     assert!(
-        checked > 20,
-        "only {checked} folder module files found: is the scan broken?"
+        checked > tree.min_folder_modules,
+        "{}: only {checked} folder module files found: is the scan broken?",
+        tree.src
     );
     assert!(
         bad.is_empty(),
@@ -270,6 +370,23 @@ fn the_scan_sees_an_upward_import() {
         non_test("a\n#[cfg(test)]\nmod tests {\nuse crate::x;\n}"),
         "a"
     );
+    // In suites/src, the framework is below the suites, and a path into
+    // the harness crate is another crate's.
+    assert!(rank_in(SUITE_LAYERS, "suite").unwrap() < rank_in(SUITE_LAYERS, "runner").unwrap());
+    assert_eq!(
+        references_by(
+            "use crate::suite::kind;\nuse harness::bench::thor;\n",
+            SUITES.prefixes
+        ),
+        [(1, "suite".to_string())]
+    );
+    // A path a comment names is no import.
+    assert_eq!(
+        references(&without_comments(
+            "//! Runs first (`crate::runner`).\n    /// See crate::bench.\nuse crate::poll;"
+        )),
+        [(3, "poll".to_string())]
+    );
 }
 
 /// The module a file is: "cluster::local" for cluster/local/mod.rs,
@@ -319,10 +436,10 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
 
 /// Module → the modules its code names (the longest module prefix of each
 /// `crate::` path), for the library and for the binary apart.
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = common::repo_root().join("harness/src");
-    let files = all_sources();
-    let is_bin = |rel: &Path| rel.starts_with("cli") || rel == Path::new("main.rs");
+fn module_graph(tree: &Tree) -> BTreeMap<String, BTreeSet<String>> {
+    let src = common::repo_root().join(tree.src);
+    let files = sources_of(tree);
+    let is_bin = tree.is_bin;
     let modules: BTreeMap<String, bool> = files
         .iter()
         .map(|p| {
@@ -337,7 +454,7 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         let key = if bin { format!("bin:{me}") } else { me.clone() };
         let text = std::fs::read_to_string(p).unwrap();
         let edges = graph.entry(key).or_default();
-        for path in crate_paths(non_test(&text)) {
+        for path in crate_paths(&without_comments(non_test(&text))) {
             // The longest prefix of the path that is a module of this crate.
             let target = (1..=path.len())
                 .rev()
@@ -415,10 +532,17 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_module_imports_itself_round_a_cycle() {
-    let g = module_graph();
+    for tree in TREES {
+        no_cycles(tree);
+    }
+}
+
+fn no_cycles(tree: &Tree) {
+    let g = module_graph(tree);
     assert!(
-        g.len() > 80,
-        "only {} modules: is the scan broken?",
+        g.len() > tree.min_modules,
+        "{}: only {} modules: is the scan broken?",
+        tree.src,
         g.len()
     );
     let found = cycles(&g);
@@ -436,7 +560,12 @@ fn no_module_imports_itself_round_a_cycle() {
             edges.join("; ")
         })
         .collect();
-    assert!(found.is_empty(), "import cycles:\n{}", text.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{}: import cycles:\n{}",
+        tree.src,
+        text.join("\n")
+    );
 }
 
 #[test]
@@ -524,7 +653,7 @@ fn install_metrics_and_workloads_name_no_provider() {
         }
         checked += 1;
         let text = std::fs::read_to_string(&path).unwrap();
-        for (line, provider) in providers_named(non_test(&text)) {
+        for (line, provider) in providers_named(&without_comments(non_test(&text))) {
             bad.push(format!(
                 "harness/src/{}:{line}: {top} names the provider {provider}; ask the Cluster trait (cluster/provider.rs) or take plain data",
                 rel.display()
