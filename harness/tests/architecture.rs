@@ -292,6 +292,17 @@ fn a_folders_module_file_only_declares() {
 
 fn module_files_declare(tree: &Tree) {
     let src = common::repo_root().join(tree.src);
+    let gone: Vec<&str> = tree
+        .holding_code
+        .iter()
+        .copied()
+        .filter(|rel| !src.join(rel).is_file())
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "{}: listed as holding code but not there any more (take them off the list): {gone:?}",
+        tree.src
+    );
     let mut bad = Vec::new();
     let mut listed_but_declaring = Vec::new();
     let mut checked = 0;
