@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Module structure, run by .ci/run (the layer order, the cycle check over
-# every `crate::` path and the 600-line cap are harness/tests/architecture.rs,
-# run by cargo test):
+# every `crate::` path and module files that only declare are
+# harness/tests/architecture.rs, run by cargo test):
 # 1. cargo-cycles (crates.io, pinned in harness/src/tools/versions.rs,
 #    installed once under the harness cache dir) finds no import cycle;
 # 2. code imports by absolute path (`crate::a::b`), never `super::` or

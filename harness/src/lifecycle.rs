@@ -263,6 +263,12 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     // (kindest/node v1.37.0) than the one the harness builds.
     let v = &cluster.state.k8s_version;
     let release = crate::k8s::K8sRelease::parse(v.rsplit_once('.').map_or(v.as_str(), |(m, _)| m))?;
+    // Controllers built here get the kind control plane's lease
+    // (install::release::lasting_leader_election).
+    let lease = install::release::Lease {
+        duration: crate::cluster::kind::patches::LEASE_DURATION,
+        renew_deadline: crate::cluster::kind::patches::RENEW_DEADLINE,
+    };
     let cert_manager = if built {
         install::certmanager::images_available(&cluster.tools()?.docker).await
     } else {
@@ -296,7 +302,7 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     ));
     if built {
         install::jobset::RELEASE
-            .install_built(cluster, release)
+            .install_built(&*cluster, &kubectl, release, lease)
             .await?;
     } else {
         install::jobset::RELEASE.install(&kubectl, &kc).await?;
@@ -309,7 +315,7 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
         ));
         if built {
             install::kueue::RELEASE
-                .install_built(cluster, release)
+                .install_built(&*cluster, &kubectl, release, lease)
                 .await?;
         } else {
             install::kueue::RELEASE.install(&kubectl, &kc).await?;
@@ -322,14 +328,14 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
             crate::tools::versions::KWOK_VERSION,
             if built { " (built here)" } else { "" }
         ));
-        install::kwok::install(cluster, release).await?;
+        install::kwok::install(&*cluster, &kubectl, release, built).await?;
         cluster.set_kwok()?;
         step.done("applied");
     }
     if built {
         // What Thor's and the suites' containers run on real nodes.
         let step = Step::start("loading agnhost (built here) into the nodes");
-        install::release::load_built_image(cluster, crate::tools::Component::Agnhost, release)
+        install::release::load_built_image(&*cluster, crate::tools::Component::Agnhost, release)
             .await?;
         step.done("loaded");
     }

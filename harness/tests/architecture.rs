@@ -1,17 +1,20 @@
-//! The shape of harness/src, checked: no import cycles between modules
-//! (every `crate::` path counts, in `use` lines and in expressions: a
-//! stricter reading than cargo-cycles in ci/check-modules.sh, which sees
-//! `use` lines only), every module imports only its own layer or the layers
-//! below it (README, "Architecture"), and no source file grows past 600
-//! lines.
+//! The shape of harness/src and suites/src, checked: no import cycles
+//! between modules (every `crate::` path counts, in `use` lines and in
+//! expressions: a stricter reading than cargo-cycles in
+//! ci/check-modules.sh, which sees `use` lines only), every module imports
+//! only its own layer or the layers below it (docs/src/architecture.md),
+//! and a folder's module file only declares (its code lives in files named
+//! by their concept). A file is as long as its one concept needs: there is
+//! no line cap. In harness/src, install, metrics and workloads also name
+//! no provider. Paths in comments are not imports and are not read.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Top-level modules from the top layer down. A module may import its own
-/// layer and any layer below it, never one above.
+/// harness/src's top-level modules from the top layer down. A module may
+/// import its own layer and any layer below it, never one above.
 const LAYERS: &[&[&str]] = &[
     &["main", "cli"],
     &["validate"],
@@ -30,10 +33,67 @@ const LAYERS: &[&[&str]] = &[
     ],
 ];
 
-const MAX_LINES: usize = 600;
+/// Folder module files that may hold code: none (kept as the one place an
+/// exception would have to be named).
+const HOLDING_CODE: &[&str] = &[];
+
+/// suites/src's: the suites above the framework they run on (the runner,
+/// its slots and builds, the timings, the case-suite runner, lib.rs's
+/// fixtures), which never imports a suite.
+const SUITE_LAYERS: &[&[&str]] = &[
+    &["suite"],
+    &["lib", "runner", "slots", "builds", "timing", "case_suite"],
+];
+
+/// One crate's source tree, as these rules read it.
+struct Tree {
+    /// Its sources, from the repository root.
+    src: &'static str,
+    layers: &'static [&'static [&'static str]],
+    /// How its code names its own top-level modules (the binary names the
+    /// library by the crate's name).
+    prefixes: &'static [&'static str],
+    /// Folder module files allowed to hold code.
+    holding_code: &'static [&'static str],
+    /// Files of a binary, whose modules are not the library's.
+    is_bin: fn(&Path) -> bool,
+    /// Fewer references, modules or folder module files than these and
+    /// the scan is broken.
+    min_references: usize,
+    min_modules: usize,
+    min_folder_modules: usize,
+}
+
+const HARNESS: Tree = Tree {
+    src: "harness/src",
+    layers: LAYERS,
+    prefixes: &["crate::", "harness::"],
+    holding_code: HOLDING_CODE,
+    is_bin: |rel| rel.starts_with("cli") || rel == Path::new("main.rs"),
+    min_references: 300,
+    min_modules: 80,
+    min_folder_modules: 20,
+};
+
+const SUITES: Tree = Tree {
+    src: "suites/src",
+    layers: SUITE_LAYERS,
+    prefixes: &["crate::"],
+    holding_code: &[],
+    is_bin: |_| false,
+    min_references: 40,
+    min_modules: 25,
+    min_folder_modules: 4,
+};
+
+const TREES: &[&Tree] = &[&HARNESS, &SUITES];
+
+fn rank_in(layers: &[&[&str]], module: &str) -> Option<usize> {
+    layers.iter().position(|l| l.contains(&module))
+}
 
 fn rank(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
+    rank_in(LAYERS, module)
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -53,12 +113,33 @@ fn non_test(text: &str) -> &str {
         .map_or(text, |i| &text[..i])
 }
 
+/// `code` with its comment lines blanked (kept as empty lines, so line
+/// numbers hold): a path a comment names is no import.
+fn without_comments(code: &str) -> String {
+    code.lines()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `crate::X` / `harness::X` references to top-level modules in `code`,
 /// with their line numbers.
 fn references(code: &str) -> Vec<(usize, String)> {
+    references_by(code, HARNESS.prefixes)
+}
+
+/// References to top-level modules in `code` by each of `prefixes`, with
+/// their line numbers.
+fn references_by(code: &str, prefixes: &[&str]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in code.lines().enumerate() {
-        for prefix in ["crate::", "harness::"] {
+        for prefix in prefixes {
             let mut rest = line;
             while let Some(i) = rest.find(prefix) {
                 let before = rest[..i].chars().last();
@@ -77,20 +158,31 @@ fn references(code: &str) -> Vec<(usize, String)> {
     out
 }
 
-fn all_sources() -> Vec<PathBuf> {
-    let src = common::repo_root().join("harness/src");
+/// The sources of `tree`, sorted.
+fn sources_of(tree: &Tree) -> Vec<PathBuf> {
+    let src = common::repo_root().join(tree.src);
     let mut files = Vec::new();
     sources(&src, &mut files);
     files.sort();
     files
 }
 
+fn all_sources() -> Vec<PathBuf> {
+    sources_of(&HARNESS)
+}
+
 #[test]
 fn every_import_points_to_its_own_layer_or_below() {
-    let src = common::repo_root().join("harness/src");
+    for tree in TREES {
+        imports_point_down(tree);
+    }
+}
+
+fn imports_point_down(tree: &Tree) {
+    let src = common::repo_root().join(tree.src);
     let mut bad = Vec::new();
     let mut checked = 0;
-    for path in all_sources() {
+    for path in sources_of(tree) {
         let rel = path.strip_prefix(&src).unwrap();
         let top = rel
             .components()
@@ -100,28 +192,31 @@ fn every_import_points_to_its_own_layer_or_below() {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_string();
-        let own = rank(&top).unwrap_or_else(|| {
+        let own = rank_in(tree.layers, &top).unwrap_or_else(|| {
             panic!(
-                "harness/src/{}: module {top} is in no layer of this test",
+                "{}/{}: module {top} is in no layer of this test",
+                tree.src,
                 rel.display()
             )
         });
         let text = std::fs::read_to_string(&path).unwrap();
-        for (line, target) in references(non_test(&text)) {
+        for (line, target) in references_by(&without_comments(non_test(&text)), tree.prefixes) {
             checked += 1;
-            if let Some(r) = rank(&target)
+            if let Some(r) = rank_in(tree.layers, &target)
                 && r < own
             {
                 bad.push(format!(
-                    "harness/src/{}:{line}: {top} imports {target}, a layer above it",
+                    "{}/{}:{line}: {top} imports {target}, a layer above it",
+                    tree.src,
                     rel.display()
                 ));
             }
         }
     }
     assert!(
-        checked > 300,
-        "only {checked} references found: is the scan broken?"
+        checked > tree.min_references,
+        "{}: only {checked} references found: is the scan broken?",
+        tree.src
     );
     assert!(
         bad.is_empty(),
@@ -130,16 +225,139 @@ fn every_import_points_to_its_own_layer_or_below() {
     );
 }
 
+/// A folder's module file: its `mod.rs`, or `x.rs` beside a folder `x/`.
+fn is_folder_module(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "mod.rs") || path.with_extension("").is_dir()
+}
+
+/// The first line of `code` (a module file without its test module) that
+/// is more than a declaration, with its number: a module file holds doc
+/// comments, attributes, `mod x;` declarations and `use` re-exports only —
+/// no fn, struct, enum, impl, const, static, type, trait or macro.
+fn first_non_declaration(code: &str) -> Option<(usize, String)> {
+    // Open brackets of an attribute, or a `use` not yet ended by `;`,
+    // carried over to the next lines.
+    let (mut attribute, mut open_use) = (0i32, false);
+    for (n, line) in code.lines().enumerate() {
+        let t = line.trim();
+        if open_use {
+            open_use = !t.ends_with(';');
+            continue;
+        }
+        if attribute > 0 {
+            attribute += t.matches('[').count() as i32 - t.matches(']').count() as i32;
+            continue;
+        }
+        if t.is_empty() || t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[") || t.starts_with("#![") {
+            attribute = t.matches('[').count() as i32 - t.matches(']').count() as i32;
+            continue;
+        }
+        let item = match t.strip_prefix("pub") {
+            // `pub mod`, `pub(crate) use`, …
+            Some(rest) if rest.starts_with(' ') => rest.trim_start(),
+            Some(rest) if rest.starts_with('(') => rest
+                .split_once(')')
+                .map_or(rest, |(_, after)| after.trim_start()),
+            _ => t,
+        };
+        if item.starts_with("mod ") && t.ends_with(';') {
+            continue;
+        }
+        if item.starts_with("use ") {
+            open_use = !t.ends_with(';');
+            continue;
+        }
+        return Some((n + 1, t.to_string()));
+    }
+    None
+}
+
 #[test]
-fn no_source_file_is_longer_than_the_cap() {
-    let long: Vec<String> = all_sources()
-        .into_iter()
-        .filter_map(|p| {
-            let n = std::fs::read_to_string(&p).unwrap().lines().count();
-            (n > MAX_LINES).then(|| format!("{}: {n} lines", p.display()))
-        })
+fn a_folders_module_file_only_declares() {
+    for tree in TREES {
+        module_files_declare(tree);
+    }
+}
+
+fn module_files_declare(tree: &Tree) {
+    let src = common::repo_root().join(tree.src);
+    let gone: Vec<&str> = tree
+        .holding_code
+        .iter()
+        .copied()
+        .filter(|rel| !src.join(rel).is_file())
         .collect();
-    assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
+    assert!(
+        gone.is_empty(),
+        "{}: listed as holding code but not there any more (take them off the list): {gone:?}",
+        tree.src
+    );
+    let mut bad = Vec::new();
+    let mut listed_but_declaring = Vec::new();
+    let mut checked = 0;
+    for path in sources_of(tree).into_iter().filter(|p| is_folder_module(p)) {
+        checked += 1;
+        let rel = path.strip_prefix(&src).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let found = first_non_declaration(non_test(&text));
+        match (found, tree.holding_code.contains(&rel.as_str())) {
+            (Some((line, item)), false) => bad.push(format!(
+                "{}/{rel}:{line}: `{item}`: a folder's module file only declares \
+                 (mod, use, doc comments, attributes); move this into a file named by its concept",
+                tree.src
+            )),
+            (None, true) => listed_but_declaring.push(rel),
+            _ => {}
+        }
+    }
+    assert!(
+        checked > tree.min_folder_modules,
+        "{}: only {checked} folder module files found: is the scan broken?",
+        tree.src
+    );
+    assert!(
+        bad.is_empty(),
+        "module files holding code:\n{}",
+        bad.join("\n")
+    );
+    assert!(
+        listed_but_declaring.is_empty(),
+        "listed in HOLDING_CODE but only declaring now (take them off the list): {listed_but_declaring:?}"
+    );
+}
+
+#[test]
+fn the_declaration_check_sees_an_item() {
+    // The checker itself: a function seeded among declarations is found,
+    // with its line; declarations, attributes and a re-export over
+    // several lines are not.
+    let seeded = "//! A folder.\n\npub mod a;\n#[cfg(any(\n    test,\n    feature = \"testkit\"\n))]\npub(crate) mod fakes;\npub use a::{\n    One,\n    Two,\n};\n\n/// Helps.\npub fn helper() -> u32 {\n    1\n}\n";
+    assert_eq!(
+        first_non_declaration(seeded),
+        Some((15, "pub fn helper() -> u32 {".to_string()))
+    );
+    let declaring = &seeded[..seeded.find("/// Helps.").unwrap()];
+    assert_eq!(first_non_declaration(declaring), None);
+    for item in [
+        "const N: u32 = 1;",
+        "pub static S: &str = \"\";",
+        "pub struct S;",
+        "enum E {}",
+        "impl S {}",
+        "pub type T = u32;",
+        "trait T {}",
+        "macro_rules! m { () => {} }",
+        "mod inline {}",
+    ] {
+        assert_eq!(
+            first_non_declaration(&format!("pub mod a;\n{item}\n")),
+            Some((2, item.to_string())),
+            "{item}"
+        );
+    }
 }
 
 #[test]
@@ -154,6 +372,23 @@ fn the_scan_sees_an_upward_import() {
     assert_eq!(
         non_test("a\n#[cfg(test)]\nmod tests {\nuse crate::x;\n}"),
         "a"
+    );
+    // In suites/src, the framework is below the suites, and a path into
+    // the harness crate is another crate's.
+    assert!(rank_in(SUITE_LAYERS, "suite").unwrap() < rank_in(SUITE_LAYERS, "runner").unwrap());
+    assert_eq!(
+        references_by(
+            "use crate::suite::kind;\nuse harness::bench::thor;\n",
+            SUITES.prefixes
+        ),
+        [(1, "suite".to_string())]
+    );
+    // A path a comment names is no import.
+    assert_eq!(
+        references(&without_comments(
+            "//! Runs first (`crate::runner`).\n    /// See crate::bench.\nuse crate::poll;"
+        )),
+        [(3, "poll".to_string())]
     );
 }
 
@@ -204,10 +439,10 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
 
 /// Module → the modules its code names (the longest module prefix of each
 /// `crate::` path), for the library and for the binary apart.
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = common::repo_root().join("harness/src");
-    let files = all_sources();
-    let is_bin = |rel: &Path| rel.starts_with("cli") || rel == Path::new("main.rs");
+fn module_graph(tree: &Tree) -> BTreeMap<String, BTreeSet<String>> {
+    let src = common::repo_root().join(tree.src);
+    let files = sources_of(tree);
+    let is_bin = tree.is_bin;
     let modules: BTreeMap<String, bool> = files
         .iter()
         .map(|p| {
@@ -222,7 +457,7 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         let key = if bin { format!("bin:{me}") } else { me.clone() };
         let text = std::fs::read_to_string(p).unwrap();
         let edges = graph.entry(key).or_default();
-        for path in crate_paths(non_test(&text)) {
+        for path in crate_paths(&without_comments(non_test(&text))) {
             // The longest prefix of the path that is a module of this crate.
             let target = (1..=path.len())
                 .rev()
@@ -300,10 +535,17 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_module_imports_itself_round_a_cycle() {
-    let g = module_graph();
+    for tree in TREES {
+        no_cycles(tree);
+    }
+}
+
+fn no_cycles(tree: &Tree) {
+    let g = module_graph(tree);
     assert!(
-        g.len() > 80,
-        "only {} modules: is the scan broken?",
+        g.len() > tree.min_modules,
+        "{}: only {} modules: is the scan broken?",
+        tree.src,
         g.len()
     );
     let found = cycles(&g);
@@ -321,7 +563,12 @@ fn no_module_imports_itself_round_a_cycle() {
             edges.join("; ")
         })
         .collect();
-    assert!(found.is_empty(), "import cycles:\n{}", text.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{}: import cycles:\n{}",
+        tree.src,
+        text.join("\n")
+    );
 }
 
 #[test]
@@ -346,5 +593,92 @@ fn the_cycle_finder_finds_a_cycle() {
     assert_eq!(
         module_of(Path::new("cluster/local/mod.rs")),
         "cluster::local"
+    );
+}
+
+/// Layers that never name a provider: they ask the `Cluster` trait for
+/// what they need or take plain data (`lifecycle`, above them, composes
+/// providers and installs).
+const PROVIDER_FREE: &[&str] = &["install", "metrics", "workload"];
+
+/// The providers under `cluster::`.
+const PROVIDERS: &[&str] = &["kind", "local", "existing"];
+
+/// Each provider module `code` names (`crate::cluster::kind::…`, or a
+/// provider in a `crate::cluster::{…}` group), with its line.
+fn providers_named(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let prefix = "crate::cluster::";
+    let mut at = 0;
+    while let Some(i) = code[at..].find(prefix) {
+        let start = at + i;
+        at = start + prefix.len();
+        let before = code[..start].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at..];
+        // `crate::cluster::kind…` or `crate::cluster::{Cluster, kind::…}`.
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                .split(',')
+                .map(|n| n.trim().split("::").next().unwrap_or(""))
+                .collect(),
+            None => vec![
+                rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or(""),
+            ],
+        };
+        let line = code[..start].matches('\n').count() + 1;
+        for n in names.into_iter().filter(|n| PROVIDERS.contains(n)) {
+            out.push((line, format!("cluster::{n}")));
+        }
+    }
+    out
+}
+
+#[test]
+fn install_metrics_and_workloads_name_no_provider() {
+    let src = common::repo_root().join("harness/src");
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for path in all_sources() {
+        let rel = path.strip_prefix(&src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        if !PROVIDER_FREE.contains(&top.as_ref()) {
+            continue;
+        }
+        checked += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (line, provider) in providers_named(&without_comments(non_test(&text))) {
+            bad.push(format!(
+                "harness/src/{}:{line}: {top} names the provider {provider}; ask the Cluster trait (cluster/provider.rs) or take plain data",
+                rel.display()
+            ));
+        }
+    }
+    assert!(
+        checked > 40,
+        "only {checked} files checked: is the scan broken?"
+    );
+    assert!(bad.is_empty(), "providers named:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_provider_scan_sees_a_provider() {
+    let code = "use crate::cluster::kind::KindCluster;\nuse crate::cluster::{Cluster,\n    local::WebhookEndpoint};\nlet f = crate::cluster::existing::apf::ApfFlows::default();\nuse crate::cluster::kindness;\nuse crate::cluster::provider::Cluster;\n";
+    assert_eq!(
+        providers_named(code),
+        [
+            (1, "cluster::kind".to_string()),
+            (2, "cluster::local".to_string()),
+            (4, "cluster::existing".to_string()),
+        ]
     );
 }

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use harness::cluster::kind::commands::{Cmd, install_hint, output, parse_kind_version, tail};
+use harness::cluster::kind::commands::{install_hint, parse_kind_version};
 use harness::error::{bad_input, env_missing};
 use harness::k8s::K8sRelease;
+use harness::tools::command::{Cmd, output, tail};
 use harness::tools::doctor::{ToolsReport, Way, diagnose};
 use harness::tools::source::set_process_source;
 use harness::tools::versions::KIND_VERSION;

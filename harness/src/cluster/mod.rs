@@ -2,14 +2,18 @@
 //! providers: `local` (processes + kwok) and `kind` (node containers);
 //! `any` attaches to a cluster by name whatever its provider; `state` is
 //! the registry they share; `profile` the control plane's rate and
-//! inflight limits. This file only declares and re-exports: the
-//! modules below import each other by their own paths.
+//! inflight limits; `apf_flows` which FlowSchemas count whose requests.
+//! This file only declares and re-exports: the modules below import each
+//! other by their own paths.
 
 pub mod any;
+pub mod apf_flows;
 pub mod audit;
 pub mod client;
+pub mod controllers;
 pub mod existing;
 pub mod kind;
+pub mod kwok;
 pub mod local;
 pub mod pool;
 pub mod profile;

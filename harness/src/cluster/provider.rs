@@ -137,6 +137,19 @@ pub trait Cluster: Sync {
             )))
         }
     }
+    /// Import an image archive (OCI or docker, a file on this machine)
+    /// into every node's container runtime, where the kubelet finds it:
+    /// how images built here reach nodes that no registry serves. A
+    /// provider whose nodes cannot take one refuses (exit 2).
+    fn load_image_archive(&self, archive: &Path) -> impl Future<Output = Result<()>> + Send {
+        let name = self.name().to_string();
+        let archive = archive.display().to_string();
+        async move {
+            Err(crate::error::bad_input(format!(
+                "cluster {name:?} cannot load the image archive {archive} into its nodes: its provider has no node containers to import it into"
+            )))
+        }
+    }
     /// Remove nodes a pool added.
     fn remove_nodes(&self, names: &[String]) -> impl Future<Output = Result<()>> + Send {
         let n = names.len();

@@ -30,7 +30,7 @@ pub fn images() -> Vec<String> {
 /// Ok when every image is in the engine or can be pulled; else why not,
 /// in one line (the first that cannot be had).
 pub async fn images_available(docker: &Path) -> std::result::Result<(), String> {
-    use crate::cluster::kind::commands::{Cmd, output, tail};
+    use crate::tools::command::{Cmd, output, tail};
     for image in images() {
         let inspect = Cmd::new(docker, &["image", "inspect", "--format", "{{.Id}}", &image]);
         if output(&inspect).await.is_ok_and(|o| o.status.success()) {

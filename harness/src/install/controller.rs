@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
-use crate::cluster::local::WebhookEndpoint;
+use crate::cluster::controllers::WebhookEndpoint;
 use crate::install::apply::{Kustomization, json6902, merge_by_name, replace_fields};
 use crate::tools::modules::read_module_file;
 use crate::yaml::documents as yaml_documents;

@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-use crate::cluster::local::{JOBSET_USER, WebhookEndpoint};
+use crate::cluster::controllers::{JOBSET_USER, WebhookEndpoint};
 use crate::install::apply::apply_all;
 use crate::install::controller::ModuleConfig;
 use crate::poll::Poll;

@@ -19,8 +19,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use crate::cluster::local::kueue::NAMESPACE;
-use crate::cluster::local::{KUEUE_USER, WebhookEndpoint};
+use crate::cluster::controllers::{KUEUE_NAMESPACE, KUEUE_USER, WebhookEndpoint};
 use crate::install::apply::apply_all;
 use crate::install::controller::{ModuleConfig, established};
 use crate::install::release::dry_run_create;
@@ -43,7 +42,7 @@ pub fn module_config() -> Result<ModuleConfig> {
             "config/components/rbac/role.yaml",
             "config/components/rbac/manager_secrets_role.yaml",
         ],
-        namespace: NAMESPACE,
+        namespace: KUEUE_NAMESPACE,
         webhook_dir: "config/components/webhook",
         user: KUEUE_USER,
     })
@@ -73,7 +72,7 @@ fn visibility_bindings(m: &ModuleConfig) -> Result<Vec<Value>> {
 pub fn manifests(ep: &WebhookEndpoint) -> Result<Vec<Value>> {
     let m = module_config()?;
     let mut all = vec![json!({
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}
     })];
     all.extend(m.manifests(ep)?);
     all.extend(visibility_bindings(&m)?);
@@ -172,7 +171,7 @@ pub async fn wait_ready(
 /// release manifest (CRDs, RBAC, webhooks with its own certificates).
 pub const RELEASE: crate::install::release::Release = crate::install::release::Release {
     component: "Kueue",
-    namespace: NAMESPACE,
+    namespace: KUEUE_NAMESPACE,
     deployments: &["kueue-controller-manager"],
     url: crate::tools::versions::kueue_manifest_url,
     controller: crate::tools::Component::Kueue,

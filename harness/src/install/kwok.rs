@@ -8,16 +8,18 @@
 //! release image where images are pulled) and the configuration — the
 //! module's KwokConfiguration with no CRD turned on, followed by the
 //! stages of the local provider's kwok-minimal model
-//! (cluster/local/kwok.rs). kwok refuses stages given both as config and as
+//! (cluster/kwok.rs). kwok refuses stages given both as config and as
 //! its Stage CRD (pkg/kwok/cmd/root.go, `checkConfigOrCRD`), and its other
 //! CRDs (logs, exec, metrics…) are not used by any workload here.
+
+use std::path::Path;
 
 use anyhow::{Context, Result, bail, ensure};
 use kube::api::Api;
 use serde_json::Value;
 
-use crate::cluster::kind::KindCluster;
-use crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
+use crate::cluster::Cluster;
+use crate::cluster::kwok::KWOK_NODE_ANNOTATION;
 use crate::cluster::pool::POOL_NODE_LABEL;
 use crate::cluster::spec::KubeletModel;
 use crate::install::apply::apply_all;
@@ -39,20 +41,27 @@ pub fn release_image() -> String {
 }
 
 /// Apply kwok to `cluster` and keep its DaemonSets off kwok's nodes (not
-/// waiting for kwok).
-pub async fn install(cluster: &KindCluster, k8s: K8sRelease) -> Result<()> {
-    let (image, pull) = if cluster.built() {
+/// waiting for kwok): its kustomization rendered by `kubectl`, its image
+/// built here and loaded into the nodes when they were `built` here (no
+/// registry), else kwok's release image.
+pub async fn install(
+    cluster: &impl Cluster,
+    kubectl: &Path,
+    k8s: K8sRelease,
+    built: bool,
+) -> Result<()> {
+    let (image, pull) = if built {
         let spec = load_built_image(cluster, Component::Kwok, k8s).await?;
         (spec.name, "Never")
     } else {
         (release_image(), "IfNotPresent")
     };
     let dir = module_dir("sigs.k8s.io/kwok", &format!("v{KWOK_VERSION}"))?;
-    let mut objects = kustomize(cluster, &dir.join("kustomize/kwok"), "kwok").await?;
-    let stages = crate::cluster::local::kwok::config(KubeletModel::KwokMinimal)?;
+    let mut objects = kustomize(kubectl, &dir.join("kustomize/kwok"), "kwok").await?;
+    let stages = crate::cluster::kwok::config(KubeletModel::KwokMinimal)?;
     configure(&mut objects, &image, pull, &stages)
         .with_context(|| format!("kwok's kustomization in {}", dir.display()))?;
-    let client = crate::cluster::Cluster::client(cluster).await?;
+    let client = cluster.client().await?;
     apply_all(&client, &objects)
         .await
         .with_context(|| format!("applying kwok from {}", dir.display()))?;

@@ -18,11 +18,10 @@ use std::collections::BTreeMap;
 
 use anyhow::bail;
 
-use crate::cluster::kind::KindCluster;
-use crate::cluster::kind::commands::{self, Cmd, plan};
 use crate::cluster::provider::Cluster;
 use crate::install::apply::apply_all;
 use crate::k8s::K8sRelease;
+use crate::tools::command::{self, Cmd};
 use crate::tools::modules::module_dir;
 use crate::tools::{Component, Resolver};
 
@@ -46,14 +45,22 @@ impl Release {
         apply_url(kubectl, kubeconfig, &(self.url)()).await
     }
 
-    /// Install from the module with the controller built here.
-    pub async fn install_built(&self, cluster: &KindCluster, k8s: K8sRelease) -> Result<()> {
+    /// Install from the module with the controller built here: its image
+    /// loaded into the nodes of `cluster`, its kustomization rendered by
+    /// `kubectl`, its leader election given the control plane's `lease`.
+    pub async fn install_built(
+        &self,
+        cluster: &impl Cluster,
+        kubectl: &Path,
+        k8s: K8sRelease,
+        lease: Lease,
+    ) -> Result<()> {
         let c = self.controller;
         let spec = load_built_image(cluster, c, k8s).await?;
         let src = c.go_source(k8s);
         let dir = module_dir(src.module, &src.module_version)?;
-        let mut objects = kustomize(cluster, &dir.join("config/default"), self.component).await?;
-        lasting_leader_election(&mut objects)?;
+        let mut objects = kustomize(kubectl, &dir.join("config/default"), self.component).await?;
+        lasting_leader_election(&mut objects, lease)?;
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(
@@ -90,8 +97,19 @@ impl Release {
     }
 }
 
-/// Give a controller's leader election the kind control plane's lease
-/// (cluster/kind/patches.rs `LEASE_DURATION`, `RENEW_DEADLINE`): each
+/// A control plane's leader-election lease: how long its scheduler and
+/// controller manager hold their leases and may keep failing to renew
+/// them. lifecycle passes the kind control plane's (cluster/kind/patches.rs
+/// `LEASE_DURATION`, `RENEW_DEADLINE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// `leaseDuration`, e.g. "60s".
+    pub duration: &'static str,
+    /// `renewDeadline`, e.g. "45s".
+    pub renew_deadline: &'static str,
+}
+
+/// Give a controller's leader election the control plane's `lease`: each
 /// ConfigMap value that is a controller Configuration electing a leader
 /// (JobSet's and Kueue's `controller_manager_config.yaml`) gets them,
 /// unless it sets its own; written back as JSON, which their YAML
@@ -101,8 +119,7 @@ impl Release {
 /// JobSet on a loaded kind cluster was refused by JobSet's webhook. The
 /// renewals still come every retry period (2 s), as before. Returns how
 /// many Configurations were changed.
-pub fn lasting_leader_election(objects: &mut [Value]) -> Result<usize> {
-    use crate::cluster::kind::patches::{LEASE_DURATION, RENEW_DEADLINE};
+pub fn lasting_leader_election(objects: &mut [Value], lease: Lease) -> Result<usize> {
     let mut changed = 0;
     for o in objects.iter_mut().filter(|o| o["kind"] == "ConfigMap") {
         let Some(data) = o.get_mut("data").and_then(Value::as_object_mut) else {
@@ -123,8 +140,8 @@ pub fn lasting_leader_election(objects: &mut [Value]) -> Result<usize> {
             {
                 continue;
             }
-            le["leaseDuration"] = LEASE_DURATION.into();
-            le["renewDeadline"] = RENEW_DEADLINE.into();
+            le["leaseDuration"] = lease.duration.into();
+            le["renewDeadline"] = lease.renew_deadline.into();
             *text = serde_json::to_string_pretty(cfg)?.into();
             changed += 1;
         }
@@ -134,9 +151,8 @@ pub fn lasting_leader_election(objects: &mut [Value]) -> Result<usize> {
 
 /// `kubectl kustomize DIR` (a kustomization of a module in the Go module
 /// cache): its objects.
-pub async fn kustomize(cluster: &KindCluster, dir: &Path, component: &str) -> Result<Vec<Value>> {
-    let kubectl = cluster.tools()?.kubectl;
-    let out = commands::run(&Cmd::new(&kubectl, &["kustomize", &dir.to_string_lossy()]))
+pub async fn kustomize(kubectl: &Path, dir: &Path, component: &str) -> Result<Vec<Value>> {
+    let out = command::run(&Cmd::new(kubectl, &["kustomize", &dir.to_string_lossy()]))
         .await
         .with_context(|| format!("{component}'s kustomization in {}", dir.display()))?;
     let text = String::from_utf8(out.stdout).context("kustomize's output is not UTF-8")?;
@@ -144,9 +160,11 @@ pub async fn kustomize(cluster: &KindCluster, dir: &Path, component: &str) -> Re
 }
 
 /// Build the image of `c` (tools/kindnode/images.rs `harness_image`) and
-/// load it into every node of `cluster`; its spec.
+/// load it into every node of `cluster` (`Cluster::load_image_archive`,
+/// the archive written to the cluster's state directory meanwhile); its
+/// spec.
 pub async fn load_built_image(
-    cluster: &KindCluster,
+    cluster: &impl Cluster,
     c: Component,
     k8s: K8sRelease,
 ) -> Result<crate::tools::oci::ImageSpec> {
@@ -156,12 +174,13 @@ pub async fn load_built_image(
         .context("resolving the binary panicked")??
         .path;
     let spec = crate::tools::kindnode::images::harness_image(c, k8s, &bin);
-    let archive = cluster.root.join(format!("{}.oci.tar", c.name()));
+    let archive =
+        crate::cluster::state::cluster_dir(cluster.name()).join(format!("{}.oci.tar", c.name()));
     let (s, a) = (spec.clone(), archive.clone());
     tokio::task::spawn_blocking(move || crate::tools::oci::write_archive(&s, &a))
         .await
         .context("writing the image panicked")??;
-    let loaded = cluster.load_archive(&archive).await;
+    let loaded = cluster.load_image_archive(&archive).await;
     let _ = std::fs::remove_file(&archive);
     loaded?;
     Ok(spec)
@@ -184,10 +203,26 @@ pub fn use_image(objects: &mut [Value], image: &str) -> usize {
 
 /// Apply a release manifest from `url` with kubectl (which fetches it).
 pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
-    commands::run(&plan::apply_url(kubectl, kubeconfig, url))
+    command::run(&apply_url_command(kubectl, kubeconfig, url))
         .await
         .with_context(|| format!("applying {url}"))?;
     Ok(())
+}
+
+/// Server-side apply of a release manifest fetched by kubectl.
+fn apply_url_command(kubectl: &Path, kubeconfig: &Path, url: &str) -> Cmd {
+    Cmd::new(
+        kubectl,
+        &[
+            "--kubeconfig",
+            &kubeconfig.to_string_lossy(),
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            url,
+        ],
+    )
 }
 
 fn available(d: &Deployment) -> bool {
@@ -276,7 +311,7 @@ pub async fn wait_ready(
 mod tests {
     use serde_json::json;
 
-    use crate::install::release::lasting_leader_election;
+    use crate::install::release::{Lease, apply_url_command, lasting_leader_election};
 
     #[test]
     fn an_electing_controllers_configuration_gets_the_kind_lease() {
@@ -288,7 +323,11 @@ mod tests {
             json!({"kind": "ConfigMap", "data": {"c.yaml": own, "other": "x: 1"}}),
             json!({"kind": "Deployment", "data": {"c.yaml": cfg}}),
         ];
-        assert_eq!(lasting_leader_election(&mut objects).unwrap(), 1);
+        let lease = Lease {
+            duration: "60s",
+            renew_deadline: "45s",
+        };
+        assert_eq!(lasting_leader_election(&mut objects, lease).unwrap(), 1);
         let text = objects[0]["data"]["controller_manager_config.yaml"]
             .as_str()
             .unwrap();
@@ -300,5 +339,18 @@ mod tests {
         // Its own lease, other values and other kinds are left alone.
         assert_eq!(objects[1]["data"]["c.yaml"], own);
         assert_eq!(objects[2]["data"]["c.yaml"], cfg);
+    }
+
+    #[test]
+    fn a_release_manifest_is_applied_server_side_from_its_url() {
+        let a = apply_url_command(
+            std::path::Path::new("/x/kubectl"),
+            std::path::Path::new("/k"),
+            "https://x/m.yaml",
+        );
+        assert_eq!(
+            a.display(),
+            "kubectl --kubeconfig /k apply --server-side --force-conflicts -f https://x/m.yaml"
+        );
     }
 }

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::existing::apf::{ApfFlows, EXEMPT_SCHEMA};
+use crate::cluster::apf_flows::{ApfFlows, EXEMPT_SCHEMA};
 use crate::metrics::attribution::Attribution;
 use crate::metrics::prom::{Sample, counter_delta};
 

@@ -22,7 +22,7 @@ use crate::cluster::provider::Cluster;
 /// figure adds up (the local provider's process names).
 const APISERVER: &str = "kube-apiserver";
 const ETCD: &str = "etcd";
-use crate::cluster::existing::apf::ApfFlows;
+use crate::cluster::apf_flows::ApfFlows;
 use crate::metrics::apf::{self, Agreement};
 use crate::metrics::attribution::{Attribution, Attributor};
 use crate::metrics::figures::{EtcdFigures, api_figures, etcd_figures};

@@ -6,6 +6,7 @@
 pub mod build;
 pub mod buildinfo;
 pub mod cdeps;
+pub mod command;
 pub mod component;
 pub mod doctor;
 pub mod download;

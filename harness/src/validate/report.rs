@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::output::{JunitCase, JunitSuite, junit_xml, terminal_safe};
 use crate::schema::finding::Finding;
-use crate::validate::thor::StaticRow;
+use crate::validate::thor::model::StaticRow;
 
 /// Result of one file.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -299,9 +299,9 @@ fn down_leaves_the_host_as_it_was(forward: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// kwok's kubelet-like model against the real kubelet (kubelet_real.rs).
+/// kwok's kubelet-like model against the real kubelet (kubelet/real.rs).
 fn the_kubelet_like_model_against_the_real_kubelet() -> Result<()> {
-    use crate::suite::kubelet_real::{RealKubelet, model_against_the_real_kubelet};
+    use crate::suite::kubelet::real::{RealKubelet, model_against_the_real_kubelet};
     let rc = RealCluster::start("t-real-model")?;
     let fx = rc.fx();
     model_against_the_real_kubelet(&RealKubelet {
@@ -315,14 +315,14 @@ fn the_kubelet_like_model_against_the_real_kubelet() -> Result<()> {
     Ok(())
 }
 
-/// The Thor smoke on real nodes (thor_real.rs).
+/// The Thor smoke on real nodes (thor/real.rs).
 fn thor_smoke_on_the_real_node() -> Result<()> {
-    crate::suite::thor_real::smoke_on_the_real_node()
+    crate::suite::thor::real::smoke_on_the_real_node()
 }
 
 fn thor_smoke_on_an_existing_clusters_real_node() -> Result<()> {
     let rc = RealCluster::start("t-real-exist")?;
-    crate::suite::thor_real::smoke_on_an_existing_clusters_real_node(&rc.fx().cluster)?;
+    crate::suite::thor::real::smoke_on_an_existing_clusters_real_node(&rc.fx().cluster)?;
     rc.stop()?;
     Ok(())
 }

@@ -334,4 +334,538 @@ fn judge_v1(m: &Metric, cur: f64) -> (bool, String) {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+    use crate::bench::core::baseline::{SCHEMA_V1, Tolerance, from_result};
+    use crate::bench::core::figures::KCM_WAIT;
+    use crate::bench::core::result::specs;
+    use crate::bench::core::result::summarize;
+    use crate::bench::thor::plan::{PLAN_PREFIX, against_plan};
+    use crate::bench::thor::result::{self as thor, ModeResult, ThorResult, sample_result};
+    use crate::stats::{Prng, synthetic};
+
+    /// A v1 baseline: one value per metric, the hand-set tolerances.
+    fn v1(requests: f64, p99: f64) -> Baseline {
+        let mut b = from_result(&sample_result(0, 0.0), "s.yaml");
+        b.schema = SCHEMA_V1.into();
+        for (name, m) in b.modes.get_mut("baseline").unwrap().iter_mut() {
+            m.samples.clear();
+            m.tolerance = match m.kind {
+                MetricKind::Latency => Tolerance {
+                    ratio: Some([0.66, 1.5]),
+                    floor: Some(if name == "wall_s" { 5.0 } else { 1000.0 }),
+                    relative: None,
+                },
+                _ => Tolerance {
+                    relative: Some(0.2),
+                    ..Default::default()
+                },
+            };
+            m.value = match name.as_str() {
+                "api_requests_total" => requests,
+                // sample_result's Thor identity makes 100 of them.
+                "api_requests_others" => requests - 100.0,
+                "pod_startup_ms.p99" => p99,
+                _ => m.value,
+            };
+        }
+        b
+    }
+
+    #[test]
+    fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
+        let base = v1(300.0, 2000.0);
+        assert!(base.problems().is_empty(), "{:?}", base.problems());
+        let verdicts = compare(&base, &sample_result(390, 2000.0));
+        let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
+        assert_eq!(failed.len(), 2, "{failed:#?}");
+        assert_eq!(failed[0].metric, "api_requests_others");
+        assert_eq!(failed[1].metric, "api_requests_total");
+        assert!(failed[1].note.contains("+30.0%"), "{}", failed[1].note);
+        assert!(
+            verdicts
+                .iter()
+                .filter(|v| !matches!(v.status, Status::NotInBaseline | Status::NotCompared))
+                .all(|v| v.note.starts_with("single-value baseline")),
+            "{verdicts:#?}"
+        );
+        // Latency ×2.1 but within the 1 s noise: passes; ×2.6 fails.
+        let base = v1(300.0, 700.0);
+        let p99 = |r| {
+            compare(&base, &sample_result(300, r))
+                .into_iter()
+                .find(|v| v.metric == "pod_startup_ms.p99")
+                .unwrap()
+        };
+        assert!(p99(1500.0).pass && p99(1500.0).note.contains("within the noise"));
+        assert!(!p99(1800.0).pass);
+        // Not judging latency: the regression passes and says so; so do the
+        // total and everyone else's requests, which follow the machine's
+        // timing, each with its reason.
+        let mut v = compare(&base, &sample_result(390, 1800.0));
+        counts_only(&specs::<ModeResult>(), &mut v);
+        let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
+        assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
+        let t = v.iter().find(|v| v.metric == "api_requests_total").unwrap();
+        assert!(
+            t.pass
+                && t.note.starts_with(
+                    "not judged (polls and controllers' requests follow the machine's timing, would regress)"
+                ),
+            "{t:#?}"
+        );
+        let o = v.iter().find(|v| v.metric == thor::OTHERS).unwrap();
+        assert!(
+            o.pass
+                && o.note.starts_with(
+                    "not judged (controllers' requests follow how their queues coalesced events, would regress)"
+                ),
+            "{o:#?}"
+        );
+        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+    }
+
+    #[test]
+    fn where_latency_is_not_judged_neither_are_the_counts_that_follow_timing_but_the_plan_is() {
+        // The busy machine's smoke (measured): jobset-gang's Thor identity
+        // polled 3 more times, the run total +6 %; nobody else moved.
+        let base = from_result(&run_set(10, 1, UNCHANGED), "s.yaml");
+        let slower = Shape {
+            extra_thor: 0.125,
+            ..UNCHANGED
+        };
+        let mut v = compare(&base, &run_set(3, 2, slower));
+        let judged: Vec<&str> = v
+            .iter()
+            .filter(|v| !v.pass)
+            .map(|v| v.metric.as_str())
+            .collect();
+        assert!(judged.contains(&"thor_agent_requests"), "{judged:?}");
+        counts_only(&specs::<ModeResult>(), &mut v);
+        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+        for m in [
+            "thor_agent_requests",
+            "thor_agent_calls.get-job",
+            "thor_agent_calls.get-jobset",
+            "eclccserver_calls.list-pods",
+            "api_requests_total",
+            thor::OTHERS,
+        ] {
+            assert!(time_bound(&specs::<ModeResult>(), m).is_some(), "{m}");
+        }
+        for m in [
+            "thor_agent_calls.replace",
+            "thor_agent_writes",
+            "etcd_writes_total",
+        ] {
+            assert_eq!(time_bound(&specs::<ModeResult>(), m), None, "{m}");
+        }
+        // Everyone else's requests +10 %: a regression where timings are
+        // judged (the recording machine), information where they are not.
+        let mut r = run_set(3, 2, UNCHANGED);
+        for s in r.modes.values_mut() {
+            for run in &mut s.repeats {
+                run.run.window.api_requests_total += 150;
+            }
+        }
+        let mut v = compare(&base, &r);
+        // (The run total moves +6 %, inside one mode's band.)
+        let failed: Vec<&str> = v
+            .iter()
+            .filter(|v| !v.pass && v.metric != "api_requests_total")
+            .map(|v| v.metric.as_str())
+            .collect();
+        assert_eq!(failed, [thor::OTHERS, thor::OTHERS], "{v:#?}");
+        counts_only(&specs::<ModeResult>(), &mut v);
+        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+        let others: Vec<&Verdict> = v.iter().filter(|v| v.metric == thor::OTHERS).collect();
+        assert!(
+            others.len() == 2 && others.iter().all(|v| v.note.contains("would regress")),
+            "{others:#?}"
+        );
+    }
+
+    /// Noise of one smoke run, per figure (relative, uniform ±): HPCC's
+    /// polls move its requests by whole kubectl calls.
+    #[derive(Clone, Copy)]
+    struct Shape {
+        thor: f64,
+        others: f64,
+        cpu: f64,
+        extra_thor: f64,
+        /// Seconds kube-controller-manager's requests wait on its QPS limit.
+        kcm_wait: f64,
+    }
+
+    const UNCHANGED: Shape = Shape {
+        thor: 1120.0,
+        others: 1500.0,
+        cpu: 5.5,
+        extra_thor: 0.0,
+        kcm_wait: 0.2,
+    };
+
+    fn one_run(rng: &mut Prng, s: Shape, mode: &str) -> ModeResult {
+        let mut u = || rng.next_u64() as f64 / u64::MAX as f64 * 2.0 - 1.0;
+        // ±4 kubectl calls of 27 requests.
+        let polls = (u() * 4.0).round();
+        let thor = (s.thor + 27.0 * polls) * (1.0 + s.extra_thor);
+        let others = s.others * (1.0 + 0.03 * u());
+        let mut m = sample_result(0, 0.0).modes["baseline"].result.clone();
+        m.run.mode = mode.into();
+        m.thor_agent_requests = thor.round() as u64;
+        m.thor_agent_calls
+            .insert("get-job".into(), ((thor / 27.0) * 0.6).round() as u64);
+        m.thor_agent_calls.insert("replace".into(), 4);
+        m.eclccserver_requests = (300.0 * (1.0 + 0.05 * u())).round() as u64;
+        m.run.window.api_requests_total = (thor + others).round() as u64;
+        m.run.window.etcd_writes_total = (200.0 * (1.0 + 0.03 * u())).round() as u64;
+        m.run.window.apiserver_etcd_cpu_s = s.cpu * (1.0 + 0.15 * u());
+        m.run.pod_startup_ms.p99 = 265.0 * (1.0 + 0.5 * u());
+        m.instance_start_ms.p99 = 1400.0 * (1.0 + 0.4 * u());
+        m.run.wall_s = 31.0 * (1.0 + 0.05 * u());
+        // Unpaced: a few short waits (0–0.4 s in all); paced: ±30 %.
+        let wait = match s.kcm_wait > 1.0 {
+            true => s.kcm_wait * (1.0 + 0.3 * u()),
+            false => s.kcm_wait * (1.0 + u()),
+        };
+        m.run.window.client_throttle.insert(
+            crate::metrics::window::KCM.into(),
+            crate::metrics::throttle::Throttle {
+                requests: 400,
+                waited_s: wait,
+                waited_over_1s: 0,
+                waited_s_by_verb: Default::default(),
+            },
+        );
+        m.run.window.api_latency_ms.insert(
+            "mutating".into(),
+            crate::metrics::Percentiles {
+                p99: 40.0 * (1.0 + 0.8 * u()),
+                ..Default::default()
+            },
+        );
+        m
+    }
+
+    fn run_set(n: usize, seed: u64, s: Shape) -> ThorResult {
+        let mut rng = Prng::new(seed);
+        let mut r = sample_result(0, 0.0);
+        r.modes.clear();
+        for mode in ["baseline", "jobset"] {
+            let runs = (0..n).map(|_| one_run(&mut rng, s, mode)).collect();
+            r.modes.insert(mode.into(), summarize(runs));
+        }
+        r
+    }
+
+    #[test]
+    fn unchanged_code_passes_and_a_thor_only_regression_of_30_percent_fails() {
+        // 30 trials: a baseline of 10 runs, a compare of 3 runs of the same
+        // code, latencies judged too (measured: 0 of 50 failed).
+        let mut false_alarms = Vec::new();
+        for t in 0..30 {
+            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
+            let v = compare(&base, &run_set(3, 900 + t, UNCHANGED));
+            let failed: Vec<String> = v
+                .iter()
+                .filter(|v| !v.pass)
+                .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note))
+                .collect();
+            if !failed.is_empty() {
+                false_alarms.push(failed);
+            }
+        }
+        assert!(false_alarms.len() <= 2, "{false_alarms:#?}");
+        // The Thor identity +30 % (the run total ~+13 %): caught, by name,
+        // in every trial.
+        let worse = Shape {
+            extra_thor: 0.30,
+            ..UNCHANGED
+        };
+        for t in 0..10 {
+            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
+            let v = compare(&base, &run_set(3, 500 + t, worse));
+            let failed: Vec<&str> = v
+                .iter()
+                .filter(|v| !v.pass && v.mode == "jobset")
+                .map(|v| v.metric.as_str())
+                .collect();
+            assert!(failed.contains(&"thor_agent_requests"), "{t}: {failed:?}");
+            let thor = v
+                .iter()
+                .find(|v| v.metric == "thor_agent_requests")
+                .unwrap();
+            let ratio = thor.judged.unwrap().ratio.ratio;
+            assert!(
+                thor.note.starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
+                "{}",
+                thor.note
+            );
+        }
+    }
+
+    #[test]
+    fn a_controller_manager_paced_by_its_qps_is_regressed_by_name() {
+        // kube-controller-manager's limits halved: no request more, each
+        // later. The counts stay; its wait on its own limit is named.
+        let paced = Shape {
+            kcm_wait: 30.0,
+            ..UNCHANGED
+        };
+        for t in 0..10 {
+            let base = from_result(&run_set(3, 100 + t, UNCHANGED), "s.yaml");
+            assert!(base.modes["baseline"].contains_key(KCM_WAIT.key));
+            let v = compare(&base, &run_set(3, 700 + t, paced));
+            let failed: Vec<&str> = v
+                .iter()
+                .filter(|v| !v.pass)
+                .map(|v| v.metric.as_str())
+                .collect();
+            assert_eq!(failed, [KCM_WAIT.key, KCM_WAIT.key], "{t}");
+            let row = v.iter().find(|v| v.metric == KCM_WAIT.key).unwrap();
+            assert!(row.note.starts_with("higher: ×"), "{}", row.note);
+            // Not judged where latencies are not (another machine).
+            let mut v = v;
+            counts_only(&specs::<ModeResult>(), &mut v);
+            assert!(v.iter().all(|v| v.pass));
+        }
+    }
+
+    #[test]
+    fn exact_counts_modes_left_out_and_new_metrics() {
+        let base = from_result(&run_set(5, 1, UNCHANGED), "s.yaml");
+        assert!(base.problems().is_empty(), "{:?}", base.problems());
+        let m = &base.modes["baseline"];
+        assert_eq!(m["pods_created"].kind, MetricKind::Exact);
+        assert_eq!(m["pods_created"].samples, vec![12.0; 5]);
+        assert_eq!(m["eclccserver_requests"].samples.len(), 5);
+        assert!(m.contains_key("thor_agent_calls.get-job"));
+        // One pod more in one run of three: regressed, exactly.
+        let mut r = run_set(3, 2, UNCHANGED);
+        let j = r.modes.get_mut("jobset").unwrap();
+        j.repeats[1].run.pods_created = 13;
+        let v = compare(&base, &r);
+        let pods = v
+            .iter()
+            .find(|v| v.mode == "jobset" && v.metric == "pods_created")
+            .unwrap();
+        assert!(!pods.pass, "{pods:#?}");
+        assert!(
+            pods.note.contains("13 where 5 runs recorded 12"),
+            "{}",
+            pods.note
+        );
+        // A mode left out: one "not compared" row, no regression.
+        let mut r = run_set(3, 2, UNCHANGED);
+        r.modes.remove("jobset");
+        let v = compare(&base, &r);
+        let left: Vec<&Verdict> = v.iter().filter(|v| v.mode == "jobset").collect();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].status, Status::NotCompared);
+        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+        // A metric the baseline lacks is reported, not silently dropped.
+        let mut r = run_set(3, 2, UNCHANGED);
+        for run in &mut r.modes.get_mut("baseline").unwrap().repeats {
+            run.run.window.objects_created.insert("services".into(), 4);
+        }
+        let sum = r.modes.get_mut("baseline").unwrap();
+        *sum = summarize(sum.repeats.clone());
+        let v = compare(&base, &r);
+        let new = v
+            .iter()
+            .find(|v| v.metric == "objects_created.services")
+            .unwrap();
+        assert_eq!((new.status, new.pass), (Status::NotInBaseline, true));
+        // Round trip of a v2 file.
+        let json = serde_json::to_string(&base).unwrap();
+        let back: Baseline = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, base);
+        assert!(
+            !json.contains("tolerance"),
+            "v2 keeps no hand-set tolerance"
+        );
+    }
+
+    #[test]
+    fn the_band_is_the_highest_recorded_run_over_the_median() {
+        assert_eq!(band_of(&[100.0, 110.0, 120.0]), 120.0 / 110.0 - 1.0);
+        assert_eq!(band_of(&[5.0]), 0.0);
+        assert_eq!(band_of(&[0.0, 0.0]), 0.0);
+        let s = synthetic(100.0, 0.1, 20, 3);
+        assert!(band_of(&s) > 0.05 && band_of(&s) < 0.11);
+    }
+
+    /// A run of two 20 s baseline instances whose calls are as HPCC's loop
+    /// makes them (`polls` active polls per instance), with its plan.
+    fn planned_run(polls: u64) -> ModeResult {
+        use crate::workload::thor::driver::callplan::{Life, PlanInputs};
+        let mut m = sample_result(0, 0.0).modes["baseline"].result.clone();
+        m.instances = 2;
+        m.call_plan = Some(PlanInputs {
+            replaces: 4,
+            deletes: 4,
+            lives: vec![
+                Life {
+                    wall_s: 20.0,
+                    start_s: Some(0.4),
+                };
+                2
+            ],
+            failed: 0,
+        });
+        m.thor_agent_calls_by_purpose = [
+            ("replace", 8),
+            ("delete", 8),
+            ("list.stale", 2),
+            ("poll.active", 2 * polls),
+            ("poll.conditions", 4),
+            ("poll.scheduled", 4),
+        ]
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n))
+        .collect();
+        m
+    }
+
+    #[test]
+    fn an_identity_only_regression_fails_against_the_plan_even_inside_the_baseline() {
+        // Three runs as planned: every purpose within its bounds.
+        let mut r = sample_result(0, 0.0);
+        r.modes.insert(
+            "baseline".into(),
+            summarize(vec![planned_run(7), planned_run(8), planned_run(7)]),
+        );
+        let rows = against_plan(&r);
+        assert!(rows.iter().all(|v| v.pass), "{rows:#?}");
+        let active = rows
+            .iter()
+            .find(|v| v.metric == format!("{PLAN_PREFIX}poll.active"))
+            .unwrap();
+        assert!(active.note.contains("2–16"), "{}", active.note);
+        // The Thor identity +30 % (20 → 26 calls per instance, all polls):
+        // a baseline recorded from the same regressed code would pass it; the
+        // plan does not.
+        let worse = summarize(vec![planned_run(13); 3]);
+        r.modes.insert("baseline".into(), worse);
+        let base = from_result(&r, "s.yaml");
+        let failed: Vec<String> = compare(&base, &r)
+            .into_iter()
+            .filter(|v| !v.pass)
+            .map(|v| format!("{}: {}", v.metric, v.note))
+            .collect();
+        assert_eq!(failed.len(), 1, "{failed:#?}");
+        assert!(
+            failed[0].starts_with("thor_agent_calls_vs_plan.poll.active: outside the plan")
+                && failed[0].contains("26 outside 2–16"),
+            "{failed:?}"
+        );
+        // A run with a failed instance is not compared, and says so.
+        let mut failing = planned_run(7);
+        failing.call_plan.as_mut().unwrap().failed = 1;
+        r.modes.insert("baseline".into(), summarize(vec![failing]));
+        let rows = against_plan(&r);
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].status, rows[0].pass), (Status::NotCompared, true));
+    }
+
+    /// A wide band (runs 100–170) and runs just above the median: inside the
+    /// band, so neither a regression nor "lower" (it once read "lower",
+    /// judged against the band's raised runs); runs well under it are lower.
+    #[test]
+    fn inside_a_wide_band_is_no_difference_and_only_below_the_baseline_is_lower() {
+        let m = Metric {
+            value: 100.0,
+            unit: "ms".into(),
+            kind: MetricKind::Latency,
+            tolerance: Tolerance::default(),
+            samples: vec![100.0, 95.0, 170.0, 98.0, 102.0, 100.0, 101.0, 99.0],
+        };
+        let verdict = |cur: &[f64]| {
+            let mut v = Verdict {
+                mode: "jobset".into(),
+                metric: "wall_s".into(),
+                kind: m.kind,
+                baseline: m.value,
+                current: None,
+                pass: true,
+                status: Status::Ok,
+                judged: None,
+                note: String::new(),
+            };
+            judge_samples(&mut v, crate::bench::core::figures::WALL.rule(), &m, cur);
+            v
+        };
+        let above = verdict(&[103.0, 104.0, 103.5]);
+        assert!(above.pass, "{above:#?}");
+        assert_eq!(above.judged.unwrap().verdict, Direction::Same, "{above:#?}");
+        let below = verdict(&[60.0, 61.0, 59.0]);
+        assert!(below.pass);
+        assert_eq!(
+            below.judged.unwrap().verdict,
+            Direction::Lower,
+            "{below:#?}"
+        );
+        let above_band = verdict(&[300.0, 310.0, 305.0]);
+        assert!(!above_band.pass);
+        assert_eq!(above_band.judged.unwrap().verdict, Direction::Higher);
+    }
+
+    /// `r`'s every run with `mutating` mutating requests (one SLO row) and its
+    /// mutating p99 times `slower`.
+    fn with_mutating(mut r: ThorResult, mutating: u64, slower: f64) -> ThorResult {
+        for s in r.modes.values_mut() {
+            for run in s.repeats.iter_mut().chain(std::iter::once(&mut s.result)) {
+                run.run.window.api_latency_slo = vec![crate::metrics::slo::SloRow {
+                    verb: "PATCH".into(),
+                    resource: "pods/status".into(),
+                    scope: "resource".into(),
+                    count: mutating,
+                    ..Default::default()
+                }];
+                if let Some(p) = run.run.window.api_latency_ms.get_mut("mutating") {
+                    p.p99 *= slower;
+                }
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_p99_with_fewer_than_ten_requests_above_it_is_shown_not_judged() {
+        let base = from_result(
+            &with_mutating(run_set(10, 7, UNCHANGED), 190, 1.0),
+            "s.yaml",
+        );
+        let verdict = |n: u64| {
+            compare(&base, &with_mutating(run_set(3, 8, UNCHANGED), n, 5.0))
+                .into_iter()
+                .find(|v| v.mode == "baseline" && v.metric == "api_latency_ms.mutating.p99")
+                .unwrap()
+        };
+        // The smoke's baseline mode: 190 mutating requests, the p99 their 2nd
+        // largest. ×5 would regress, and says so, but passes.
+        let thin = verdict(190);
+        assert!(thin.pass && thin.status == Status::Ok, "{thin:#?}");
+        assert!(
+            thin.note.starts_with(
+                "not judged (a p99 of 190 requests is their 2nd largest; judged from 1000, would regress): higher"
+            ),
+            "{}",
+            thin.note
+        );
+        // 999 is still thin; 1000 (ten above the p99) is judged.
+        assert!(verdict(999).pass);
+        let judged = verdict(1000);
+        assert!(
+            !judged.pass && judged.status == Status::Regressed && judged.note.starts_with("higher"),
+            "{judged:#?}"
+        );
+        // Other metrics are not held back.
+        assert!(thin::requests_behind(&base_run().run.window, "pod_startup_ms.p99").is_none());
+    }
+
+    fn base_run() -> ModeResult {
+        run_set(1, 1, UNCHANGED).modes["baseline"].runs()[0].clone()
+    }
+}

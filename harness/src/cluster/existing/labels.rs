@@ -4,7 +4,7 @@
 
 /// The annotation kwok manages nodes by (kwok's `--manage-nodes-with-
 /// annotation-selector`, as the local provider runs it).
-pub const KWOK_NODE_ANNOTATION: &str = crate::cluster::local::flags::KWOK_NODE_ANNOTATION;
+pub const KWOK_NODE_ANNOTATION: &str = crate::cluster::kwok::KWOK_NODE_ANNOTATION;
 /// The label everything the harness creates on such a cluster carries
 /// (namespaces, pool nodes, FlowSchemas): the run's id (cleanup finds what
 /// is left by it).

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::cluster::client::{client_from_kubeconfig, client_get};
-use crate::cluster::kind::commands::{self, plan};
+use crate::cluster::kind::commands::plan;
 use crate::cluster::spec::ComponentHealth;
+use crate::tools::command;
 
 /// One row per node container, then kube-apiserver's; `docker` is the
 /// engine's CLI, or why it could not be found (said on every node's row).
@@ -24,7 +25,7 @@ pub async fn of(
     for n in nodes {
         let (running, pid, health) = match docker {
             Err(e) => (false, None, format!("{e:#}")),
-            Ok(d) => match commands::output(&plan::inspect(d, n)).await {
+            Ok(d) => match command::output(&plan::inspect(d, n)).await {
                 Ok(o) if o.status.success() => {
                     let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
                     let mut parts = text.split_whitespace();
@@ -32,7 +33,7 @@ pub async fn of(
                     let pid = parts.next().and_then(|p| p.parse().ok()).filter(|p| *p > 0);
                     (status == "running", pid, format!("container {status}"))
                 }
-                Ok(o) => (false, None, commands::tail(&o, 2).trim().to_string()),
+                Ok(o) => (false, None, command::tail(&o, 2).trim().to_string()),
                 Err(e) => (false, None, format!("{e:#}")),
             },
         };

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cluster::kind::commands::{self, KindTools};
+use crate::cluster::kind::commands::KindTools;
+use crate::tools::command;
 
 /// Where the node image (and the controllers' images) come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -39,17 +40,17 @@ pub async fn choose(
     tools: &KindTools,
 ) -> Result<Option<crate::tools::kindnode::BuiltNode>> {
     let pinned_here = || async {
-        let inspect = commands::Cmd::new(&tools.docker, &["image", "inspect", &profile.node_image]);
-        if commands::output(&inspect)
+        let inspect = command::Cmd::new(&tools.docker, &["image", "inspect", &profile.node_image]);
+        if command::output(&inspect)
             .await
             .is_ok_and(|o| o.status.success())
         {
             return Ok(());
         }
-        let pull = commands::Cmd::new(&tools.docker, &["pull", &profile.node_image]);
-        match tokio::time::timeout(Duration::from_secs(600), commands::output(&pull)).await {
+        let pull = command::Cmd::new(&tools.docker, &["pull", &profile.node_image]);
+        match tokio::time::timeout(Duration::from_secs(600), command::output(&pull)).await {
             Ok(Ok(o)) if o.status.success() => Ok(()),
-            Ok(Ok(o)) => Err(commands::tail(&o, 2).trim().to_string()),
+            Ok(Ok(o)) => Err(command::tail(&o, 2).trim().to_string()),
             Ok(Err(e)) => Err(format!("{e:#}")),
             Err(_) => Err("no answer within 600 s".to_string()),
         }
@@ -80,11 +81,11 @@ pub async fn choose(
 
 /// The network built-image clusters share, made when missing.
 pub async fn ensure_network(docker: &Path) -> Result<()> {
-    let inspect = commands::Cmd::new(docker, &["network", "inspect", BUILT_NETWORK]);
-    if commands::output(&inspect).await?.status.success() {
+    let inspect = command::Cmd::new(docker, &["network", "inspect", BUILT_NETWORK]);
+    if command::output(&inspect).await?.status.success() {
         return Ok(());
     }
-    commands::run(&commands::Cmd::new(
+    command::run(&command::Cmd::new(
         docker,
         &[
             "network",
@@ -133,7 +134,7 @@ pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Re
                 "loading {} into node {n} failed ({}):\n{}",
                 archive.display(),
                 out.status,
-                commands::tail(&out, 10)
+                command::tail(&out, 10)
             );
         }
     }

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cluster::kind::commands::{self, plan};
+use crate::cluster::kind::commands::plan;
 use crate::cluster::kind::restarts;
 use crate::poll::Poll;
+use crate::tools::command;
 
 /// How long a component that refuses connections is asked again: the
 /// kubelet restarts an exited container after 10 s, then 20 s (k8s.io/
@@ -27,7 +28,7 @@ const CURL_HTTP_ERROR: i32 = 22;
 /// `node_image` names the image in the error when it has no curl.
 pub async fn etcd_metrics(docker: &Path, control_plane: &str, node_image: &str) -> Result<String> {
     let cmd = plan::etcd_metrics(docker, control_plane);
-    let out = commands::output(&cmd).await?;
+    let out = command::output(&cmd).await?;
     if out.status.success() {
         return String::from_utf8(out.stdout).context("etcd metrics are not UTF-8");
     }
@@ -45,7 +46,7 @@ pub async fn etcd_metrics(docker: &Path, control_plane: &str, node_image: &str) 
         "etcd metrics: `{}` failed ({}):\n{}{}",
         cmd.display(),
         out.status,
-        commands::tail(&out, 10),
+        command::tail(&out, 10),
         restarts_seen(docker, control_plane).await
     )
 }
@@ -80,7 +81,7 @@ pub async fn component_metrics(
     )
     .every(Duration::from_secs(2))
     .until_state(|| async {
-        let out = commands::output(&cmd).await?;
+        let out = command::output(&cmd).await?;
         if out.status.success() {
             return Ok(Ok(out.stdout));
         }
@@ -88,7 +89,7 @@ pub async fn component_metrics(
             "`{}` failed ({}):\n{}",
             cmd.display(),
             out.status,
-            commands::tail(&out, 10)
+            command::tail(&out, 10)
         );
         if matches!(out.status.code(), Some(CURL_REFUSED | CURL_HTTP_ERROR)) {
             return Ok(Err(failed));

@@ -16,8 +16,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-use crate::cluster::kind::commands::{self, Cmd, KindTools};
+use crate::cluster::kind::commands::KindTools;
 use crate::poll::Poll;
+use crate::tools::command::{self, Cmd};
 
 /// Where the conflist goes in each node.
 pub const CONFLIST: &str = "/etc/cni/net.d/10-harness-bridge.conflist";
@@ -132,7 +133,7 @@ pub async fn setup(
             args.push(via);
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        commands::run(&Cmd::new(&tools.docker, &refs))
+        command::run(&Cmd::new(&tools.docker, &refs))
             .await
             .with_context(|| format!("setting up pod networking on node {}", me.name))?;
     }

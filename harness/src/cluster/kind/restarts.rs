@@ -14,7 +14,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::cluster::kind::commands::{self, plan};
+use crate::cluster::kind::commands::plan;
+use crate::tools::command;
 
 /// The static pods' containers, by container name.
 const COMPONENTS: [&str; 4] = [
@@ -109,19 +110,19 @@ pub fn restarted(json: &str) -> Result<Vec<Restart>> {
 /// its ended instance's last log lines.
 pub async fn of(docker: &Path, control_plane: &str) -> Result<Vec<Restart>> {
     let cmd = plan::crictl_ps(docker, control_plane);
-    let out = commands::output(&cmd).await?;
+    let out = command::output(&cmd).await?;
     anyhow::ensure!(
         out.status.success(),
         "`{}` failed ({}):\n{}",
         cmd.display(),
         out.status,
-        commands::tail(&out, 4)
+        command::tail(&out, 4)
     );
     let mut restarts = restarted(&String::from_utf8_lossy(&out.stdout))?;
     for r in &mut restarts {
         if let Some(id) = &r.ended {
             let logs =
-                commands::output(&plan::crictl_logs(docker, control_plane, id, LAST_LINES)).await?;
+                command::output(&plan::crictl_logs(docker, control_plane, id, LAST_LINES)).await?;
             // The components log to stderr; crictl passes each stream on.
             r.last_lines = String::from_utf8_lossy(&logs.stdout)
                 .lines()

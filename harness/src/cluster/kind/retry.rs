@@ -15,8 +15,10 @@ use std::path::Path;
 
 use anyhow::{Context, Error, Result};
 
-use crate::cluster::kind::commands::{self, Cmd, KindTools, plan};
-use crate::cluster::kind::{restarts, turns};
+use crate::cluster::kind::commands::{KindTools, plan};
+use crate::cluster::kind::restarts;
+use crate::cluster::kind::turns;
+use crate::tools::command::{self, Cmd};
 
 /// How many times a cluster is made at most.
 pub const CREATES: u32 = 2;
@@ -71,7 +73,7 @@ pub async fn make(
     let mut failed = Vec::new();
     loop {
         let turn = turns::take_on_this_machine(kind_cluster).await?;
-        let outcome = commands::run(create).await;
+        let outcome = command::run(create).await;
         drop(turn);
         let Err(e) = outcome else {
             return Ok(failed);
@@ -89,7 +91,7 @@ pub async fn make(
         let said = failed_create(made, &e);
         eprintln!("kind cluster {kind_cluster}: {said}");
         failed.push(said);
-        commands::run(&plan::delete(&tools.kind, kind_cluster, kubeconfig)).await?;
+        command::run(&plan::delete(&tools.kind, kind_cluster, kubeconfig)).await?;
         // The next control plane's audit log starts empty (the file stays:
         // the API server opens it for appending, its mode kept).
         std::fs::File::create(audit_log)

@@ -9,15 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::cluster::client::ok_body;
+use crate::cluster::controllers::WebhookEndpoint;
 use crate::cluster::local::layout::Layout;
-
-/// A local webhook server: its URL and the CA that signed its certificate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookEndpoint {
-    /// e.g. https://127.0.0.1:40123 (paths are appended)
-    pub base_url: String,
-    pub ca_pem: String,
-}
 
 /// The webhook server on `port`, its certificate signed by the cluster CA.
 pub fn webhook(layout: &Layout, port: u16) -> Result<WebhookEndpoint> {

@@ -7,13 +7,17 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cluster::client::kubeconfig_text;
+use crate::cluster::kwok;
 use crate::cluster::local::certs::{self, Ca, CertPair};
 use crate::cluster::local::components::{
     APISERVER, CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER,
 };
+use crate::cluster::local::flags;
 use crate::cluster::local::identity::{AUDIT_POLICY, IDENTITIES};
+use crate::cluster::local::kueue;
+use crate::cluster::local::kwok_logs;
 use crate::cluster::local::layout::{Layout, Ports};
-use crate::cluster::local::{flags, kueue, kwok, kwok_logs, realnode};
+use crate::cluster::local::realnode;
 use crate::cluster::spec::ClusterSpec;
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {

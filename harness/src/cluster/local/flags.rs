@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::cluster::kwok::KWOK_NODE_ANNOTATION;
 use crate::cluster::local::layout::{Layout, Ports};
 use crate::k8s::K8sRelease;
 
@@ -198,9 +199,6 @@ pub fn jobset_config(l: &Layout, ports: &Ports) -> String {
         ports.jobset_webhook, ports.jobset_metrics, ports.jobset_health
     )
 }
-
-/// The annotation that marks nodes kwok manages.
-pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 
 pub fn kwok(l: &Layout, ports: &Ports) -> Vec<String> {
     vec![

@@ -2,6 +2,8 @@
 //! certificate and a kubeconfig; the audit log names them) and the audit
 //! policy that makes per-client attribution possible.
 
+// The controllers' users are re-exported: bench/ names KUEUE_USER here.
+pub use crate::cluster::controllers::{JOBSET_USER, KUEUE_USER};
 use crate::cluster::local::components::{CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER};
 use crate::cluster::local::realnode::names::{KUBELET, NODE_USER};
 
@@ -39,12 +41,6 @@ pub const WORKLOAD_USER: &str = "workload";
 
 /// The scheduler's user name (the same on every cluster).
 pub const SCHEDULER_USER: &str = "system:kube-scheduler";
-
-/// The user name the JobSet controller runs as (RBAC binds it).
-pub const JOBSET_USER: &str = "jobset-controller";
-
-/// The user name the Kueue controller runs as (RBAC binds it).
-pub const KUEUE_USER: &str = "kueue-controller";
 
 #[cfg(test)]
 mod tests {

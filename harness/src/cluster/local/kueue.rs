@@ -31,14 +31,11 @@
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
+use crate::cluster::controllers::KUEUE_NAMESPACE;
 use crate::cluster::local::layout::{Layout, Ports};
 use crate::cluster::spec::KueueSpec;
 use crate::tools::modules::{module_dir, read_module_file};
 use crate::tools::versions::KUEUE_VERSION;
-
-/// The namespace Kueue works in (its Configuration's `namespace`): the one
-/// its release manifests create.
-pub const NAMESPACE: &str = "kueue-system";
 
 /// The frameworks the harness enables.
 pub const FRAMEWORKS: &[&str] = &["batch/job", "jobset.x-k8s.io/jobset"];
@@ -140,7 +137,7 @@ pub fn localize(mut cfg: Value, l: &Layout, ports: &Ports, spec: &KueueSpec) -> 
     }
     let certs = p(l.kueue_cert_dir());
     let obj = cfg.as_object_mut().context("a mapping")?;
-    obj.insert("namespace".into(), json!(NAMESPACE));
+    obj.insert("namespace".into(), json!(KUEUE_NAMESPACE));
     obj.insert(
         "health".into(),
         json!({"healthProbeBindAddress": format!("127.0.0.1:{}", ports.kueue_health)}),
@@ -204,7 +201,7 @@ mod tests {
         };
         let c = localize(upstream.clone(), &l, &ports(), &spec).unwrap();
         assert_eq!(c["clientConnection"], json!({"qps": 300, "burst": 500}));
-        assert_eq!(c["namespace"], NAMESPACE);
+        assert_eq!(c["namespace"], KUEUE_NAMESPACE);
         assert_eq!(c["health"]["healthProbeBindAddress"], "127.0.0.1:11");
         assert_eq!(c["metrics"]["bindAddress"], "127.0.0.1:12");
         assert_eq!(

@@ -9,7 +9,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
-use crate::cluster::local::kwok;
+use crate::cluster::kwok;
 use crate::cluster::pool::NodePool;
 use crate::cluster::spec::{NodeSpec, node_ready};
 use crate::poll::Poll;

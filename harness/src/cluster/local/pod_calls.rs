@@ -233,7 +233,7 @@ mod tests {
             );
         }
         // A completed 2-container pod: the research note's count and the
-        // sandbox update a real kubelet 1.37.1 made (kubelet_real.rs).
+        // sandbox update a real kubelet 1.37.1 made (suites/src/suite/kubelet/real.rs).
         let like = expected_calls(KubeletModel::KubeletLike, 2, true, PodEnd::Completes);
         assert_eq!(like.cells(), ["6", "2", "2", "2", "0", "0"]);
         let mut more = like.fewest.clone();

@@ -6,7 +6,7 @@
 //! built-in copy is fine.
 
 use crate::schema::Finding;
-use crate::validate::thor::check_template_set;
+use crate::validate::thor::matrix::check_template_set;
 use crate::validate::thor::setup::{check_eclccserver_rbac, check_rbac_template, check_setup_of};
 use crate::workload::thor::template as tpl;
 use crate::workload::thor::{Mode, Template};

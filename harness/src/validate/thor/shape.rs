@@ -338,7 +338,7 @@ pub fn check_pod_basics(ctx: &Ctx<'_>, path: &[Seg], pod: &Value) -> Vec<Finding
 
 #[cfg(test)]
 mod tests {
-    use crate::validate::thor::check_template_set;
+    use crate::validate::thor::matrix::check_template_set;
     use crate::workload::thor::{self, Mode, Template};
 
     /// The findings' messages when `set`'s template `i` has `from`

@@ -28,14 +28,9 @@ mod state;
 
 pub use client::EspClient;
 pub use execution::{Execution, PollPolicy};
-pub use request::{EspRequest, ResultRef};
+pub use request::{DEFAULT_TARGET, EspRequest, ResultRef, SERVICE};
 pub use response::{
     EclException, ResultMeta, ResultPage, WorkunitInfo, esp_exceptions, parse_created, parse_info,
     parse_response, parse_result,
 };
 pub use state::WuState;
-
-/// The Thor target a workunit is submitted to by default (values.yaml's
-/// `thor: [{name: thor}]`).
-pub const DEFAULT_TARGET: &str = "thor";
-pub use request::SERVICE;

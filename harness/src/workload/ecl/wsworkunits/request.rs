@@ -53,6 +53,10 @@ pub fn create_and_update(ecl: &str, jobname: &str) -> EspRequest {
     )
 }
 
+/// The Thor target a workunit is submitted to by default (values.yaml's
+/// `thor: [{name: thor}]`).
+pub const DEFAULT_TARGET: &str = "thor";
+
 /// Compile and run a workunit on a target cluster.
 pub fn submit(wuid: &str, cluster: &str) -> EspRequest {
     EspRequest::new(

@@ -1,0 +1,394 @@
+//! `harness measure`: any workload — a command, a folder of manifests —
+//! inside the one measurement window (metrics::window) on a fresh local
+//! cluster per run, with the Thor benchmark's Result, report, statistics
+//! and baselines (each variant a "mode"): requests per client identity
+//! (user and user agent), etcd writes, CPU and memory per component, API
+//! latency against the SLOs, pod start-up, a timeline. Variants run
+//! interleaved over `--repeat` rounds in an order shuffled from a printed
+//! seed.
+
+use crate::bench::measure::apply;
+use crate::bench::measure::command;
+use crate::bench::measure::existing;
+use crate::bench::measure::kueue_perf;
+use crate::bench::measure::report;
+use crate::bench::measure::result;
+use crate::bench::measure::run;
+use crate::bench::measure::target;
+use crate::bench::measure::workload;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::bench::core::figures::RunFigures;
+use crate::bench::core::result::Statistics;
+use crate::bench::core::rounds::{announce, schedule};
+use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
+use crate::error::bad_input;
+use crate::k8s::K8sRelease;
+use crate::lifecycle;
+use crate::metrics::timeline::Timeline;
+use crate::progress::Step;
+use crate::tools::Component;
+
+use result::{Figures, MeasureResult, WorkloadRun};
+use workload::{Variant, Workload};
+
+/// The Result schema of the figures part.
+pub const FIGURES_SCHEMA: &str = <RunFigures as crate::bench::core::result::Run>::SCHEMA;
+
+pub struct MeasureOptions {
+    /// `--name`: names the baseline (`measure-NAME`) and the report.
+    pub name: String,
+    /// One workload, or the A/B variants.
+    pub variants: Vec<Variant>,
+    pub repeat: u32,
+    pub seed: Option<u64>,
+    /// The cluster every run gets afresh (its name is replaced per run);
+    /// on kind its minor and Kueue only (the rest is the kind config's).
+    pub spec: ClusterSpec,
+    /// Local or kind (target.rs).
+    pub provider: target::Provider,
+    pub bins: BTreeMap<Component, PathBuf>,
+    /// Name prefix of the clusters.
+    pub cluster_prefix: String,
+    /// Where result.json, the reports and each run's output go.
+    pub out: PathBuf,
+    /// How long a command (or an apply's wait) may take.
+    pub timeout: Duration,
+    /// Also scrape the API server's and etcd's metrics every second.
+    pub scrape: bool,
+    /// After a command: keep the window open until the cluster has
+    /// settled (apply::wait_settled), as the harness.
+    pub settle: bool,
+}
+
+/// What a run needs before any cluster starts: each command runnable,
+/// each folder's manifests loaded, `--out` writable. Returns the
+/// manifests per variant, in apply order.
+pub fn preflight(
+    opts: &MeasureOptions,
+    path: &std::ffi::OsStr,
+) -> Result<BTreeMap<String, Vec<serde_json::Value>>> {
+    workload::check_name("--name", &opts.name)?;
+    if opts.repeat == 0 {
+        return Err(bad_input("--repeat 0: must be at least 1"));
+    }
+    if opts.variants.is_empty() {
+        return Err(bad_input(
+            "nothing to measure: give a command after `--`, --apply DIR, or two --variant",
+        ));
+    }
+    writable(&opts.out)?;
+    let mut manifests = BTreeMap::new();
+    for v in &opts.variants {
+        match &v.workload {
+            Workload::Command(argv) => command::check(argv, path)?,
+            Workload::Apply(dir) => {
+                manifests.insert(v.name.clone(), apply::order(apply::load(dir)?));
+            }
+            Workload::KueuePerf(config) => {
+                crate::input::read_flag("--kueue-perf", config)?;
+                if opts.spec.kueue.is_none() {
+                    return Err(bad_input(
+                        "--kueue-perf needs a cluster with Kueue (--kueue)",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(manifests)
+}
+
+fn writable(out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out)
+        .and_then(|()| tempfile::NamedTempFile::new_in(out).map(|_| ()))
+        .map_err(|e| bad_input(format!("--out {}: not writable: {e}", out.display())))
+}
+
+/// PATH with the cluster's kubectl first (a link named `kubectl` in
+/// `<out>/.bin`): `kubectl` in a measured command is the cluster's own
+/// release.
+fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
+    let bin = out.join(".bin");
+    std::fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
+    let link = bin.join("kubectl");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(kubectl, &link)
+        .with_context(|| format!("linking {}", link.display()))?;
+    let mut dirs: Vec<PathBuf> = vec![std::path::absolute(&bin)?];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    Ok(std::env::join_paths(dirs).unwrap_or_default())
+}
+
+/// Every variant × `repeat` on fresh local clusters. `result.json` is
+/// rewritten as each run finishes.
+pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
+    writable(&opts.out)?;
+    // An existing cluster is probed before anything else: its release,
+    // not --k8s-version, decides the kubectl the workload gets.
+    let existing = match &opts.provider {
+        target::Provider::Existing(t) => {
+            let first = opts.variants.first().map_or("", |v| v.name.as_str());
+            let (cluster, caps) = existing::prepare(t, first).await?;
+            Some(OnExisting {
+                target: t,
+                cluster,
+                caps,
+                tokens: crate::bench::thor::existing::token_dir()?,
+            })
+        }
+        _ => None,
+    };
+    let k8s = match &existing {
+        Some(e) => crate::bench::thor::existing::server_release(&e.caps)?,
+        None => K8sRelease::parse(&opts.spec.k8s_minor)?,
+    };
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
+    let runner = match opts
+        .variants
+        .iter()
+        .any(|v| matches!(v.workload, Workload::KueuePerf(_)))
+    {
+        true => {
+            Some(lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::KueuePerfRunner).await?)
+        }
+        false => None,
+    };
+    let path = path_with(&kubectl, &opts.out)?;
+    let manifests = preflight(opts, &path)?;
+    let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
+    let names: Vec<String> = opts.variants.iter().map(|v| v.name.clone()).collect();
+    let rounds = schedule(&names, opts.repeat, seed);
+    announce(&rounds, seed);
+    let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
+    // The control-plane profile is the harness's only where it starts it.
+    if existing.is_none() {
+        model.extend(
+            opts.spec
+                .control_plane
+                .describe()
+                .into_iter()
+                .map(|(k, v)| (format!("control_plane.{k}"), v)),
+        );
+    }
+    let mut result = MeasureResult {
+        schema: result::SCHEMA.into(),
+        name: opts.name.clone(),
+        variants: opts
+            .variants
+            .iter()
+            .map(|v| (v.name.clone(), v.workload.describe()))
+            .collect(),
+        runs: Vec::new(),
+        kueue_runner: Vec::new(),
+        figures: Figures {
+            schema: FIGURES_SCHEMA.into(),
+            scenario: format!("measure-{}", opts.name),
+            scenario_file: String::new(),
+            provider: opts.provider.name().into(),
+            k8s_version: match &existing {
+                Some(e) => e.caps.server_version.trim_start_matches('v').to_string(),
+                None => k8s.version.into(),
+            },
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+            started: crate::bench::core::rounds::now(),
+            shape: Default::default(),
+            model,
+            modes: BTreeMap::new(),
+            harness_peak_rss_kib: 0,
+            capabilities: existing.as_ref().map(|e| e.caps.clone()),
+            timelines: Vec::new(),
+            statistics: Some(Statistics::new(seed, rounds.clone(), names[0].clone())),
+            machine: crate::machine::Machine::this(),
+        },
+    };
+    for (round, order) in rounds.iter().enumerate() {
+        for name in order {
+            let v = opts
+                .variants
+                .iter()
+                .find(|v| &v.name == name)
+                .context("a scheduled variant")?;
+            let step = Step::start(format!(
+                "{} ({}){}",
+                v.name,
+                v.workload.describe(),
+                match opts.repeat {
+                    1 => String::new(),
+                    n => format!(", round {}/{n}", round + 1),
+                }
+            ));
+            let run_dir = format!("runs/{}-{round}", v.name);
+            let ctx = run::RunContext {
+                name: &opts.name,
+                variant: v,
+                round: round as u32,
+                out: &opts.out,
+                run_dir: &run_dir,
+                path: &path,
+                manifests: manifests.get(&v.name).map(Vec::as_slice).unwrap_or(&[]),
+                runner: runner.as_deref(),
+                timeout: opts.timeout,
+                scrape: opts.scrape,
+                settle: opts.settle,
+            };
+            let (mode, mut run, timeline, where_) = match &existing {
+                Some(e) => on_existing(e, &ctx).await?,
+                None => {
+                    let name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
+                    let (r, version) = on_fresh(opts, &ctx, &name).await?;
+                    // What the nodes run (a pulled kind image may be
+                    // another patch).
+                    if let Some(v) = version {
+                        result.figures.k8s_version = v;
+                    }
+                    r
+                }
+            };
+            run.cluster = where_;
+            step.done(&format!(
+                "exit {}, {:.1} s; {} API requests, {} etcd writes",
+                run.exit_code,
+                run.wall_s,
+                mode.window.api_requests_total,
+                mode.window.etcd_writes_total
+            ));
+            if let Workload::KueuePerf(_) = &v.workload {
+                let summary = opts.out.join(&run.output).join("kueue-perf/summary.yaml");
+                if run.exit_code == 0 {
+                    result.kueue_runner.push(kueue_perf::read_summary(
+                        &summary,
+                        &v.name,
+                        round as u32,
+                    )?);
+                }
+            }
+            result.runs.push(run);
+            result
+                .figures
+                .timelines
+                .push((v.name.clone(), round, timeline));
+            result.figures.add_run(&v.name, mode);
+            report::save_progress(&result, &opts.out)?;
+        }
+    }
+    Ok(result)
+}
+
+/// A run's figures, its workload's outcome, its timeline, and where it ran.
+type Ran = (RunFigures, WorkloadRun, Timeline, String);
+
+/// An existing cluster measure runs on: attached and probed once, with a
+/// private directory for the workload's token kubeconfigs.
+struct OnExisting<'a> {
+    target: &'a target::ExistingTarget,
+    cluster: crate::cluster::existing::ExistingCluster,
+    caps: crate::cluster::existing::probe::Capabilities,
+    tokens: tempfile::TempDir,
+}
+
+/// One run on a fresh cluster called `name`, down after it; on failure the
+/// cluster is stopped and its state kept (the error says where). Also the
+/// version a kind cluster's nodes run.
+async fn on_fresh(
+    opts: &MeasureOptions,
+    ctx: &run::RunContext<'_>,
+    name: &str,
+) -> Result<(Ran, Option<String>)> {
+    let cluster = target::start(&opts.provider, &opts.spec, &opts.bins, name).await?;
+    let version = match &cluster {
+        AnyCluster::Kind(c) => Some(c.state.k8s_version.clone()),
+        AnyCluster::Local(_) => None,
+    };
+    let same = target::same_clients(&cluster);
+    let r = lifecycle::while_alive(&cluster, async {
+        let identity = target::identity(&cluster, ctx.timeout + Duration::from_secs(600)).await?;
+        let place = run::Place {
+            identity: &identity,
+            pods_in: None,
+            fresh: true,
+            apf: None,
+        };
+        run::run_one(&cluster, place, ctx).await
+    })
+    .await;
+    match r {
+        Ok((mut mode, run, timeline)) => {
+            cluster.down(false)?;
+            mode.window.rename_clients(&same);
+            Ok(((mode, run, timeline, name.to_string()), version))
+        }
+        Err(e) => {
+            let dir = target::state_dir(&cluster).to_path_buf();
+            let down = cluster.down(true);
+            let e = e.context(format!(
+                "{} on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
+                ctx.variant.name,
+                dir.display()
+            ));
+            Err(match down {
+                Ok(()) => e,
+                Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
+            })
+        }
+    }
+}
+
+/// One run in a namespace of its own on an existing cluster, removed
+/// after it whatever happened (with every FlowSchema of the run).
+async fn on_existing(e: &OnExisting<'_>, ctx: &run::RunContext<'_>) -> Result<Ran> {
+    let (t, cluster) = (e.target, &e.cluster);
+    let ns = existing::namespace_of(&t.run_id, &ctx.variant.name, ctx.round)?;
+    let r = async {
+        let ttl = ctx.timeout + Duration::from_secs(600);
+        let site = existing::site(cluster, t, &ns, e.tokens.path(), ttl).await?;
+        let place = run::Place {
+            identity: &site.identity,
+            pods_in: Some(&ns),
+            fresh: false,
+            apf: site.apf.clone(),
+        };
+        run::run_one(cluster, place, ctx).await
+    }
+    .await;
+    let cleaned = existing::cleanup(t).await;
+    match (r, cleaned) {
+        (Ok((mut mode, run, timeline)), Ok(())) => {
+            mode.window.rename_clients(existing::same_clients(&ns));
+            Ok((mode, run, timeline, format!("namespace {ns}")))
+        }
+        (Ok(_), Err(c)) => Err(c.context(format!("removing run {} from the cluster", t.run_id))),
+        (Err(e), Ok(())) => Err(e.context(format!(
+            "{} in namespace {ns} (everything of run {} was removed)",
+            ctx.variant.name, t.run_id
+        ))),
+        (Err(e), Err(c)) => Err(e.context(format!(
+            "{} in namespace {ns}; removing run {} failed too: {c:#}",
+            ctx.variant.name, t.run_id
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_interleave_every_variant_replayably() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let r = schedule(&names, 6, 3);
+        assert_eq!(r.len(), 6);
+        for round in &r {
+            let mut s = round.clone();
+            s.sort();
+            assert_eq!(s, names);
+        }
+        assert!(r.iter().any(|x| x != &r[0]));
+        assert_eq!(schedule(&names, 6, 3), r);
+    }
+}
