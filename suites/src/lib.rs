@@ -260,9 +260,8 @@ pub fn thor_options(
         out: None,
         scrape: false,
         profiles: None,
-        existing: None,
+        provider: harness::cluster::Provider::Local { real_node: false },
         real_node: false,
-        kind: None,
     }
 }
 

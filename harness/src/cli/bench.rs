@@ -12,13 +12,15 @@ use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};
 use harness::cluster::profile::{ControlPlane, Profile};
+use harness::cluster::{Ask, Provider};
 use harness::error::{self, bad_input};
 use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::metrics::pprof;
-use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 use harness::workload::thor::Mode;
 
-use crate::cli::args::{ExistingArgs, parse_bins, parse_profile};
+use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::interrupt::{Made, or_tear_down};
+use crate::cli::provider::ProviderArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -126,44 +128,24 @@ pub struct BenchThorArgs {
     #[arg(long, default_value_t = 20)]
     pub profile_seconds: u32,
     /// local: a fresh local cluster per mode; kind: a fresh kind cluster
-    /// per mode (its profile from kind-configs/, Thor's pods as real
-    /// containers on the worker); existing: the cluster of --kubeconfig,
-    /// which the harness never starts or stops (each mode in a namespace
-    /// of its own, removed after).
-    #[arg(long, value_enum, default_value = "local")]
-    pub provider: BenchProvider,
-    /// With --provider kind: where the node and controller images come
-    /// from (pulled, built here, or auto), as `up --kind-images`.
-    #[arg(long, value_enum)]
-    pub kind_images: Option<harness::cluster::kind::KindImages>,
+    /// per mode (its profile from kind-configs/ by mode, Thor's pods as
+    /// real containers on the worker); existing: the cluster of
+    /// --kubeconfig, which the harness never starts or stops (each mode
+    /// in a namespace of its own, removed after). --real-node: Thor's pods
+    /// run real containers on real nodes (the scenario's
+    /// cluster.realNode): locally on a real node beside the fake ones
+    /// (root, one per machine), on an existing cluster on its own nodes;
+    /// its baseline is `<scenario>.real-node.json`.
     #[command(flatten)]
-    pub existing: ExistingArgs,
+    pub target: ProviderArgs,
     /// With --provider existing: probe, print every object the run would
     /// create and the API calls it would make, create nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// On an existing cluster that runs other workloads: load it above the
-    /// smoke size anyway.
-    #[arg(long)]
-    pub yes: bool,
-    /// Thor's pods run real containers on real nodes (the scenario's
-    /// cluster.realNode): locally on a real node beside the fake ones
-    /// (`up --real-node`: root, one per machine), on an existing cluster
-    /// on its own nodes. Its baseline is `<scenario>.real-node.json`.
-    #[arg(long)]
-    pub real_node: bool,
     /// With --provider existing --real-node: the image Thor's containers
     /// run, agnhost (its netexec serves the exits), pullable by the nodes.
     #[arg(long, default_value = harness::tools::versions::AGNHOST_IMAGE)]
     pub node_image: String,
-}
-
-/// Where `bench thor` runs.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BenchProvider {
-    Local,
-    Kind,
-    Existing,
 }
 
 #[derive(Args, Debug)]
@@ -261,50 +243,21 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
         ));
     }
-    if args.kind_images.is_some() && args.provider != BenchProvider::Kind {
-        return Err(bad_input("--kind-images is for --provider kind"));
+    let provider = args.target.provider(&args.node_image)?;
+    if let Provider::Kind(k) = &provider
+        && (k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok)
+    {
+        return Err(bad_input(
+            "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
+        ));
     }
-    let existing = match args.provider {
-        BenchProvider::Local | BenchProvider::Kind if args.existing.any() || args.yes => {
-            return Err(bad_input(
-                "--kubeconfig, --context, --audit-log, --etcd-*, --attribution, --apf-identity and --yes are for --provider existing",
-            ));
-        }
-        BenchProvider::Kind if args.real_node => {
-            return Err(bad_input(
-                "--real-node: kind nodes are real nodes already; Thor's pods run on the kind worker",
-            ));
-        }
-        BenchProvider::Kind if args.profile.is_some() || !args.bins.is_empty() => {
-            return Err(bad_input(
-                "--profile and --bin are for --provider local: a kind cluster runs its node image's binaries",
-            ));
-        }
-        BenchProvider::Local | BenchProvider::Kind => None,
-        BenchProvider::Existing => {
-            if args.profile.is_some() {
-                return Err(bad_input(
-                    "--profile reads the control plane's pprof endpoints: only on the harness's own clusters",
-                ));
-            }
-            Some(thor::existing::ExistingTarget {
-                cluster: args.existing.options()?,
-                run_id: harness::cluster::existing::site::new_run_id(),
-                yes: args.yes,
-                node_image: args.node_image.clone(),
-            })
-        }
-    };
+    if !args.bins.is_empty() {
+        provider.check(Ask::Binaries, "--bin")?;
+    }
+    if args.profile.is_some() {
+        provider.check(Ask::Profiles, "--profile")?;
+    }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
-    let kind = match args.provider {
-        BenchProvider::Kind => Some(thor::KindBench {
-            images: args.kind_images.unwrap_or_default(),
-            root: root.clone().ok_or_else(|| {
-                bad_input("--provider kind reads kind-configs/: run from inside the repository")
-            })?,
-        }),
-        _ => None,
-    };
     let opts = ThorBenchOptions {
         scenario: args.scenario.clone(),
         modes,
@@ -322,9 +275,8 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
             )),
             None => None,
         },
-        existing,
-        real_node: args.real_node,
-        kind,
+        real_node: args.target.real_node,
+        provider,
     };
     // Every check before any cluster starts.
     let pre = thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
@@ -351,36 +303,10 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         );
         return judge_and_record(args, root.as_deref(), &result);
     }
-    let result = match signal::race(thor::bench_thor(&opts)).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            match &opts.existing {
-                Some(target) => {
-                    eprintln!(
-                        "\nharness: {sig}: removing what run {} created",
-                        target.run_id
-                    );
-                    thor::existing::cleanup(target).await?;
-                }
-                None => {
-                    eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-                    match opts.kind {
-                        // A `kind create` cut short has node containers
-                        // and no state yet: abandon deletes by kind name.
-                        Some(_) => {
-                            for name in harness::cluster::state::list_clusters()?
-                                .into_iter()
-                                .filter(|n| n.starts_with(&opts.cluster_prefix))
-                            {
-                                harness::cluster::kind::abandon(&name)?;
-                            }
-                        }
-                        None => harness::lifecycle::down_all(&opts.cluster_prefix)?,
-                    }
-                }
-            }
-            return Ok(EXIT_INTERRUPTED);
-        }
+    let made = Made::Prefixed(&opts.cluster_prefix);
+    let result = match or_tear_down(thor::bench_thor(&opts), &opts.provider, made).await? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
     };
     for p in files::write_all(&result, &args.out)? {
         eprintln!("wrote {}", p.display());
@@ -455,13 +381,10 @@ async fn run_local_bench<T>(
     prefix: &str,
     report: impl FnOnce(&T) -> Result<(Vec<PathBuf>, String)>,
 ) -> Result<i32> {
-    let result = match signal::race(bench).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            eprintln!("\nharness: {sig}: tearing down the benchmark's clusters");
-            harness::lifecycle::down_all(prefix)?;
-            return Ok(EXIT_INTERRUPTED);
-        }
+    let local = Provider::Local { real_node: false };
+    let result = match or_tear_down(bench, &local, Made::Prefixed(prefix)).await? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
     };
     let (files, table) = report(&result)?;
     for p in files {

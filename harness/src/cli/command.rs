@@ -151,7 +151,8 @@ mod tests {
 #[cfg(test)]
 mod up_tests {
     use crate::cli::command::{Cli, Command};
-    use crate::cli::up::{Provider, up};
+    use crate::cli::provider::ProviderName;
+    use crate::cli::up::up;
     use clap::Parser;
     use std::path::Path;
 
@@ -177,7 +178,7 @@ mod up_tests {
                 assert_eq!(a.name, "g");
                 assert_eq!(a.nodes, 2);
                 assert_eq!(a.tools.k8s_version(), "1.36");
-                assert_eq!(a.provider, Provider::Local);
+                assert_eq!(a.target.provider, ProviderName::Local);
             }
             other => panic!("parsed as {other:?}"),
         }
@@ -199,13 +200,13 @@ mod up_tests {
         .unwrap();
         match cli.command {
             Command::Up(a) => {
-                assert_eq!(a.provider, Provider::Kind);
+                assert_eq!(a.target.provider, ProviderName::Kind);
                 assert_eq!(
-                    a.kind.config.as_deref(),
+                    a.target.kind.config.as_deref(),
                     Some(Path::new("kind-configs/gang-1.37.yaml"))
                 );
                 assert!(a.kueue.kueue);
-                assert_eq!(a.kind.kind_profile, "baseline");
+                assert_eq!(a.target.kind.kind_profile, None);
                 assert_eq!(a.tools.k8s_version, None);
                 assert_eq!(a.tools.k8s_version(), "1.37");
             }

@@ -10,14 +10,16 @@ use clap::Args;
 use harness::bench::core::report::compare as compare_report;
 use harness::bench::core::{baseline, policy};
 use harness::bench::measure::workload::{self, Variant, Workload};
-use harness::bench::measure::{self, MeasureOptions, report, target};
+use harness::bench::measure::{self, MeasureOptions, report};
 use harness::cluster::profile::{ControlPlane, Profile};
+use harness::cluster::{Ask, Provider};
 use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::error::{self, bad_input};
 use harness::k8s::K8sRelease;
-use harness::signal::{self, EXIT_INTERRUPTED, Raced};
 
-use crate::cli::args::{ExistingArgs, parse_bins, parse_profile};
+use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::interrupt::{Made, or_tear_down};
+use crate::cli::provider::ProviderArgs;
 
 #[derive(Args, Debug)]
 #[command(
@@ -70,22 +72,8 @@ pub struct MeasureArgs {
     /// namespace of its own on an existing cluster (--kubeconfig; the
     /// workload acts as a ServiceAccount that is admin of that namespace
     /// only; the server's release, not --k8s-version, decides).
-    #[arg(long, value_enum, default_value = "local")]
-    pub provider: MeasureProvider,
     #[command(flatten)]
-    pub existing: ExistingArgs,
-    /// existing: measure on a cluster that runs other workloads (their
-    /// CPU, memory and etcd writes share the window).
-    #[arg(long)]
-    pub yes: bool,
-    /// kind: the profile whose config each cluster is made from
-    /// (kind-configs/<profile>-<minor>.yaml: baseline, jobset, gang).
-    #[arg(long, default_value = "baseline")]
-    pub kind_profile: String,
-    /// kind: node and controller images pulled, built here, or auto (as
-    /// `up --kind-images`).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub kind_images: harness::cluster::kind::KindImages,
+    pub target: ProviderArgs,
     /// Control-plane profile: default or tuned (as `up --control-plane`).
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
@@ -166,14 +154,6 @@ impl MeasureArgs {
     }
 }
 
-/// `measure --provider`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MeasureProvider {
-    Local,
-    Kind,
-    Existing,
-}
-
 pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     let variants = args.variants()?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
@@ -181,63 +161,28 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         return Err(bad_input("--timeout, --nodes and --node-pods must be ≥ 1"));
     }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
-    if args.provider != MeasureProvider::Existing && (args.existing.any() || args.yes) {
-        return Err(bad_input(
-            "--kubeconfig, --context, --audit-log, --etcd-*, --attribution, --apf-identity and --yes are for --provider existing",
-        ));
+    let provider = args.target.provider("")?;
+    if args.nodes.is_some() || args.node_pods.is_some() {
+        provider.check(Ask::FakeNodes, "--nodes/--node-pods")?;
     }
-    let provider = match args.provider {
-        MeasureProvider::Local => target::Provider::Local,
-        MeasureProvider::Existing => {
-            if args.nodes.is_some() || args.node_pods.is_some() {
-                return Err(bad_input(
-                    "--nodes/--node-pods: the harness does not change the nodes of a cluster it did not start; the flags are for --provider local",
-                ));
-            }
-            if args.control_plane != Profile::Default {
-                return Err(bad_input(
-                    "--control-plane: the harness does not reconfigure a cluster it did not start; the flag is for --provider local",
-                ));
-            }
-            if args.kueue || args.kueue_perf.is_some() {
-                return Err(bad_input(
-                    "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
-                ));
-            }
-            target::Provider::Existing(Box::new(target::ExistingTarget {
-                cluster: args.existing.options()?,
-                run_id: harness::cluster::existing::site::new_run_id(),
-                yes: args.yes,
-            }))
+    if args.control_plane != Profile::Default {
+        provider.check(Ask::ControlPlane, "--control-plane")?;
+    }
+    if let Some(bin) = args.bins.first() {
+        provider.check(Ask::Binaries, &format!("--bin {bin}"))?;
+    }
+    match &provider {
+        Provider::Existing(_) if args.kueue || args.kueue_perf.is_some() => {
+            return Err(bad_input(
+                "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
+            ));
         }
-        MeasureProvider::Kind => {
-            if args.nodes.is_some() || args.node_pods.is_some() {
-                return Err(bad_input(
-                    "--nodes/--node-pods: kind nodes are real containers, their number comes from the kind config; the flags are for --provider local",
-                ));
-            }
-            if args.control_plane != Profile::Default {
-                return Err(bad_input(
-                    "--control-plane: the kind provider does not apply control-plane profiles; the flag is for --provider local",
-                ));
-            }
-            let root = root.as_deref().ok_or_else(|| {
-                bad_input(
-                    "--provider kind needs the repository (kind-configs/): run from inside it",
-                )
-            })?;
-            let config = harness::cluster::kind::config::default_config(
-                root,
-                &args.kind_profile,
-                k8s.minor,
-            )?;
+        Provider::Kind(choice) => {
+            let config = harness::lifecycle::target::kind_config(choice, None, k8s.minor)?;
             harness::lifecycle::validate_kind_config(&config)?;
-            target::Provider::Kind {
-                config,
-                images: args.kind_images,
-            }
         }
-    };
+        _ => {}
+    }
     let mut spec = ClusterSpec::new("measure", k8s.minor);
     spec.nodes = NodeSpec {
         count: args.nodes.unwrap_or(3),
@@ -267,7 +212,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         })?;
         // A missing baseline is said before any run; an existing
         // cluster's release is known only once it is probed.
-        if args.compare && !matches!(opts.provider, target::Provider::Existing(_)) {
+        if args.compare && opts.provider.starts_clusters() {
             baseline::load(&baseline::path_of(
                 root,
                 opts.provider.name(),
@@ -277,26 +222,11 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
             ))?;
         }
     }
-    let result = match signal::race(measure::measure(&opts)).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            match &opts.provider {
-                target::Provider::Existing(t) => {
-                    eprintln!(
-                        "\nharness: {sig}: stopping the workload and removing what run {} created",
-                        t.run_id
-                    );
-                    measure::existing::cleanup(t).await?;
-                }
-                _ => {
-                    eprintln!(
-                        "\nharness: {sig}: stopping the workload and tearing down its clusters"
-                    );
-                    harness::lifecycle::down_all(&opts.cluster_prefix)?;
-                }
-            }
-            return Ok(EXIT_INTERRUPTED);
-        }
+    let work = measure::measure(&opts);
+    let made = Made::Prefixed(&opts.cluster_prefix);
+    let result = match or_tear_down(work, &opts.provider, made).await? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
     };
     for p in report::write_all(&result, &args.out)? {
         eprintln!("wrote {}", p.display());

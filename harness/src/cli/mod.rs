@@ -4,7 +4,9 @@
 mod args;
 mod bench;
 mod command;
+mod interrupt;
 mod measure;
+mod provider;
 mod report;
 mod status;
 mod tools;

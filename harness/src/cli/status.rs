@@ -7,7 +7,7 @@ use harness::cluster::Cluster;
 use harness::error;
 
 use crate::cli::args::{ExistingArgs, Format};
-use crate::cli::bench::BenchProvider;
+use crate::cli::provider::ProviderName;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -19,7 +19,7 @@ pub struct StatusArgs {
     /// local: the clusters this machine's harness started; existing: the
     /// cluster of --kubeconfig, probed for what `bench thor` needs.
     #[arg(long, value_enum, default_value = "local")]
-    pub provider: BenchProvider,
+    pub provider: ProviderName,
     #[command(flatten)]
     pub existing: ExistingArgs,
     /// The scenario whose needs an existing cluster is probed for.
@@ -83,19 +83,19 @@ async fn existing(args: &StatusArgs) -> Result<i32> {
 /// when any is unhealthy.
 pub async fn status(args: &StatusArgs) -> Result<i32> {
     match args.provider {
-        BenchProvider::Existing if args.name.is_some() => {
+        ProviderName::Existing if args.name.is_some() => {
             return Err(error::bad_input(
                 "--name is for the local provider's clusters",
             ));
         }
-        BenchProvider::Existing => return existing(args).await,
-        BenchProvider::Local | BenchProvider::Kind if args.existing.any() => {
+        ProviderName::Existing => return existing(args).await,
+        ProviderName::Local | ProviderName::Kind if args.existing.any() => {
             return Err(error::bad_input(
                 "--kubeconfig and the other existing-cluster flags need --provider existing",
             ));
         }
         // The state registry holds both providers' clusters.
-        BenchProvider::Local | BenchProvider::Kind => {}
+        ProviderName::Local | ProviderName::Kind => {}
     }
     let names = match &args.name {
         Some(n) => vec![n.clone()],

@@ -5,34 +5,29 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use harness::cluster::profile::{ControlPlane, Profile};
 use harness::cluster::spec::{KubeletModel, KueueSpec};
+use harness::cluster::{Ask, KindChoice, Provider};
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
 use harness::error::bad_input;
 use harness::k8s::K8sRelease;
 use harness::lifecycle::{self, HpccUp, UpOptions};
-use harness::signal::{self, EXIT_INTERRUPTED, Raced};
+use harness::signal::EXIT_INTERRUPTED;
 
 use crate::cli::args::{parse_bins, parse_gates, parse_profile, parse_runtime_config};
+use crate::cli::interrupt::{Made, or_tear_down};
+use crate::cli::provider::ProviderArgs;
 use crate::cli::tools::ToolsArgs;
 
 /// `up --timeout`'s defaults per provider (seconds).
 const LOCAL_TIMEOUT_S: u64 = 120;
 const KIND_TIMEOUT_S: u64 = 300;
 
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    /// Control-plane processes on this machine, kwok fake nodes.
-    Local,
-    /// kind: node containers in Docker, from a kind config (kind-configs/).
-    Kind,
-}
-
 #[derive(Args, Debug)]
 pub struct UpArgs {
-    #[arg(long, value_enum, default_value = "local")]
-    pub provider: Provider,
+    #[command(flatten)]
+    pub target: ProviderArgs,
     #[arg(long, default_value = "dev")]
     pub name: String,
     #[command(flatten)]
@@ -73,18 +68,10 @@ pub struct UpArgs {
     /// inflight; README "Control-plane profiles").
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
-    /// local: one real node (`real-node-0`) beside the fake ones — the
-    /// cluster's kubelet with containerd and runc, built from Go modules,
-    /// running real containers of a local image (agnhost; pods name it
-    /// with imagePullPolicy: Never). Needs root, and one per machine.
-    #[arg(long)]
-    pub real_node: bool,
     #[command(flatten)]
     pub kueue: KueueArgs,
     #[command(flatten)]
     pub hpcc: HpccArgs,
-    #[command(flatten)]
-    pub kind: KindUpArgs,
 }
 
 /// `up --kueue …`: Kueue beside JobSet.
@@ -114,31 +101,6 @@ impl KueueArgs {
             block_admission: self.kueue_block_admission,
         })
     }
-}
-
-/// `up` flags of the kind provider.
-#[derive(Args, Debug, Clone, Default)]
-pub struct KindUpArgs {
-    /// kind: the cluster config [default: kind-configs/<kind-profile>-<minor>.yaml].
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// kind: the profile the default config is chosen by (baseline, jobset, gang).
-    #[arg(long, default_value = "baseline")]
-    pub kind_profile: String,
-    /// kind: where the node and controller images come from: pulled (the
-    /// profile's pinned kindest/node digest and the release images),
-    /// built (here, from Go modules and Debian packages: no registry
-    /// needed; `tools install --kind` builds ahead) or auto (pulled when
-    /// the pinned node image is in the engine or can be pulled, else
-    /// built).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub kind_images: harness::cluster::kind::KindImages,
-    /// kind: also run kwok in the cluster (kube-system/kwok-controller,
-    /// from its module's kustomization), so workloads can add fake node
-    /// pools beside the real nodes, as on the local provider (the gang
-    /// cases do). The local provider always runs kwok.
-    #[arg(long)]
-    pub kwok: bool,
 }
 
 /// `up --hpcc …`: HPCC Systems from its Helm chart once the cluster is up.
@@ -259,77 +221,43 @@ pub fn preflight(args: &UpArgs) -> Result<()> {
 
 pub async fn up(args: UpArgs) -> Result<i32> {
     preflight(&args)?;
-    match args.provider {
-        Provider::Local => {
-            if args.kind.config.is_some() {
-                return Err(bad_input(
-                    "--config is for --provider kind (the local provider installs JobSet itself)",
-                ));
-            }
-            if args.kind.kwok {
-                return Err(bad_input(
-                    "--kwok is for --provider kind: the local provider always runs kwok",
-                ));
-            }
+    let provider = args.target.provider("")?;
+    provider.check(Ask::Start, "up")?;
+    match &provider {
+        Provider::Local { .. } => {
             if args.hpcc.hpcc.is_some() {
                 return Err(bad_input(
                     "--hpcc needs --provider kind: the local provider's kwok nodes run no containers, \
                      so HPCC's pods could never start",
                 ));
             }
-            up_local(args).await
+            up_local(args, &provider).await
         }
-        Provider::Kind => up_kind(args).await,
+        Provider::Kind(choice) => up_kind(&args, &provider, choice).await,
+        Provider::Existing(_) => unreachable!("refused by Ask::Start above"),
     }
 }
 
-async fn up_kind(args: UpArgs) -> Result<i32> {
-    use harness::cluster::kind::{self, KindSpec};
+async fn up_kind(args: &UpArgs, provider: &Provider, choice: &KindChoice) -> Result<i32> {
+    use harness::cluster::kind;
     harness::cluster::state::validate_name(&args.name)?;
     if !args.feature_gates.trim().is_empty() || !args.runtime_config.trim().is_empty() {
-        return Err(bad_input(
-            "--feature-gates/--runtime-config: with --provider kind they come from the kind config (--config; the gang profiles set them)",
-        ));
+        provider.check(Ask::Gates, "--feature-gates/--runtime-config")?;
     }
     if !args.tools.bins.is_empty() {
-        return Err(bad_input(
-            "--bin: the kind provider runs the binaries of its node image; --bin is for --provider local",
-        ));
+        provider.check(Ask::Binaries, "--bin")?;
     }
     if args.kubelet != KubeletModel::default() {
-        return Err(bad_input(
-            "--kubelet: kind nodes run real kubelets; --kubelet is for --provider local",
-        ));
-    }
-    if args.real_node {
-        return Err(bad_input(
-            "--real-node: kind nodes are real nodes already; --real-node is for --provider local",
-        ));
+        provider.check(Ask::KubeletModel, "--kubelet")?;
     }
     if args.control_plane != Profile::Default {
-        return Err(bad_input(
-            "--control-plane: the kind provider does not apply control-plane profiles (its components' flags come from the kind config's kubeadm patches); --control-plane is for --provider local",
-        ));
+        provider.check(Ask::ControlPlane, "--control-plane")?;
     }
     if args.kueue.kueue_pods_ready_timeout.is_some() {
-        return Err(bad_input(
-            "--kueue-pods-ready-timeout: on kind, Kueue runs with its release manifest's Configuration; the option is for --provider local",
-        ));
+        provider.check(Ask::KueueOptions, "--kueue-pods-ready-timeout")?;
     }
-    let config = match &args.kind.config {
-        Some(c) => c.clone(),
-        None => {
-            let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
-            let cwd = std::env::current_dir()?;
-            let root = harness::paths::repo_root(&cwd).ok_or_else(|| {
-                bad_input(format!(
-                    "no --config, and {} is not inside the repository (kind-configs/): pass --config FILE",
-                    cwd.display()
-                ))
-            })?;
-            kind::config::default_config(&root, &args.kind.kind_profile, minor)?
-        }
-    };
+    let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
+    let config = harness::lifecycle::target::kind_config(choice, None, minor)?;
     // A missing jobset chart, a bad values file or no helm fail before
     // any cluster exists.
     let hpcc = args.hpcc.options()?;
@@ -343,29 +271,22 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
         eprintln!("harness: HPCC's chart can be read and its image {image} is in the engine");
     }
     let opts = lifecycle::KindUpOptions {
-        spec: KindSpec {
+        spec: kind::KindSpec {
             name: args.name.clone(),
             config,
             k8s_version: args.tools.k8s_version.clone(),
             wait: Duration::from_secs(args.timeout.unwrap_or(KIND_TIMEOUT_S)),
-            images: args.kind.kind_images,
+            images: choice.images,
         },
         kueue: args.kueue.kueue,
-        kwok: args.kind.kwok,
+        kwok: choice.kwok,
         timeout: Duration::from_secs(args.timeout.unwrap_or(KIND_TIMEOUT_S)),
     };
     let started = Instant::now();
-    let cluster = match signal::race(lifecycle::up_kind(&opts)).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            eprintln!(
-                "\nharness: {sig}: deleting kind cluster {:?}",
-                kind::kind_cluster_name(&args.name)
-            );
-            // Dropping the up future killed a running `kind create`.
-            kind::abandon(&args.name)?;
-            return Ok(EXIT_INTERRUPTED);
-        }
+    let up = lifecycle::up_kind(&opts);
+    let cluster = match or_tear_down(up, provider, Made::Named(&args.name)).await? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
     };
     let cluster = match &hpcc {
         None => cluster,
@@ -401,7 +322,7 @@ async fn up_kind(args: UpArgs) -> Result<i32> {
     Ok(0)
 }
 
-async fn up_local(args: UpArgs) -> Result<i32> {
+async fn up_local(args: UpArgs, provider: &Provider) -> Result<i32> {
     harness::cluster::state::validate_name(&args.name)?;
     let k8s = K8sRelease::parse(args.tools.k8s_version())?;
     let spec = ClusterSpec {
@@ -418,7 +339,7 @@ async fn up_local(args: UpArgs) -> Result<i32> {
         kubelet: args.kubelet,
         control_plane: ControlPlane::of(args.control_plane),
         kueue: args.kueue.spec(),
-        real_node: args.real_node,
+        real_node: args.target.real_node,
     };
     let opts = UpOptions {
         spec,
@@ -426,15 +347,11 @@ async fn up_local(args: UpArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout.unwrap_or(LOCAL_TIMEOUT_S)),
     };
     let started = Instant::now();
-    let cluster = match signal::race(lifecycle::up(&opts)).await {
-        Raced::Finished(r) => r?,
-        Raced::Interrupted(sig) => {
-            eprintln!("\nharness: {sig}: tearing down cluster {:?}", args.name);
-            // The up future is dropped: stop whatever it had started.
-            lifecycle::abandon_local(&args.name)?;
-            return Ok(EXIT_INTERRUPTED);
-        }
-    };
+    let cluster =
+        match or_tear_down(lifecycle::up(&opts), provider, Made::Named(&args.name)).await? {
+            Ok(c) => c,
+            Err(code) => return Ok(code),
+        };
     eprintln!(
         "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
         args.name,

@@ -1,5 +1,7 @@
 //! Clusters the harness runs against. One trait (`provider`), several
-//! providers: `local` (processes + kwok) and `kind` (node containers);
+//! providers: `local` (processes + kwok), `kind` (node containers) and
+//! `existing` (a cluster from a kubeconfig), the one a command chose as a
+//! value (`choice`);
 //! `any` attaches to a cluster by name whatever its provider; `state` is
 //! the registry they share; `profile` the control plane's rate and
 //! inflight limits; `apf_flows` which FlowSchemas count whose requests.
@@ -9,6 +11,7 @@
 pub mod any;
 pub mod apf_flows;
 pub mod audit;
+pub mod choice;
 pub mod client;
 pub mod controllers;
 pub mod existing;
@@ -23,6 +26,7 @@ pub mod state;
 
 pub use any::AnyCluster;
 pub use audit::AuditEvent;
+pub use choice::{Ask, ExistingTarget, KindChoice, Provider};
 pub use pool::NodePool;
 pub use provider::Cluster;
 pub use spec::{ClusterSpec, ComponentHealth, NodeSpec, node_ready};

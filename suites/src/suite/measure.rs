@@ -38,7 +38,7 @@ fn options(
             repeat,
             seed: Some(7),
             spec,
-            provider: harness::bench::measure::target::Provider::Local,
+            provider: harness::cluster::Provider::Local { real_node: false },
             bins: Default::default(),
             cluster_prefix: crate::unique_name(&format!("t-{prefix}")),
             out: out.path().to_path_buf(),

@@ -19,7 +19,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::bench::measure::target::{ACCOUNT, ExistingTarget, Identity};
+use crate::bench::measure::target::{ACCOUNT, Identity};
+use crate::cluster::ExistingTarget;
 use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
 use crate::cluster::existing::lacks;
 use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
@@ -49,36 +50,28 @@ pub fn needs(attribution: Attribution) -> Result<Needs> {
     })
 }
 
-/// The namespace of one run (a DNS label: at most 63 characters).
+/// The namespace of one run (the existing provider's
+/// `site::run_namespace`: a DNS label, at most 63 characters).
 pub fn namespace_of(run_id: &str, variant: &str, round: u32) -> Result<String> {
-    let ns = format!("harness-{run_id}-{variant}-{round}");
-    match ns.len() <= 63 {
-        true => Ok(ns),
-        false => Err(bad_input(format!(
-            "the variant name {variant:?} makes the run's namespace {ns:?} longer than 63 characters: use a shorter name"
-        ))),
-    }
+    site::run_namespace(run_id, variant, round)
 }
 
-/// Attach and probe (the table to stderr); refuse before anything is
-/// created when the cluster lacks something, or runs other workloads
+/// Probe the attached cluster (the table to stderr); refuse before
+/// anything is created when it lacks something, or runs other workloads
 /// without `--yes`.
 pub async fn prepare(
+    cluster: &ExistingCluster,
     target: &ExistingTarget,
     first_variant: &str,
-) -> Result<(ExistingCluster, Capabilities)> {
+) -> Result<Capabilities> {
     let needs = needs(target.cluster.attribution)?;
     let ns = namespace_of(&target.run_id, first_variant, 0)?;
-    let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
-    cluster.run_id = target.run_id.clone();
-    let caps = lacks::require(&cluster, &needs, &ns).await?;
-    if caps.other_pods > 0 && !target.yes {
-        return Err(bad_input(format!(
-            "the cluster runs other workloads ({} pods outside kube-* namespaces): their requests are told apart by client, but their CPU, memory and etcd writes share the window with the workload's; add --yes to measure anyway",
-            caps.other_pods
-        )));
-    }
-    Ok((cluster, caps))
+    let busy = |others: u64| {
+        format!(
+            "the cluster runs other workloads ({others} pods outside kube-* namespaces): their requests are told apart by client, but their CPU, memory and etcd writes share the window with the workload's; add --yes to measure anyway"
+        )
+    };
+    lacks::require_run(cluster, target, &needs, &ns, Some(&busy)).await
 }
 
 /// One run's place on the cluster: the workload's identity in its
@@ -154,18 +147,6 @@ pub async fn site(
     })
 }
 
-/// Remove everything carrying the run id.
-pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
-    target.cluster.remove_run(&target.run_id).await
-}
-
-/// The run's account named alike in every run (each has its own
-/// namespace), so that rounds and variants line up by client.
-pub fn same_clients(ns: &str) -> impl Fn(&str) -> String + use<> {
-    let account = format!("system:serviceaccount:{ns}:");
-    move |c: &str| c.replace(&account, "system:serviceaccount:<run>:")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,18 +186,5 @@ mod tests {
         assert_eq!(b["roleRef"]["kind"], "ClusterRole");
         assert_eq!(b["roleRef"]["name"], "admin");
         assert_eq!(b["subjects"][0]["namespace"], "harness-r1-a-0");
-    }
-
-    #[test]
-    fn runs_line_up_by_client_across_namespaces() {
-        let same = same_clients("harness-r1-a-0");
-        assert_eq!(
-            same("system:serviceaccount:harness-r1-a-0:harness-workload kubectl"),
-            "system:serviceaccount:<run>:harness-workload kubectl"
-        );
-        assert_eq!(
-            same("system:serviceaccount:kube-system:job-controller"),
-            "system:serviceaccount:kube-system:job-controller"
-        );
     }
 }

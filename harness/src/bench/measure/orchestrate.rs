@@ -25,10 +25,11 @@ use anyhow::{Context, Result};
 use crate::bench::core::figures::RunFigures;
 use crate::bench::core::result::Statistics;
 use crate::bench::core::rounds::{announce, schedule};
-use crate::cluster::{AnyCluster, Cluster, ClusterSpec};
+use crate::cluster::{AnyCluster, Cluster, ClusterSpec, Provider};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle;
+use crate::lifecycle::{OnCluster, Target};
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
 use crate::tools::Component;
@@ -50,7 +51,7 @@ pub struct MeasureOptions {
     /// on kind its minor and Kueue only (the rest is the kind config's).
     pub spec: ClusterSpec,
     /// Local or kind (target.rs).
-    pub provider: target::Provider,
+    pub provider: Provider,
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters.
     pub cluster_prefix: String,
@@ -129,23 +130,20 @@ fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
 /// rewritten as each run finishes.
 pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     writable(&opts.out)?;
-    // An existing cluster is probed before anything else: its release,
-    // not --k8s-version, decides the kubectl the workload gets.
-    let existing = match &opts.provider {
-        target::Provider::Existing(t) => {
+    // Where the runs go; an existing cluster is attached to and probed
+    // before anything else: its release, not --k8s-version, decides the
+    // kubectl the workload gets.
+    let target = Target::new(&opts.provider, opts.bins.clone(), &opts.cluster_prefix).await?;
+    let caps = match target.attached() {
+        Some((AnyCluster::Existing(c), t)) => {
             let first = opts.variants.first().map_or("", |v| v.name.as_str());
-            let (cluster, caps) = existing::prepare(t, first).await?;
-            Some(OnExisting {
-                target: t,
-                cluster,
-                caps,
-                tokens: crate::bench::thor::existing::token_dir()?,
-            })
+            Some(existing::prepare(c, t, first).await?)
         }
         _ => None,
     };
-    let k8s = match &existing {
-        Some(e) => crate::bench::thor::existing::server_release(&e.caps)?,
+    let tokens = crate::bench::thor::existing::token_dir()?;
+    let k8s = match &caps {
+        Some(caps) => crate::bench::thor::existing::server_release(caps)?,
         None => K8sRelease::parse(&opts.spec.k8s_minor)?,
     };
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
@@ -167,7 +165,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     announce(&rounds, seed);
     let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
     // The control-plane profile is the harness's only where it starts it.
-    if existing.is_none() {
+    if caps.is_none() {
         model.extend(
             opts.spec
                 .control_plane
@@ -191,8 +189,8 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             scenario: format!("measure-{}", opts.name),
             scenario_file: String::new(),
             provider: opts.provider.name().into(),
-            k8s_version: match &existing {
-                Some(e) => e.caps.server_version.trim_start_matches('v').to_string(),
+            k8s_version: match &caps {
+                Some(c) => c.server_version.trim_start_matches('v').to_string(),
                 None => k8s.version.into(),
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
@@ -201,7 +199,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             model,
             modes: BTreeMap::new(),
             harness_peak_rss_kib: 0,
-            capabilities: existing.as_ref().map(|e| e.caps.clone()),
+            capabilities: caps.clone(),
             timelines: Vec::new(),
             statistics: Some(Statistics::new(seed, rounds.clone(), names[0].clone())),
             machine: crate::machine::Machine::this(),
@@ -237,19 +235,14 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 scrape: opts.scrape,
                 settle: opts.settle,
             };
-            let (mode, mut run, timeline, where_) = match &existing {
-                Some(e) => on_existing(e, &ctx).await?,
-                None => {
-                    let name = format!("{}-{}-{round}", opts.cluster_prefix, v.name);
-                    let (r, version) = on_fresh(opts, &ctx, &name).await?;
-                    // What the nodes run (a pulled kind image may be
-                    // another patch).
-                    if let Some(v) = version {
-                        result.figures.k8s_version = v;
-                    }
-                    r
-                }
-            };
+            let on = target
+                .cluster(&opts.spec, &format!("{}-{round}", v.name), None)
+                .await?;
+            // What the nodes run (a pulled kind image may be another patch).
+            if let AnyCluster::Kind(c) = on.get() {
+                result.figures.k8s_version = c.state.k8s_version.clone();
+            }
+            let (mode, mut run, timeline, where_) = one_run(on, &ctx, tokens.path()).await?;
             run.cluster = where_;
             step.done(&format!(
                 "exit {}, {:.1} s; {} API requests, {} etcd writes",
@@ -283,95 +276,57 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
 /// A run's figures, its workload's outcome, its timeline, and where it ran.
 type Ran = (RunFigures, WorkloadRun, Timeline, String);
 
-/// An existing cluster measure runs on: attached and probed once, with a
-/// private directory for the workload's token kubeconfigs.
-struct OnExisting<'a> {
-    target: &'a target::ExistingTarget,
-    cluster: crate::cluster::existing::ExistingCluster,
-    caps: crate::cluster::existing::probe::Capabilities,
-    tokens: tempfile::TempDir,
-}
-
-/// One run on a fresh cluster called `name`, down after it; on failure the
-/// cluster is stopped and its state kept (the error says where). Also the
-/// version a kind cluster's nodes run.
-async fn on_fresh(
-    opts: &MeasureOptions,
-    ctx: &run::RunContext<'_>,
-    name: &str,
-) -> Result<(Ran, Option<String>)> {
-    let cluster = target::start(&opts.provider, &opts.spec, &opts.bins, name).await?;
-    let version = match &cluster {
-        AnyCluster::Kind(c) => Some(c.state.k8s_version.clone()),
-        AnyCluster::Local(_) => None,
+/// One run on its cluster: its place there (the workload's identity, and
+/// on an existing cluster a namespace of its own: `dir` holds the token
+/// kubeconfigs), the run, and the cluster after it (`OnCluster::finish`).
+async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Result<Ran> {
+    let cluster = on.get();
+    let ttl = ctx.timeout + Duration::from_secs(600);
+    let ns = match &on {
+        OnCluster::Attached(_, t) => Some(existing::namespace_of(
+            &t.run_id,
+            &ctx.variant.name,
+            ctx.round,
+        )?),
+        OnCluster::Fresh(_) => None,
     };
-    let same = target::same_clients(&cluster);
-    let r = lifecycle::while_alive(&cluster, async {
-        let identity = target::identity(&cluster, ctx.timeout + Duration::from_secs(600)).await?;
-        let place = run::Place {
-            identity: &identity,
-            pods_in: None,
-            fresh: true,
-            apf: None,
-        };
-        run::run_one(&cluster, place, ctx).await
+    let same = lifecycle::same_clients(cluster, ns.as_deref());
+    let where_ = match &ns {
+        Some(ns) => format!("namespace {ns}"),
+        None => cluster.name().to_string(),
+    };
+    let r = lifecycle::while_alive(cluster, async {
+        match (&on, &ns) {
+            (OnCluster::Attached(AnyCluster::Existing(c), t), Some(ns)) => {
+                let site = existing::site(c, t, ns, dir, ttl).await?;
+                let place = run::Place {
+                    identity: &site.identity,
+                    pods_in: Some(ns),
+                    fresh: false,
+                    apf: site.apf.clone(),
+                };
+                run::run_one(cluster, place, ctx).await
+            }
+            _ => {
+                let identity = target::identity(cluster, ttl).await?;
+                let place = run::Place {
+                    identity: &identity,
+                    pods_in: None,
+                    fresh: true,
+                    apf: None,
+                };
+                run::run_one(cluster, place, ctx).await
+            }
+        }
     })
     .await;
-    match r {
-        Ok((mut mode, run, timeline)) => {
-            cluster.down(false)?;
-            mode.window.rename_clients(&same);
-            Ok(((mode, run, timeline, name.to_string()), version))
-        }
-        Err(e) => {
-            let dir = target::state_dir(&cluster).to_path_buf();
-            let down = cluster.down(true);
-            let e = e.context(format!(
-                "{} on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
-                ctx.variant.name,
-                dir.display()
-            ));
-            Err(match down {
-                Ok(()) => e,
-                Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
-            })
-        }
-    }
-}
-
-/// One run in a namespace of its own on an existing cluster, removed
-/// after it whatever happened (with every FlowSchema of the run).
-async fn on_existing(e: &OnExisting<'_>, ctx: &run::RunContext<'_>) -> Result<Ran> {
-    let (t, cluster) = (e.target, &e.cluster);
-    let ns = existing::namespace_of(&t.run_id, &ctx.variant.name, ctx.round)?;
-    let r = async {
-        let ttl = ctx.timeout + Duration::from_secs(600);
-        let site = existing::site(cluster, t, &ns, e.tokens.path(), ttl).await?;
-        let place = run::Place {
-            identity: &site.identity,
-            pods_in: Some(&ns),
-            fresh: false,
-            apf: site.apf.clone(),
-        };
-        run::run_one(cluster, place, ctx).await
-    }
-    .await;
-    let cleaned = existing::cleanup(t).await;
-    match (r, cleaned) {
-        (Ok((mut mode, run, timeline)), Ok(())) => {
-            mode.window.rename_clients(existing::same_clients(&ns));
-            Ok((mode, run, timeline, format!("namespace {ns}")))
-        }
-        (Ok(_), Err(c)) => Err(c.context(format!("removing run {} from the cluster", t.run_id))),
-        (Err(e), Ok(())) => Err(e.context(format!(
-            "{} in namespace {ns} (everything of run {} was removed)",
-            ctx.variant.name, t.run_id
-        ))),
-        (Err(e), Err(c)) => Err(e.context(format!(
-            "{} in namespace {ns}; removing run {} failed too: {c:#}",
-            ctx.variant.name, t.run_id
-        ))),
-    }
+    let what = match &ns {
+        Some(ns) => format!("{} in namespace {ns}", ctx.variant.name),
+        None => ctx.variant.name.clone(),
+    };
+    let (mut mode, run, timeline) = on.finish(r, &what).await?;
+    mode.window.rename_clients(same);
+    Ok((mode, run, timeline, where_))
 }
 
 #[cfg(test)]

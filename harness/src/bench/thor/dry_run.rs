@@ -40,7 +40,10 @@ fn key(doc: &Value) -> String {
 /// The plan of a dry run, as text: YAML documents (JSON is YAML) with
 /// comments, then the calls.
 pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) -> Result<String> {
-    let (cluster, caps) = existing::prepare(target, s, modes).await?;
+    let mut cluster =
+        crate::cluster::existing::ExistingCluster::attach(target.cluster.clone()).await?;
+    cluster.run_id = target.run_id.clone();
+    let caps = existing::prepare(&cluster, target, s, modes).await?;
     let admin = cluster.client().await?;
     let served = Discovery::read(&admin).await?;
     let model = run::kubectl_model(s)?;
@@ -56,7 +59,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
         caps.server_version
     );
     for &mode in modes {
-        let ns = namespace_of(&target.run_id, mode, 0);
+        let ns = namespace_of(&target.run_id, mode, 0)?;
         let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
         let mut plan = run::plan(s, mode)?;
         plan.namespace = ns.clone();

@@ -16,7 +16,6 @@ use crate::cluster::existing::lacks;
 use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
 use crate::cluster::provider::Cluster;
-use crate::error::bad_input;
 use crate::workload::thor::Mode;
 use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
 use crate::workload::thor::realpods::RealPods;
@@ -25,18 +24,7 @@ use crate::workload::thor::template::{self, render};
 
 use crate::bench::thor::run::{self, Site};
 
-/// The cluster and the run's id.
-#[derive(Debug, Clone)]
-pub struct ExistingTarget {
-    pub cluster: ExistingOptions,
-    /// Every namespace the run creates carries it (labels::RUN_ID_LABEL).
-    pub run_id: String,
-    /// Go on above the smoke size on a cluster that runs other workloads.
-    pub yes: bool,
-    /// The image Thor's containers run on real nodes (`--node-image`):
-    /// agnhost, pullable by the cluster's nodes.
-    pub node_image: String,
-}
+pub use crate::cluster::ExistingTarget;
 
 /// The ServiceAccounts a mode runs as.
 pub const THOR_SA: &str = "harness-thor-agent";
@@ -117,26 +105,32 @@ pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Resu
     })
 }
 
-/// Attach to the cluster and probe it; the probe's table goes to stderr.
+/// Probe the attached cluster; the probe's table goes to stderr.
 /// Anything the run needs and lacks is an error naming each piece (exit
 /// 3), before anything is created.
 pub async fn prepare(
+    cluster: &ExistingCluster,
     target: &ExistingTarget,
     s: &ThorScenario,
     modes: &[Mode],
-) -> Result<(ExistingCluster, Capabilities)> {
-    let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
-    cluster.run_id = target.run_id.clone();
+) -> Result<Capabilities> {
     let needs = needs(s, modes, target.cluster.attribution)?;
-    let ns = namespace_of(&target.run_id, modes[0], 0);
-    let caps = lacks::require(&cluster, &needs, &ns).await?;
-    if caps.other_pods > 0 && s.thor.num_workers > SMOKE_WORKERS && !target.yes {
-        return Err(bad_input(format!(
-            "the cluster runs other workloads ({} pods outside kube-* namespaces) and this scenario has {} workers: add --yes to load it anyway, or run the smoke scenario",
-            caps.other_pods, s.thor.num_workers
-        )));
-    }
-    Ok((cluster, caps))
+    let ns = namespace_of(&target.run_id, modes[0], 0)?;
+    let workers = s.thor.num_workers;
+    let busy = |others: u64| {
+        format!(
+            "the cluster runs other workloads ({others} pods outside kube-* namespaces) and this scenario has {workers} workers: add --yes to load it anyway, or run the smoke scenario"
+        )
+    };
+    let busy: &dyn Fn(u64) -> String = &busy;
+    lacks::require_run(
+        cluster,
+        target,
+        &needs,
+        &ns,
+        (workers > SMOKE_WORKERS).then_some(busy),
+    )
+    .await
 }
 
 /// What `harness status --provider existing` shows: the cluster's health,
@@ -179,9 +173,10 @@ pub fn server_release(caps: &Capabilities) -> Result<crate::k8s::K8sRelease> {
     })
 }
 
-/// The namespace of one run of a mode.
-pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> String {
-    format!("harness-{run_id}-{}-{rep}", mode.name())
+/// The namespace of one run of a mode (the existing provider's
+/// `site::run_namespace`).
+pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> Result<String> {
+    site::run_namespace(run_id, mode.name(), rep)
 }
 
 /// The fake kubelets' Role in namespace `ns`: read pods, patch their
@@ -218,7 +213,7 @@ pub async fn site(
     real_node: bool,
 ) -> Result<Site> {
     let admin = cluster.client().await?;
-    let ns = namespace_of(&target.run_id, mode, rep);
+    let ns = namespace_of(&target.run_id, mode, rep)?;
     site::create_namespace(&admin, &ns, &target.run_id).await?;
     if !real_node {
         crate::install::apply::apply_all(&admin, &kubelet_rbac(&ns))
@@ -297,11 +292,6 @@ pub async fn apf_plan(cluster: &ExistingCluster, ns: &str) -> Result<Option<apf:
         .map(|sa| Identity::service_account(ns, sa))
         .collect();
     cluster.apf_plan(run).await
-}
-
-/// Remove everything carrying the run id (the modes' namespaces).
-pub async fn cleanup(target: &ExistingTarget) -> Result<()> {
-    target.cluster.remove_run(&target.run_id).await
 }
 
 /// A private directory for the identities' kubeconfigs (tokens): removed

@@ -3,22 +3,22 @@
 //! (`result`), rendered by `report` and judged against a stored baseline by
 //! `baseline`.
 
-use crate::bench::thor::dry_run;
-use crate::bench::thor::existing;
-use crate::bench::thor::run;
-use crate::bench::thor::runs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::bench::core::baseline;
+use crate::bench::thor::dry_run;
+use crate::bench::thor::existing;
 use crate::bench::thor::result::ThorResult;
+use crate::bench::thor::run;
+use crate::bench::thor::runs;
 use crate::bench::thor::runs::Runs;
-use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
+use crate::cluster::existing::{ExistingCluster, ExistingOptions};
+use crate::cluster::{AnyCluster, ClusterSpec, ExistingTarget, NodeSpec, Provider};
 use crate::k8s::K8sRelease;
-use crate::lifecycle::{self, UpOptions};
+use crate::lifecycle::{self, OnCluster, Target};
 use crate::metrics::pprof;
 use crate::tools::Component;
 use crate::workload::thor::Mode;
@@ -46,21 +46,13 @@ pub struct ThorBenchOptions {
     /// pprof profiles of kube-apiserver and etcd to take in each run
     /// (into `<out>/profiles/`), and the CPU profile's length in seconds.
     pub profiles: Option<(Vec<pprof::Kind>, u32)>,
-    /// Run on this cluster the harness did not start (`--provider
-    /// existing`) instead of fresh local clusters.
-    pub existing: Option<existing::ExistingTarget>,
+    /// Where each mode's run goes: a fresh local or kind cluster (kind: of
+    /// the mode's profile, `kind_profile`), or a namespace of its own on
+    /// an existing cluster.
+    pub provider: Provider,
     /// Thor's pods on real nodes (`--real-node`), whatever the scenario
-    /// says.
+    /// says (kind's always are).
     pub real_node: bool,
-    /// Run on fresh kind clusters (`--provider kind`) instead of local ones.
-    pub kind: Option<KindBench>,
-}
-
-/// `bench thor --provider kind`: where the node images come from and the
-/// repository whose kind-configs/ give each mode's cluster.
-pub struct KindBench {
-    pub images: crate::cluster::kind::KindImages,
-    pub root: PathBuf,
 }
 
 /// What `bench thor` checks before it starts any cluster: the scenario
@@ -80,7 +72,7 @@ pub fn preflight(
 ) -> Result<Preflight> {
     let mut s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
     // kind's nodes are real kubelets.
-    s.cluster.real_node |= opts.real_node || opts.kind.is_some();
+    s.cluster.real_node |= opts.provider.real_nodes(opts.real_node);
     if let Some(out) = &opts.out {
         std::fs::create_dir_all(out)
             .and_then(|()| tempfile::NamedTempFile::new_in(out).map(|_| ()))
@@ -95,12 +87,13 @@ pub fn preflight(
             )
         })?;
         let profile = baseline::variant(&s.cluster.control_plane.label(), s.cluster.real_node);
-        let provider = match (&opts.existing, &opts.kind) {
-            (Some(_), _) => crate::cluster::existing::PROVIDER,
-            (None, Some(_)) => "kind",
-            (None, None) => "local",
-        };
-        let path = baseline::path_of(root, provider, &s.cluster.k8s_minor, &s.name, &profile);
+        let path = baseline::path_of(
+            root,
+            opts.provider.name(),
+            &s.cluster.k8s_minor,
+            &s.name,
+            &profile,
+        );
         if !path.starts_with(root.join("baselines")) {
             return Err(crate::error::bad_input(format!(
                 "{}: outside baselines/",
@@ -164,7 +157,7 @@ pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
         Some(m) => m.clone(),
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
-    let target = opts.existing.as_ref().ok_or_else(|| {
+    let target = opts.provider.existing().ok_or_else(|| {
         crate::error::bad_input(
             "--dry-run is for --provider existing (a local run creates its own cluster)",
         )
@@ -173,34 +166,74 @@ pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
 }
 
 /// Run every mode (× repeats), each on a fresh cluster torn down after
-/// (or in a fresh namespace of an existing cluster, removed after).
+/// (or in a fresh namespace of an existing cluster, removed after): one
+/// path for every provider (`lifecycle::Target`).
 pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
     let mut s = preflight(opts, None, false, false)?.scenario;
     let modes: Vec<Mode> = match &opts.modes {
         Some(m) => m.clone(),
         None => s.modes.iter().filter_map(|m| Mode::parse(m)).collect(),
     };
-    if let Some(target) = &opts.existing {
-        if let Some(m) = modes.iter().find(|m| m.needs_kueue()) {
-            return Err(crate::error::bad_input(format!(
-                "{} runs on the local provider only: it creates cluster-wide Kueue queues",
-                m.name()
-            )));
-        }
-        let r = on_existing(opts, target, &mut s, &modes).await;
-        if r.is_err() {
-            // Nothing that carries the run id stays behind.
-            if let Err(e) = existing::cleanup(target).await {
-                return r.map_err(|r| r.context(format!("cleaning up failed too: {e:#}")));
+    if modes.is_empty() {
+        return Err(crate::error::bad_input("no modes to run"));
+    }
+    match &opts.provider {
+        Provider::Existing(_) => {
+            if let Some(m) = modes.iter().find(|m| m.needs_kueue()) {
+                return Err(crate::error::bad_input(format!(
+                    "{} runs on the local provider only: it creates cluster-wide Kueue queues",
+                    m.name()
+                )));
             }
         }
-        return r;
+        Provider::Kind(choice) => {
+            for &m in &modes {
+                let config = crate::lifecycle::target::kind_config(
+                    choice,
+                    Some(kind_profile(m)),
+                    &s.cluster.k8s_minor,
+                )?;
+                lifecycle::validate_kind_config(&config)?;
+            }
+        }
+        Provider::Local { .. } => {}
     }
-    if let Some(kind) = &opts.kind {
-        return on_kind(opts, kind.images, &kind.root, &mut s, &modes).await;
+    let target = Target::new(&opts.provider, opts.bins.clone(), &opts.cluster_prefix).await?;
+    let r = runs_on(&target, opts, &mut s, &modes).await;
+    if r.is_err()
+        && target.attached().is_some()
+        && let Err(e) = target.tear_down().await
+    {
+        // Nothing that carries the run id stays behind.
+        return r.map_err(|r| r.context(format!("cleaning up failed too: {e:#}")));
     }
-    let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
-    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(&s)).await?;
+    r
+}
+
+/// Every run on `target`: an existing cluster probed first (nothing is
+/// created when something is missing; the templates follow its release),
+/// then each mode's rounds, each run's place made on its cluster (HPCC's
+/// identities: the local provider's certificates, or ServiceAccounts in
+/// a namespace of the run's on kind and existing clusters).
+async fn runs_on(
+    target: &Target,
+    opts: &ThorBenchOptions,
+    s: &mut ThorScenario,
+    modes: &[Mode],
+) -> Result<ThorResult> {
+    let caps = match target.attached() {
+        Some((AnyCluster::Existing(c), t)) => Some(existing::prepare(c, t, s, modes).await?),
+        _ => None,
+    };
+    let k8s = match &caps {
+        Some(caps) => {
+            let k8s = existing::server_release(caps)?;
+            s.cluster.k8s_minor = k8s.minor.to_string();
+            k8s
+        }
+        None => K8sRelease::parse(&s.cluster.k8s_minor)?,
+    };
+    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
     let profile_req = match (&opts.profiles, &opts.out) {
         (Some((kinds, seconds)), Some(out)) => Some(pprof::Request {
             kinds: kinds.clone(),
@@ -210,56 +243,116 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
         (Some(_), None) => return Err(crate::error::bad_input("--profile needs --out")),
         _ => None,
     };
-    let mut runs = Runs::start(&plan_of(opts, &modes), &s, "local", k8s.version, None);
+    let version = match &caps {
+        Some(c) => c.server_version.trim_start_matches('v').to_string(),
+        None => k8s.version.to_string(),
+    };
+    let provider = target.provider_name();
+    let mut runs = Runs::start(&plan_of(opts, modes), s, provider, &version, caps);
+    let tokens = existing::token_dir()?;
     for (rep, mode) in runs.order() {
         let profile = profile_req
             .as_ref()
             .map(|r| (r, format!("{}-{rep}", mode.name())));
-        let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
-        let cluster = lifecycle::up(&UpOptions {
-            spec: mode_cluster(&s, k8s, mode, name.clone()),
-            bins: opts.bins.clone(),
-            timeout: Duration::from_secs(180),
-        })
-        .await?;
-        let step = runs.step(&s, mode, rep, "");
-        let r = lifecycle::while_alive(&cluster, async {
-            let site = run::Site::local(&cluster, mode).await?;
-            run::run_mode(&cluster, &site, &s, mode, &kubectl, opts.scrape, profile).await
+        let spec = mode_cluster(s, k8s, mode, String::new());
+        let run = format!("{}-{rep}", mode.name());
+        let on = target
+            .cluster(&spec, &run, Some(kind_profile(mode)))
+            .await?;
+        let place = Place::of(&on, mode, rep)?;
+        if let AnyCluster::Kind(c) = on.get() {
+            // What the nodes run (a pulled image may be another patch).
+            runs.result().k8s_version = c.state.k8s_version.clone();
+        }
+        let step = runs.step(s, mode, rep, &place.where_);
+        let r = lifecycle::while_alive(on.get(), async {
+            let site = place.site(on.get(), s, mode, rep, tokens.path()).await?;
+            run::run_mode(on.get(), &site, s, mode, &kubectl, opts.scrape, profile).await
         })
         .await;
-        let dir = cluster.layout.root.clone();
-        let (r, timeline) = end_of_run(cluster, r, &name, mode, &dir)?;
+        let same = lifecycle::same_clients(on.get(), place.namespace.as_deref());
+        let (mut r, timeline) = on.finish(r, &format!("{} mode", mode.name())).await?;
+        // Each run has its own cluster (node names) and namespace: named
+        // alike so that runs and modes line up by client.
+        r.run.window.rename_clients(&same);
+        r.thor_agent_user = same(&r.thor_agent_user);
         runs.add(step, mode, rep, r, timeline)?;
     }
     Ok(runs.progress.result)
 }
 
-/// A run's cluster after its run: down when it went well; on failure kept
-/// (its logs say why) and the error says where.
-fn end_of_run<T>(
-    cluster: impl Cluster,
-    r: Result<T>,
-    name: &str,
-    mode: Mode,
-    dir: &Path,
-) -> Result<T> {
-    match r {
-        Ok(v) => {
-            cluster.down(false)?;
-            Ok(v)
-        }
-        Err(e) => {
-            let down = cluster.down(true);
-            let e = e.context(format!(
-                "{} mode on cluster {name} (its state and logs are kept in {}; `harness down --name {name}` removes them)",
-                mode.name(),
-                dir.display()
-            ));
-            Err(match down {
-                Ok(()) => e,
-                Err(d) => e.context(format!("stopping the cluster failed too: {d:#}")),
-            })
+/// Where one run's HPCC lives on its cluster: the local provider's
+/// `default` namespace and certificate users, or a namespace of the run's
+/// with ServiceAccounts (kind: as on an existing cluster, the kind
+/// cluster attached to by its kubeconfig and audit log).
+struct Place {
+    /// The run on a cluster the run's namespace is made on (None: the
+    /// local provider's own namespace and users).
+    target: Option<ExistingTarget>,
+    /// The run's namespace.
+    namespace: Option<String>,
+    /// The progress line's "where".
+    where_: String,
+}
+
+impl Place {
+    fn of(on: &OnCluster<'_>, mode: Mode, rep: u32) -> Result<Place> {
+        let (target, where_) = match (on, on.get()) {
+            (OnCluster::Attached(_, t), _) => ((*t).clone(), None),
+            (OnCluster::Fresh(_), AnyCluster::Kind(c)) => {
+                let t = ExistingTarget {
+                    cluster: ExistingOptions {
+                        kubeconfig: c.state.kubeconfig.clone(),
+                        audit_log: Some(c.state.audit_log.clone()),
+                        ..Default::default()
+                    },
+                    run_id: crate::cluster::existing::site::new_run_id(),
+                    yes: true,
+                    node_image: crate::cluster::local::realnode::image::image_name(
+                        &c.state.k8s_version,
+                    ),
+                };
+                (t, Some(format!(" on kind cluster {}", c.state.name)))
+            }
+            (OnCluster::Fresh(_), _) => {
+                return Ok(Place {
+                    target: None,
+                    namespace: None,
+                    where_: String::new(),
+                });
+            }
+        };
+        let ns = existing::namespace_of(&target.run_id, mode, rep)?;
+        Ok(Place {
+            where_: where_.unwrap_or_else(|| format!(" in namespace {ns}")),
+            namespace: Some(ns),
+            target: Some(target),
+        })
+    }
+
+    /// The run's site: its namespace, identities and how processes end.
+    async fn site(
+        &self,
+        cluster: &AnyCluster,
+        s: &ThorScenario,
+        mode: Mode,
+        rep: u32,
+        tokens: &Path,
+    ) -> Result<run::Site> {
+        match (cluster, &self.target) {
+            (AnyCluster::Local(c), _) => run::Site::local(c, mode).await,
+            (AnyCluster::Existing(c), Some(t)) => {
+                existing::site(c, t, mode, rep, tokens, s.cluster.real_node).await
+            }
+            (AnyCluster::Kind(_), Some(t)) => {
+                let mut ex = ExistingCluster::attach(t.cluster.clone()).await?;
+                ex.run_id = t.run_id.clone();
+                existing::site(&ex, t, mode, rep, tokens, true).await
+            }
+            (_, None) => Err(anyhow::anyhow!(
+                "a {} cluster's run has a namespace of its own (Place::of)",
+                cluster.provider()
+            )),
         }
     }
 }
@@ -273,132 +366,6 @@ fn plan_of<'a>(opts: &'a ThorBenchOptions, modes: &'a [Mode]) -> runs::Plan<'a> 
         seed: opts.seed,
         out: opts.out.as_deref(),
     }
-}
-
-/// Every mode on an existing cluster: probe first (nothing is created
-/// when something is missing), then each run in its own namespace,
-/// removed after it.
-async fn on_existing(
-    opts: &ThorBenchOptions,
-    target: &existing::ExistingTarget,
-    s: &mut ThorScenario,
-    modes: &[Mode],
-) -> Result<ThorResult> {
-    if modes.is_empty() {
-        return Err(crate::error::bad_input("no modes to run"));
-    }
-    let (cluster, caps) = existing::prepare(target, s, modes).await?;
-    // The templates follow the server's release, not the scenario's.
-    let k8s = existing::server_release(&caps)?;
-    s.cluster.k8s_minor = k8s.minor.to_string();
-    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
-    let version = caps.server_version.trim_start_matches('v').to_string();
-    let provider = crate::cluster::existing::PROVIDER;
-    let mut runs = Runs::start(&plan_of(opts, modes), s, provider, &version, Some(caps));
-    let tokens = existing::token_dir()?;
-    for (rep, mode) in runs.order() {
-        let site = existing::site(
-            &cluster,
-            target,
-            mode,
-            rep,
-            tokens.path(),
-            s.cluster.real_node,
-        )
-        .await?;
-        let step = runs.step(s, mode, rep, &format!(" in namespace {}", site.namespace));
-        let (r, timeline) =
-            run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await?;
-        existing::cleanup(target).await?;
-        runs.add(step, mode, rep, r, timeline)?;
-    }
-    Ok(runs.progress.result)
-}
-
-/// Every mode (× repeats) on a fresh kind cluster of the mode's profile
-/// (kind-configs/: baseline, jobset, gang; jobset-kueue on jobset with
-/// Kueue installed). Thor's pods are real containers on the worker's
-/// kubelet (agnhost, loaded by `up`); HPCC's identities are
-/// ServiceAccounts in a namespace of the run, exactly as on an existing
-/// cluster (existing::site); the window reads the kind nodes (the audit
-/// log on the host, etcd's metrics and each component's CPU and memory
-/// through `docker exec`).
-async fn on_kind(
-    opts: &ThorBenchOptions,
-    images: crate::cluster::kind::KindImages,
-    root: &Path,
-    s: &mut ThorScenario,
-    modes: &[Mode],
-) -> Result<ThorResult> {
-    use crate::cluster::existing::{ExistingCluster, ExistingOptions};
-    use crate::cluster::kind::{KindSpec, config};
-    s.cluster.real_node = true;
-    let k8s = K8sRelease::parse(&s.cluster.k8s_minor)?;
-    let configs = modes
-        .iter()
-        .map(|&m| config::default_config(root, kind_profile(m), k8s.minor))
-        .collect::<Result<Vec<_>>>()?;
-    for c in &configs {
-        lifecycle::validate_kind_config(c)?;
-    }
-    let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), kubectl_component(s)).await?;
-    let mut runs = Runs::start(&plan_of(opts, modes), s, "kind", k8s.version, None);
-    let tokens = existing::token_dir()?;
-    for (rep, mode) in runs.order() {
-        let name = format!("{}-{}-{rep}", opts.cluster_prefix, mode.name());
-        let cluster = lifecycle::up_kind(&lifecycle::KindUpOptions {
-            spec: KindSpec {
-                name: name.clone(),
-                config: config::default_config(root, kind_profile(mode), k8s.minor)?,
-                k8s_version: Some(k8s.version.to_string()),
-                wait: Duration::from_secs(300),
-                images,
-            },
-            kueue: mode.needs_kueue(),
-            kwok: false,
-            timeout: Duration::from_secs(300),
-        })
-        .await?;
-        // What the nodes run (a pulled image may be another patch).
-        runs.result().k8s_version = cluster.state.k8s_version.clone();
-        let target = existing::ExistingTarget {
-            cluster: ExistingOptions {
-                kubeconfig: cluster.state.kubeconfig.clone(),
-                audit_log: Some(cluster.state.audit_log.clone()),
-                ..Default::default()
-            },
-            run_id: crate::cluster::existing::site::new_run_id(),
-            yes: true,
-            node_image: crate::cluster::local::realnode::image::image_name(
-                &cluster.state.k8s_version,
-            ),
-        };
-        let step = runs.step(s, mode, rep, &format!(" on kind cluster {name}"));
-        let r = lifecycle::while_alive(&cluster, async {
-            let mut ex = ExistingCluster::attach(target.cluster.clone()).await?;
-            ex.run_id = target.run_id.clone();
-            let site = existing::site(&ex, &target, mode, rep, tokens.path(), true).await?;
-            run::run_mode(&cluster, &site, s, mode, &kubectl, opts.scrape, None).await
-        })
-        .await;
-        let dir = cluster.root.clone();
-        let kind_prefix = format!("{}-", cluster.state.kind_cluster);
-        let (mut r, timeline) = end_of_run(cluster, r, &name, mode, &dir)?;
-        // Each run has its own cluster (node names) and namespace: named
-        // alike so that runs and modes line up by client.
-        let ns = format!(
-            "system:serviceaccount:{}:",
-            existing::namespace_of(&target.run_id, mode, rep)
-        );
-        let same = |c: &str| {
-            c.replace(&ns, "system:serviceaccount:<run>:")
-                .replace(&kind_prefix, "<kind>-")
-        };
-        r.run.window.rename_clients(same);
-        r.thor_agent_user = same(&r.thor_agent_user);
-        runs.add(step, mode, rep, r, timeline)?;
-    }
-    Ok(runs.progress.result)
 }
 
 /// The kind profile a mode runs on: Thor's two shapes on the same

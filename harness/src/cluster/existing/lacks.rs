@@ -17,6 +17,26 @@ pub struct Missing {
     pub fix: String,
 }
 
+/// `require`, then refuse a cluster that runs other workloads unless the
+/// user said `--yes`: `busy(n)` says why n pods of others matter to this
+/// run (None: they do not).
+pub async fn require_run(
+    cluster: &ExistingCluster,
+    target: &crate::cluster::ExistingTarget,
+    needs: &Needs,
+    namespace: &str,
+    busy: Option<&dyn Fn(u64) -> String>,
+) -> Result<Capabilities> {
+    let caps = require(cluster, needs, namespace).await?;
+    if let Some(why) = busy
+        && caps.other_pods > 0
+        && !target.yes
+    {
+        return Err(crate::error::bad_input(why(caps.other_pods as u64)));
+    }
+    Ok(caps)
+}
+
 /// Probe `cluster` for `needs` (access checked in `namespace`), print the
 /// table to stderr, and refuse (exit 3, naming each missing piece and its
 /// fix) when anything is missing — before the run creates anything.

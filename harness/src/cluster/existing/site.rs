@@ -61,6 +61,18 @@ pub fn namespace_object(name: &str, run_id: &str) -> serde_json::Value {
 }
 
 /// Create namespace `name` carrying the run id.
+/// The namespace of one run of `what` (a mode, a variant) in round
+/// `round`: it carries the run id; a DNS label (at most 63 characters).
+pub fn run_namespace(run_id: &str, what: &str, round: u32) -> Result<String> {
+    let ns = format!("harness-{run_id}-{what}-{round}");
+    match ns.len() <= 63 {
+        true => Ok(ns),
+        false => Err(crate::error::bad_input(format!(
+            "the name {what:?} makes the run's namespace {ns:?} longer than 63 characters: use a shorter name"
+        ))),
+    }
+}
+
 pub async fn create_namespace(client: &kube::Client, name: &str, run_id: &str) -> Result<()> {
     let ns: Namespace = serde_json::from_value(namespace_object(name, run_id))?;
     Api::<Namespace>::all(client.clone())

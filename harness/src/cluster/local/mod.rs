@@ -32,4 +32,4 @@ pub use crate::cluster::local::components::{
     APISERVER, CONTROLLER_MANAGER, ETCD, JOBSET, KUEUE, KWOK, SCHEDULER,
 };
 pub use crate::cluster::local::identity::{ADMIN_USER, AUDIT_POLICY, IDENTITIES};
-pub use crate::cluster::local::state::State;
+pub use crate::cluster::local::state::{PROVIDER, State};

@@ -10,6 +10,9 @@ use crate::cluster::local::process::Proc;
 use crate::cluster::local::realnode;
 use crate::cluster::spec::ClusterSpec;
 
+/// The provider's name, as results, baselines and state files say it.
+pub const PROVIDER: &str = "local";
+
 /// What `state.json` records about a cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct State {

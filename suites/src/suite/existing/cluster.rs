@@ -23,7 +23,6 @@ use crate::suite::existing::measure;
 use crate::{Fixture, unique_name};
 use anyhow::{Context, Result, ensure};
 use harness::bench::core::baseline;
-use harness::bench::thor::existing::ExistingTarget;
 use harness::bench::thor::result::ThorResult;
 use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::cluster::Cluster;
@@ -33,6 +32,7 @@ use harness::cluster::existing::apf::{Attribution, Identity};
 use harness::cluster::existing::labels::RUN_ID_LABEL;
 use harness::cluster::existing::site::{new_run_id, remove_run, runs_left};
 use harness::cluster::local::LocalCluster;
+use harness::cluster::{ExistingTarget, Provider};
 use harness::tools::Component;
 use harness::workload::gang::run::run_case;
 use harness::workload::thor::Mode;
@@ -69,7 +69,7 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
 
 fn options(t: ExistingTarget) -> ThorBenchOptions {
     ThorBenchOptions {
-        existing: Some(t),
+        provider: Provider::Existing(t),
         ..crate::thor_options(
             "smoke.yaml",
             vec![Mode::Baseline, Mode::Jobset],
@@ -146,9 +146,10 @@ fn smoke_as_existing() -> Result<()> {
             (measured - predicted).abs() <= 0.03 * predicted,
             "{mode}: the Thor identity made {measured} requests, the model predicts {predicted}"
         );
+        // Each run's namespace is named alike in results (the rounds and
+        // modes line up by client: lifecycle::same_clients).
         ensure!(
-            m.thor_agent_user
-                .starts_with("system:serviceaccount:harness-"),
+            m.thor_agent_user == "system:serviceaccount:<run>:harness-thor-agent",
             "{mode}: the Thor identity was {}",
             m.thor_agent_user
         );
@@ -299,6 +300,18 @@ fn apf_agrees_with_the_audit_log() -> Result<()> {
     Ok(())
 }
 
+/// A run's identity as the cluster (and its audit log) names it: results
+/// name every run's namespace alike (`<run>`, lifecycle::same_clients),
+/// the cluster names round 0 of `mode` of run `run_id`.
+fn on_cluster(user: &str, run_id: &str, mode: &str) -> String {
+    let ns = harness::cluster::existing::site::run_namespace(run_id, mode, 0)
+        .expect("a short run namespace");
+    user.replace(
+        "system:serviceaccount:<run>:",
+        &format!("system:serviceaccount:{ns}:"),
+    )
+}
+
 /// With no audit log, APF alone counts the run's identities: the Thor
 /// identity's figure is what the cluster's audit log (which this test
 /// reads, the harness not) has for it; what needs the log is marked not
@@ -308,6 +321,7 @@ fn apf_without_the_audit_log() -> Result<()> {
     let c = &fx.cluster;
     let mut t = apf_target(c);
     t.cluster.audit_log = None;
+    let run_id = t.run_id.clone();
     let mut o = options(t);
     o.modes = Some(vec![Mode::Baseline]);
     let from = c.audit_end()?;
@@ -331,7 +345,10 @@ fn apf_without_the_audit_log() -> Result<()> {
     let (events, _) = c.audit_events(from)?;
     let audit = events
         .iter()
-        .filter(|e| e.user.username == m.thor_agent_user && seen.insert(e.audit_id.clone()))
+        .filter(|e| {
+            e.user.username == on_cluster(&m.thor_agent_user, &run_id, "baseline")
+                && seen.insert(e.audit_id.clone())
+        })
         .count() as f64;
     let apf = m.thor_agent_requests as f64;
     ensure!(
@@ -350,6 +367,7 @@ fn client_counts_match_the_audit_log() -> Result<()> {
     let mut t = target(c, c.kubeconfig().to_path_buf());
     t.cluster.audit_log = None;
     t.cluster.attribution = Attribution::Client;
+    let run_id = t.run_id.clone();
     let mut o = options(t);
     o.modes = Some(vec![Mode::Jobset]);
     let from = c.audit_end()?;
@@ -364,9 +382,10 @@ fn client_counts_match_the_audit_log() -> Result<()> {
     );
     for (user, counted) in &w.api_requests_by_client {
         let mut seen = std::collections::HashSet::new();
+        let real = on_cluster(user, &run_id, "jobset");
         let audit = events
             .iter()
-            .filter(|e| &e.user.username == user && seen.insert(e.audit_id.clone()))
+            .filter(|e| e.user.username == real && seen.insert(e.audit_id.clone()))
             .count() as u64;
         eprintln!("client-side vs audit log: {user}: {counted} vs {audit}");
         ensure!(

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use harness::bench::measure::result::MeasureResult;
-use harness::bench::measure::target::{ExistingTarget, Provider};
 use harness::bench::measure::workload::{Variant, Workload};
 use harness::bench::measure::{MeasureOptions, measure};
 use harness::cluster::Cluster;
@@ -26,6 +25,7 @@ use harness::cluster::existing::ExistingOptions;
 use harness::cluster::existing::apf::{Attribution, Identity};
 use harness::cluster::existing::site::{new_run_id, runs_left};
 use harness::cluster::local::LocalCluster;
+use harness::cluster::{ExistingTarget, Provider};
 
 use crate::Fixture;
 use crate::suite::measure::{command, hello_job};
@@ -45,6 +45,7 @@ fn target(c: &LocalCluster, kubeconfig: std::path::PathBuf) -> ExistingTarget {
         },
         run_id: new_run_id(),
         yes: false,
+        node_image: String::new(),
     }
 }
 
@@ -60,7 +61,7 @@ fn options(
             repeat: 1,
             seed: Some(3),
             spec: crate::test_spec("measure-existing"),
-            provider: Provider::Existing(Box::new(t)),
+            provider: Provider::Existing(t),
             bins: Default::default(),
             cluster_prefix: crate::unique_name("t-mexist-unused"),
             out: out.path().to_path_buf(),

@@ -7,17 +7,21 @@
 //! its first minor's lane, after the shared cluster's trials).
 
 use anyhow::{Context, Result, ensure};
-use harness::bench::thor::{KindBench, ThorBenchOptions, bench_thor};
+use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::cluster::kind::KindImages;
+use harness::cluster::{KindChoice, Provider};
 use harness::workload::thor::Mode;
 
 pub fn bench_thor_on_fresh_kind_clusters(minor: &'static str) -> Result<()> {
     let prefix = crate::unique_name(&format!("t-kbench{}", minor.replace('.', "")));
     let opts = ThorBenchOptions {
         overrides: vec![format!("cluster.k8sMinor=\"{minor}\"")],
-        kind: Some(KindBench {
+        provider: Provider::Kind(KindChoice {
+            profile: "baseline".into(),
+            config: None,
             images: KindImages::Auto,
-            root: crate::repo_root(),
+            kwok: false,
+            root: Some(crate::repo_root()),
         }),
         ..crate::thor_options(
             "smoke.yaml",

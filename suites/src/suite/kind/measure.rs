@@ -8,11 +8,11 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use harness::bench::measure::target::Provider;
 use harness::bench::measure::workload::{Variant, Workload};
 use harness::bench::measure::{MeasureOptions, measure};
 use harness::cluster::ClusterSpec;
 use harness::cluster::kind::KindImages;
+use harness::cluster::{KindChoice, Provider};
 use harness::k8s::K8sRelease;
 
 const WORKLOAD: &str = "system:serviceaccount:harness-measure:harness-workload (kubectl)";
@@ -33,10 +33,13 @@ pub fn measure_a_command_on_a_fresh_kind_cluster(minor: &'static str) -> Result<
         repeat: 1,
         seed: Some(7),
         spec: ClusterSpec::new("measure", minor),
-        provider: Provider::Kind {
-            config: crate::repo_root().join(format!("kind-configs/baseline-{minor}.yaml")),
+        provider: Provider::Kind(KindChoice {
+            profile: "baseline".into(),
+            config: Some(crate::repo_root().join(format!("kind-configs/baseline-{minor}.yaml"))),
             images: KindImages::Auto,
-        },
+            kwok: false,
+            root: Some(crate::repo_root()),
+        }),
         bins: Default::default(),
         cluster_prefix: prefix.clone(),
         out: out.path().to_path_buf(),

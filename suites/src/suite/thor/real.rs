@@ -6,7 +6,6 @@
 //! realnode suite call these (one real node per machine).
 
 use anyhow::{Context, Result, ensure};
-use harness::bench::thor::existing::ExistingTarget;
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::bench::thor::{ThorBenchOptions, bench_thor};
 use harness::cluster::Cluster;
@@ -14,13 +13,17 @@ use harness::cluster::existing::ExistingOptions;
 use harness::cluster::existing::site::new_run_id;
 use harness::cluster::local::LocalCluster;
 use harness::cluster::local::realnode::NODE_USER;
+use harness::cluster::{ExistingTarget, Provider};
 use harness::workload::thor::Mode;
 
 use crate::unique_name;
 
 fn options(modes: Vec<Mode>, existing: Option<ExistingTarget>) -> ThorBenchOptions {
     ThorBenchOptions {
-        existing,
+        provider: match existing {
+            Some(t) => Provider::Existing(t),
+            None => Provider::Local { real_node: true },
+        },
         real_node: true,
         ..crate::thor_options("smoke.yaml", modes, unique_name("t-thor-real"))
     }
