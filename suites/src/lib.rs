@@ -254,6 +254,7 @@ pub fn thor_options(
         modes: Some(modes),
         repeat: 1,
         seed: None,
+        shard: None,
         bins: Default::default(),
         cluster_prefix,
         overrides: Vec::new(),

@@ -10,5 +10,6 @@ pub mod core;
 pub mod cron;
 pub mod gang;
 pub mod measure;
+pub mod merge;
 pub mod saved;
 pub mod thor;

@@ -62,6 +62,15 @@ impl Saved {
         }
     }
 
+    /// Every file a run set writes (result.json, report.md, junit.xml,
+    /// report.html) into `dir`.
+    pub fn write_all(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        match self {
+            Saved::Thor(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
+            Saved::Measure(r) => crate::bench::measure::report::write_all(r, dir),
+        }
+    }
+
     /// report.md and junit.xml written into `dir`.
     pub fn write_reports(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let junit = match self {

@@ -187,6 +187,11 @@ impl ExistingArgs {
     }
 }
 
+/// `--shard K/N`.
+pub fn parse_shard(s: &str) -> Result<harness::bench::core::rounds::Shard, String> {
+    harness::bench::core::rounds::Shard::parse(s).map_err(|e| format!("{e:#}"))
+}
+
 /// `--control-plane`: a control-plane profile name.
 pub fn parse_profile(s: &str) -> Result<Profile, String> {
     Profile::parse(s).ok_or_else(|| format!("unknown profile {s:?}: default or tuned"))

@@ -8,6 +8,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use harness::bench::core::policy;
 use harness::bench::core::report::{compare as compare_report, files, markdown};
+use harness::bench::core::rounds::Shard;
 use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};
@@ -18,7 +19,7 @@ use harness::k8s::{K8S_RELEASES, K8sRelease};
 use harness::metrics::pprof;
 use harness::workload::thor::Mode;
 
-use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
 use crate::cli::provider::ProviderArgs;
 
@@ -86,6 +87,11 @@ pub struct BenchThorArgs {
     /// the same order). Default: from the clock.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run only shard K of N of the rounds (contiguous slices in the
+    /// seed's order; needs --seed): the shards' out dirs, run anywhere,
+    /// join with `harness report merge` into the result one run gives.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Compare with the stored baseline; exit 1 on a regression.
     #[arg(long)]
     pub compare: bool,
@@ -238,6 +244,11 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     if args.repeat == 0 {
         return Err(bad_input("--repeat 0: must be at least 1 (runs per mode)"));
     }
+    if args.record && args.shard.is_some() {
+        return Err(bad_input(
+            "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",
+        ));
+    }
     if args.record && !args.overrides.is_empty() {
         return Err(bad_input(
             "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
@@ -263,6 +274,7 @@ async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
         modes,
         repeat: args.repeat,
         seed: args.seed,
+        shard: args.shard,
         bins: parse_bins(&args.bins)?,
         cluster_prefix: format!("bench-{}", std::process::id()),
         overrides: args.overrides.clone(),

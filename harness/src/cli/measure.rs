@@ -17,7 +17,7 @@ use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::error::{self, bad_input};
 use harness::k8s::K8sRelease;
 
-use crate::cli::args::{parse_bins, parse_profile};
+use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
 use crate::cli::provider::ProviderArgs;
 
@@ -59,6 +59,11 @@ pub struct MeasureArgs {
     /// Seed of the run order (printed by every run). Default: the clock.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run only shard K of N of the rounds (contiguous slices in the
+    /// seed's order; needs --seed): the shards' out dirs, run anywhere,
+    /// join with `harness report merge` into the result one run gives.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<harness::bench::core::rounds::Shard>,
     /// Where result.json, report.md, report.html, junit.xml, the
     /// timelines and each run's output (runs/<variant>-<round>/) go.
     #[arg(long, default_value = "measure-out")]
@@ -160,6 +165,11 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     if args.timeout == 0 || args.nodes == Some(0) || args.node_pods == Some(0) {
         return Err(bad_input("--timeout, --nodes and --node-pods must be ≥ 1"));
     }
+    if args.record && args.shard.is_some() {
+        return Err(bad_input(
+            "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",
+        ));
+    }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
     let provider = args.target.provider("")?;
     if args.nodes.is_some() || args.node_pods.is_some() {
@@ -196,6 +206,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         variants,
         repeat: args.repeat,
         seed: args.seed,
+        shard: args.shard,
         spec,
         provider,
         bins: parse_bins(&args.bins)?,

@@ -35,6 +35,19 @@ pub enum ReportCommand {
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
+    /// Join the shards of one run set (`bench thor` or `measure` with
+    /// `--shard K/N` and one --seed, each shard's out dir) into the result,
+    /// report, intervals and verdicts one run would give: refused when they
+    /// are not shards of one run set (it says what differs); a round no
+    /// shard brought is said, never dropped.
+    Merge {
+        /// The shards' out dirs (or their result.json), any order.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Where the merged result.json and its reports go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Render a saved result again: the report.md of a `bench thor` or
     /// `measure` out dir, from its result.json (renderers only format, so
     /// the same result always gives the same report). Printed, or with
@@ -114,6 +127,15 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
                     print!("{}", timings::markdown(&timings::load(f)?));
                 }
             }
+            Ok(0)
+        }
+        ReportCommand::Merge { dirs, out } => {
+            let paths: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+            let merged = harness::bench::merge::merge_dirs(&paths)?;
+            for f in merged.write_all(out)? {
+                eprintln!("wrote {}", f.display());
+            }
+            print!("{}", merged.markdown());
             Ok(0)
         }
         ReportCommand::Render { dirs, write } => {

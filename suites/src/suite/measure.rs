@@ -37,6 +37,7 @@ fn options(
             variants,
             repeat,
             seed: Some(7),
+            shard: None,
             spec,
             provider: harness::cluster::Provider::Local { real_node: false },
             bins: Default::default(),

@@ -14,6 +14,7 @@ pub mod figures;
 pub mod gate;
 pub mod headline;
 pub mod history;
+pub mod merge;
 pub mod metric;
 pub mod over_rounds;
 pub mod policy;

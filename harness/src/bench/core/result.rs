@@ -197,6 +197,42 @@ pub struct Statistics {
     /// The minimum effects: relative for counts, relative + absolute floor
     /// for latencies and times, per metric family.
     pub rule: String,
+    /// A shard's place in its run set (`--shard K/N`): `rounds` are then
+    /// its own, the rounds `first` … of the set's `of`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardOf>,
+    /// A merged run set's shards (`report merge`): where each ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<MergedShard>,
+    /// Rounds of the run set no shard brought (`report merge`), 0-based:
+    /// said in the report, never dropped silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_rounds: Vec<usize>,
+}
+
+/// A shard's place in its run set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardOf {
+    pub k: u32,
+    pub n: u32,
+    /// The 0-based index of its first round in the set.
+    pub first: usize,
+    /// The set's rounds.
+    pub of: usize,
+}
+
+/// One shard of a merged run set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    pub k: u32,
+    /// Its rounds, 0-based, in the set.
+    pub rounds: Vec<usize>,
+    pub started: String,
+    /// The machine it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::machine::Machine>,
+    /// Where it was read from.
+    pub from: String,
 }
 
 impl Statistics {
@@ -212,6 +248,9 @@ impl Statistics {
             confidence: stats::CONFIDENCE,
             bootstrap_seed: stats::SEED,
             rule: RULE_TEXT.into(),
+            shard: None,
+            merged: Vec::new(),
+            lost_rounds: Vec::new(),
         }
     }
 }

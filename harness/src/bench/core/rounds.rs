@@ -1,12 +1,16 @@
 //! The runs of any benchmark: their order — rounds, each every mode once
 //! on fresh clusters, shuffled from a printed seed so the same seed
-//! replays the same order — and the Result they fill as each finishes
-//! (every mode's summary and ratios recomputed), copied into the out dir
-//! after every run so a later failure loses nothing.
+//! replays the same order — the shard of them one machine runs
+//! (`--shard K/N`: rounds split by the seed's order, so the union of the
+//! shards is the run set one run with that seed makes), and the Result
+//! they fill as each finishes (every mode's summary and ratios
+//! recomputed), copied into the out dir after every run so a later
+//! failure loses nothing.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::bench::core::report::files::save_progress;
 use crate::bench::core::result::Results;
@@ -17,6 +21,79 @@ use crate::metrics::timeline::Timeline;
 /// mode once, shuffled from `seed` (stats::interleaved).
 pub fn schedule<T: Clone>(modes: &[T], repeat: u32, seed: u64) -> Vec<Vec<T>> {
     crate::stats::interleaved(modes, repeat, seed)
+}
+
+/// `--shard K/N`: the K-th of N contiguous slices of a run set's rounds,
+/// in the seed's order (their sizes differ by one at most, the larger
+/// first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Shard {
+    /// "K/N", 1 ≤ K ≤ N; bad input naming the flag otherwise.
+    pub fn parse(s: &str) -> Result<Shard> {
+        let bad = || {
+            crate::error::bad_input(format!(
+                "--shard {s:?}: expected K/N, 1 ≤ K ≤ N (the K-th of N slices of the rounds)"
+            ))
+        };
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (u32, u32) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Shard { k, n })
+    }
+
+    /// Checked against the run set: every shard gets a round, and the
+    /// order comes from a seed every shard is given.
+    pub fn check(&self, repeat: u32, seed: Option<u64>) -> Result<()> {
+        if self.n > repeat {
+            return Err(crate::error::bad_input(format!(
+                "--shard {}/{}: {} shards of {repeat} rounds (--repeat) leave some empty",
+                self.k, self.n, self.n
+            )));
+        }
+        if seed.is_none() {
+            return Err(crate::error::bad_input(
+                "--shard needs --seed: every shard orders the rounds from the same seed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rounds (0-based, of `total`) this shard runs.
+    pub fn rounds(&self, total: usize) -> std::ops::Range<usize> {
+        let (n, k) = (self.n as usize, self.k as usize - 1);
+        let (base, extra) = (total / n, total % n);
+        let start = k * base + k.min(extra);
+        let len = base + usize::from(k < extra);
+        start..start + len
+    }
+}
+
+/// The rounds a run set (or one shard of it) runs: the whole order from
+/// `seed`, and of it the rounds `shard` takes (all without one), with
+/// their 0-based index in the whole.
+pub fn plan<T: Clone>(
+    modes: &[T],
+    repeat: u32,
+    seed: u64,
+    shard: Option<Shard>,
+) -> Vec<(usize, Vec<T>)> {
+    let all = schedule(modes, repeat, seed);
+    let take = shard.map_or(0..all.len(), |s| s.rounds(all.len()));
+    all.into_iter()
+        .enumerate()
+        .filter(|(i, _)| take.contains(i))
+        .collect()
 }
 
 /// Print the order and the seed that replays it.
@@ -62,5 +139,43 @@ impl<R: Run> Progress<R> {
             save_progress(&self.result, out)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shards_of_a_run_set_make_exactly_its_order() {
+        let modes = ["baseline", "jobset", "jobset-gang"];
+        let whole = plan(&modes, 4, 42, None);
+        let one = plan(&modes, 4, 42, Some(Shard::parse("1/2").unwrap()));
+        let two = plan(&modes, 4, 42, Some(Shard::parse("2/2").unwrap()));
+        assert_eq!(one.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(two.iter().map(|r| r.0).collect::<Vec<_>>(), [2, 3]);
+        let joined: Vec<_> = one.into_iter().chain(two).collect();
+        assert_eq!(joined, whole);
+        // Uneven: 7 rounds in 3 shards are 3, 2, 2, and together all 7.
+        let sizes: Vec<usize> = (1..=3).map(|k| Shard { k, n: 3 }.rounds(7).len()).collect();
+        assert_eq!(sizes, [3, 2, 2]);
+        let covered: Vec<usize> = (1..=3).flat_map(|k| Shard { k, n: 3 }.rounds(7)).collect();
+        assert_eq!(covered, (0..7).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_shard_is_checked_before_anything_runs() {
+        for bad in ["0/2", "3/2", "1", "a/b", "1/0", ""] {
+            let e = Shard::parse(bad).unwrap_err();
+            assert_eq!(
+                crate::error::exit_code(&e),
+                crate::error::EXIT_USAGE,
+                "{bad}"
+            );
+        }
+        let s = Shard::parse("2/4").unwrap();
+        assert!(s.check(3, Some(1)).is_err(), "4 shards of 3 rounds");
+        assert!(s.check(4, None).is_err(), "no seed");
+        assert!(s.check(4, Some(1)).is_ok());
     }
 }

@@ -23,8 +23,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::bench::core::figures::RunFigures;
-use crate::bench::core::result::Statistics;
-use crate::bench::core::rounds::{announce, schedule};
+use crate::bench::core::result::{ShardOf, Statistics};
+use crate::bench::core::rounds::{announce, plan};
 use crate::cluster::{AnyCluster, Cluster, ClusterSpec, Provider};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -47,6 +47,8 @@ pub struct MeasureOptions {
     pub variants: Vec<Variant>,
     pub repeat: u32,
     pub seed: Option<u64>,
+    /// `--shard K/N`: run only this slice of the rounds (needs `seed`).
+    pub shard: Option<crate::bench::core::rounds::Shard>,
     /// The cluster every run gets afresh (its name is replaced per run);
     /// on kind its minor and Kueue only (the rest is the kind config's).
     pub spec: ClusterSpec,
@@ -76,6 +78,9 @@ pub fn preflight(
     workload::check_name("--name", &opts.name)?;
     if opts.repeat == 0 {
         return Err(bad_input("--repeat 0: must be at least 1"));
+    }
+    if let Some(sh) = opts.shard {
+        sh.check(opts.repeat, opts.seed)?;
     }
     if opts.variants.is_empty() {
         return Err(bad_input(
@@ -161,8 +166,9 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     let manifests = preflight(opts, &path)?;
     let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
     let names: Vec<String> = opts.variants.iter().map(|v| v.name.clone()).collect();
-    let rounds = schedule(&names, opts.repeat, seed);
-    announce(&rounds, seed);
+    let rounds = plan(&names, opts.repeat, seed, opts.shard);
+    let mine: Vec<Vec<String>> = rounds.iter().map(|(_, r)| r.clone()).collect();
+    announce(&mine, seed);
     let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
     // The control-plane profile is the harness's only where it starts it.
     if caps.is_none() {
@@ -201,11 +207,19 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             harness_peak_rss_kib: 0,
             capabilities: caps.clone(),
             timelines: Vec::new(),
-            statistics: Some(Statistics::new(seed, rounds.clone(), names[0].clone())),
+            statistics: Some(Statistics {
+                shard: opts.shard.map(|sh| ShardOf {
+                    k: sh.k,
+                    n: sh.n,
+                    first: rounds.first().map_or(0, |r| r.0),
+                    of: opts.repeat.max(1) as usize,
+                }),
+                ..Statistics::new(seed, mine.clone(), names[0].clone())
+            }),
             machine: crate::machine::Machine::this(),
         },
     };
-    for (round, order) in rounds.iter().enumerate() {
+    for (round, order) in rounds.iter().map(|(i, r)| (*i, r)) {
         for name in order {
             let v = opts
                 .variants
@@ -331,7 +345,7 @@ async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bench::core::rounds::schedule;
 
     #[test]
     fn rounds_interleave_every_variant_replayably() {

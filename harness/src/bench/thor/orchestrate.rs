@@ -32,6 +32,8 @@ pub struct ThorBenchOptions {
     /// Seed of the run order (`--seed`); None: one from the clock, printed
     /// and kept in the Result.
     pub seed: Option<u64>,
+    /// `--shard K/N`: run only this slice of the rounds (needs `seed`).
+    pub shard: Option<crate::bench::core::rounds::Shard>,
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters (each mode gets a fresh one).
     pub cluster_prefix: String,
@@ -70,6 +72,9 @@ pub fn preflight(
     compare: bool,
     record: bool,
 ) -> Result<Preflight> {
+    if let Some(sh) = opts.shard {
+        sh.check(opts.repeat, opts.seed)?;
+    }
     let mut s = scenario::load_with(&opts.scenario, &scenario::parse_overrides(&opts.overrides)?)?;
     // kind's nodes are real kubelets.
     s.cluster.real_node |= opts.provider.real_nodes(opts.real_node);
@@ -364,6 +369,7 @@ fn plan_of<'a>(opts: &'a ThorBenchOptions, modes: &'a [Mode]) -> runs::Plan<'a> 
         modes,
         repeat: opts.repeat,
         seed: opts.seed,
+        shard: opts.shard,
         out: opts.out.as_deref(),
     }
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::core::baseline;
-use crate::bench::core::result::Statistics;
-use crate::bench::core::rounds::{Progress, announce, now, schedule};
+use crate::bench::core::result::{ShardOf, Statistics};
+use crate::bench::core::rounds::{self, Progress, Shard, announce, now};
 use crate::bench::thor::result::{ModeResult, RESULT_SCHEMA, ThorResult, ThorShape};
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
@@ -23,14 +23,17 @@ pub struct Plan<'a> {
     pub repeat: u32,
     /// `--seed`; None: one from the clock (printed, kept in the Result).
     pub seed: Option<u64>,
+    /// `--shard K/N`: only this slice of the rounds.
+    pub shard: Option<Shard>,
     pub out: Option<&'a Path>,
 }
 
 /// The Result being filled, run by run.
 pub struct Runs {
     pub progress: Progress<ModeResult>,
-    /// Each round: every mode once, in the order they run.
-    pub rounds: Vec<Vec<Mode>>,
+    /// Each round this run set (or shard) runs, by its 0-based index in
+    /// the whole: every mode once, in the order they run.
+    pub rounds: Vec<(usize, Vec<Mode>)>,
     repeat: u32,
 }
 
@@ -46,8 +49,9 @@ impl Runs {
         capabilities: Option<crate::cluster::existing::probe::Capabilities>,
     ) -> Runs {
         let seed = plan.seed.unwrap_or_else(crate::stats::clock_seed);
-        let rounds = schedule(plan.modes, plan.repeat, seed);
-        announce(&names(&rounds), seed);
+        let rounds = rounds::plan(plan.modes, plan.repeat, seed, plan.shard);
+        let mine: Vec<Vec<Mode>> = rounds.iter().map(|(_, r)| r.clone()).collect();
+        announce(&names(&mine), seed);
         let result = ThorResult {
             schema: RESULT_SCHEMA.into(),
             scenario: s.name.clone(),
@@ -67,7 +71,17 @@ impl Runs {
             harness_peak_rss_kib: 0,
             capabilities,
             timelines: Vec::new(),
-            statistics: Some(statistics(&rounds, seed, plan.modes)),
+            statistics: Some(statistics(
+                &mine,
+                seed,
+                plan.modes,
+                plan.shard.map(|sh| ShardOf {
+                    k: sh.k,
+                    n: sh.n,
+                    first: rounds.first().map_or(0, |r| r.0),
+                    of: plan.repeat.max(1) as usize,
+                }),
+            )),
             machine: crate::machine::Machine::this(),
         };
         Runs {
@@ -81,8 +95,7 @@ impl Runs {
     pub fn order(&self) -> Vec<(u32, Mode)> {
         self.rounds
             .iter()
-            .enumerate()
-            .flat_map(|(rep, order)| order.iter().map(move |&m| (rep as u32, m)))
+            .flat_map(|(rep, order)| order.iter().map(move |&m| (*rep as u32, m)))
             .collect()
     }
 
@@ -134,7 +147,12 @@ fn names(rounds: &[Vec<Mode>]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
+fn statistics(
+    rounds: &[Vec<Mode>],
+    seed: u64,
+    modes: &[Mode],
+    shard: Option<ShardOf>,
+) -> Statistics {
     let reference = match modes.contains(&Mode::Baseline) {
         true => Mode::Baseline.name().to_string(),
         false => modes
@@ -142,7 +160,10 @@ fn statistics(rounds: &[Vec<Mode>], seed: u64, modes: &[Mode]) -> Statistics {
             .min()
             .map_or(String::new(), |m| m.name().to_string()),
     };
-    Statistics::new(seed, names(rounds), reference)
+    Statistics {
+        shard,
+        ..Statistics::new(seed, names(rounds), reference)
+    }
 }
 
 /// How the scenario models HPCC and the nodes, for the Result.
@@ -180,6 +201,7 @@ pub fn model_of(s: &ThorScenario) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::core::rounds::schedule;
 
     #[test]
     fn every_round_runs_every_mode_once_in_a_replayable_order() {
@@ -196,11 +218,11 @@ mod tests {
         assert_eq!(schedule(&modes, 10, 7), rounds);
         assert_ne!(schedule(&modes, 10, 8), rounds);
         assert_eq!(schedule(&modes, 0, 7).len(), 1);
-        let st = statistics(&rounds, 7, &modes);
+        let st = statistics(&rounds, 7, &modes, None);
         assert_eq!(st.reference, "baseline");
         assert_eq!(st.rounds[0].len(), 3);
         assert_eq!(
-            statistics(&rounds, 7, &[Mode::JobsetGang, Mode::Jobset]).reference,
+            statistics(&rounds, 7, &[Mode::JobsetGang, Mode::Jobset], None).reference,
             "jobset"
         );
     }

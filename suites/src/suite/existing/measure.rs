@@ -60,6 +60,7 @@ fn options(
             variants,
             repeat: 1,
             seed: Some(3),
+            shard: None,
             spec: crate::test_spec("measure-existing"),
             provider: Provider::Existing(t),
             bins: Default::default(),

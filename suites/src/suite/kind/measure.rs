@@ -32,6 +32,7 @@ pub fn measure_a_command_on_a_fresh_kind_cluster(minor: &'static str) -> Result<
         }],
         repeat: 1,
         seed: Some(7),
+        shard: None,
         spec: ClusterSpec::new("measure", minor),
         provider: Provider::Kind(KindChoice {
             profile: "baseline".into(),

@@ -53,6 +53,64 @@ fn apf_agreement<R: Run>(s: &mut String, r: &Results<R>) {
 
 type TextRow = (&'static str, fn(&crate::metrics::WindowFigures) -> String);
 
+/// Where a shard stands in its run set, or which shards a merged run set
+/// joined and which rounds none brought ("" for a whole run).
+fn run_set<R: Run>(r: &Results<R>) -> String {
+    let Some(st) = &r.statistics else {
+        return String::new();
+    };
+    let mut s = String::new();
+    if let Some(sh) = &st.shard {
+        let _ = writeln!(
+            s,
+            "Shard {}/{} of a run set of {} rounds (seed {}): rounds {}–{}; `harness report merge` joins the shards into the run set's result.\n",
+            sh.k,
+            sh.n,
+            sh.of,
+            st.seed,
+            sh.first + 1,
+            sh.first + st.rounds.len()
+        );
+    }
+    if !st.merged.is_empty() {
+        let _ = writeln!(
+            s,
+            "Merged from {} shards (`harness report merge`); each round ran every mode on one machine:\n",
+            st.merged.len()
+        );
+        for m in &st.merged {
+            let _ = writeln!(
+                s,
+                "- shard {}: rounds {}, started {}, on {} ({})",
+                m.k,
+                m.rounds
+                    .iter()
+                    .map(|r| (r + 1).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                m.started,
+                m.machine
+                    .as_ref()
+                    .map_or("a machine it did not record".to_string(), |m| m.to_string()),
+                m.from
+            );
+        }
+        s.push('\n');
+    }
+    if !st.lost_rounds.is_empty() {
+        let _ = writeln!(
+            s,
+            "**Rounds no shard brought: {}** — the figures are of the other rounds only.\n",
+            st.lost_rounds
+                .iter()
+                .map(|r| (r + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    s
+}
+
 /// report.md's text.
 pub fn markdown<R: Run>(r: &Results<R>) -> String {
     let mut s = R::heading(r);
@@ -63,6 +121,7 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
         "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
         r.harness_peak_rss_kib as f64 / 1024.0
     );
+    s.push_str(&run_set(r));
     let mut not_measured: Vec<&String> = r
         .modes
         .values()
