@@ -11,5 +11,6 @@ pub mod cron;
 pub mod gang;
 pub mod measure;
 pub mod merge;
+pub mod on_cluster;
 pub mod saved;
 pub mod thor;

@@ -152,6 +152,37 @@ pub struct BenchThorArgs {
     /// run, agnhost (its netexec serves the exits), pullable by the nodes.
     #[arg(long, default_value = harness::tools::versions::AGNHOST_IMAGE)]
     pub node_image: String,
+    #[command(flatten)]
+    pub on_cluster: OnClusterArgs,
+}
+
+/// Rounds as the pods of an Indexed Job on a cluster the user has.
+#[derive(Args, Debug, Clone)]
+pub struct OnClusterArgs {
+    /// Run the rounds on the cluster of --kubeconfig as the pods of an
+    /// Indexed Job (a namespace of the run's own, removed at the end and
+    /// on Ctrl-C), each round with the local provider inside its pod,
+    /// unprivileged; each pod's out dir comes back and the shards are
+    /// merged here into the result one run gives (then --compare and
+    /// --record judge or store it).
+    #[arg(long, requires = "kubeconfig")]
+    pub on_cluster: bool,
+    /// With --on-cluster: how many rounds run at once.
+    #[arg(long, default_value_t = 2, requires = "on_cluster",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallel: u32,
+    /// With --on-cluster: the image the pods run, pullable by the nodes
+    /// (`harness image build`) [default: built here and loaded into the
+    /// nodes — a kind cluster the harness made].
+    #[arg(long, requires = "on_cluster")]
+    pub image: Option<String>,
+    /// With --on-cluster: seconds the whole run set may take.
+    #[arg(long, default_value_t = 7200, requires = "on_cluster")]
+    pub on_cluster_timeout: u64,
+    /// In a round's pod: hold the out dir this many seconds until the
+    /// caller has collected it.
+    #[arg(long, hide = true)]
+    pub hold: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -224,6 +255,156 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
 }
 
 async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
+    if let Some(hold_s) = args.on_cluster.hold {
+        // A round in a pod: whatever happened, its out dir and exit code
+        // wait for the caller.
+        let code = match bench_thor_here(args).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("harness: {e:#}");
+                error::exit_code(&e)
+            }
+        };
+        return harness::bench::on_cluster::collect::hold(&args.out, code, hold_s);
+    }
+    if args.on_cluster.on_cluster {
+        return bench_thor_on_cluster(args).await;
+    }
+    bench_thor_here(args).await
+}
+
+/// `bench thor --on-cluster`: the rounds as the pods of an Indexed Job,
+/// merged here.
+async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
+    use harness::bench::on_cluster::{image, run};
+    let t = &args.target;
+    if t.provider != crate::cli::provider::ProviderName::Local
+        || t.real_node
+        || args.shard.is_some()
+        || args.profile.is_some()
+        || !args.bins.is_empty()
+        || args.dry_run
+        || args.from.is_some()
+    {
+        return Err(bad_input(
+            "--on-cluster runs every round with the local provider inside its pod, all rounds of the run set: drop --provider, --real-node, --shard, --profile, --bin, --dry-run and --from",
+        ));
+    }
+    let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
+        bad_input("--on-cluster puts the scenarios of suites/thor/ into the image: run from inside the repository")
+    })?;
+    let scenario = std::fs::canonicalize(&args.scenario)
+        .map_err(|e| bad_input(format!("--scenario {}: {e}", args.scenario.display())))?;
+    let rel = scenario
+        .strip_prefix(std::fs::canonicalize(root.join("suites/thor"))?)
+        .map_err(|_| {
+            bad_input(format!(
+                "--on-cluster: --scenario {} is not in suites/thor/ (the image holds those)",
+                args.scenario.display()
+            ))
+        })?
+        .to_path_buf();
+    let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
+    let mut pod_args: Vec<String> = vec![
+        "bench".into(),
+        "thor".into(),
+        "--scenario".into(),
+        format!("{}/suites/thor/{}", image::REPO, rel.display()),
+        "--repeat".into(),
+        args.repeat.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+        "--shard".into(),
+        format!("index/{}", args.repeat),
+        "--out".into(),
+        harness::bench::on_cluster::job::OUT.into(),
+    ];
+    if !args.modes.is_empty() {
+        pod_args.extend(["--modes".into(), args.modes.join(",")]);
+    }
+    for o in &args.overrides {
+        pod_args.extend(["--set".into(), o.clone()]);
+    }
+    if args.scrape_metrics {
+        pod_args.push("--scrape-metrics".into());
+    }
+    let opts = ThorBenchOptions {
+        scenario: args.scenario.clone(),
+        modes: None,
+        repeat: args.repeat,
+        seed: Some(seed),
+        shard: None,
+        bins: Default::default(),
+        cluster_prefix: String::new(),
+        overrides: args.overrides.clone(),
+        out: Some(args.out.clone()),
+        scrape: false,
+        profiles: None,
+        real_node: false,
+        provider: Provider::Local { real_node: false },
+    };
+    let pre = thor::preflight(&opts, Some(&root), args.compare, args.record)?;
+    let s = &pre.scenario;
+    let k8s = harness::k8s::K8sRelease::parse(&s.cluster.k8s_minor)?;
+    let kueue = s
+        .modes
+        .iter()
+        .filter_map(|m| Mode::parse(m))
+        .any(|m| m.needs_kueue());
+    let existing = args.target.existing.options()?;
+    let run_id = harness::cluster::existing::site::new_run_id();
+    let on = run::OnCluster {
+        kubeconfig: existing.kubeconfig.clone(),
+        context: existing.context.clone(),
+        run_id: run_id.clone(),
+        image: args.on_cluster.image.clone(),
+        contents: image::contents(k8s, kueue, &root).await?,
+        shards: args.repeat,
+        parallel: args.on_cluster.parallel,
+        args: pod_args,
+        size: run::size_for(s.thor.num_workers),
+        out: args.out.clone(),
+        timeout: Duration::from_secs(args.on_cluster.on_cluster_timeout),
+    };
+    let target = Provider::Existing(harness::cluster::ExistingTarget {
+        cluster: existing,
+        run_id,
+        yes: true,
+        node_image: String::new(),
+    });
+    let collected = match or_tear_down(run::run(&on), &target, Made::Prefixed("")).await? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if let Provider::Existing(t) = &target {
+        t.cluster.remove_run(&t.run_id).await?;
+        eprintln!("harness: removed namespace {}", collected.namespace);
+    }
+    if collected.dirs.is_empty() {
+        return Err(harness::error::env_missing(
+            format!(
+                "no round came back from the cluster (indexes failed: {:?})",
+                collected.failed
+            ),
+            "read the logs of the Job's pods: each says what its round did",
+        ));
+    }
+    let dirs: Vec<&std::path::Path> = collected.dirs.iter().map(PathBuf::as_path).collect();
+    let merged = match harness::bench::merge::merge_dirs(&dirs)? {
+        harness::bench::saved::Saved::Thor(r) => *r,
+        harness::bench::saved::Saved::Measure(_) => {
+            return Err(bad_input("the rounds brought back measure results"));
+        }
+    };
+    for p in files::write_all(&merged, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", markdown::markdown(&merged));
+    judge_and_record(args, Some(&root), &merged)
+}
+
+/// `bench thor` with the clusters of its provider.
+async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     let modes = if args.modes.is_empty() {
         None
     } else {

@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use crate::cli::bench;
+use crate::cli::image;
 use crate::cli::measure;
 use crate::cli::report;
 use crate::cli::status;
@@ -50,6 +51,9 @@ pub enum Command {
     /// Pages rendered from recorded results (the README's headline table).
     #[command(subcommand)]
     Report(report::ReportCommand),
+    /// The image rounds run in on a cluster.
+    #[command(subcommand)]
+    Image(image::ImageCommand),
     /// The CLI reference page (docs/src/cli.md) in Markdown.
     #[command(hide = true)]
     HelpMarkdown,
@@ -117,6 +121,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Doctor(args) => tools::doctor(&args).await,
         Command::Measure(args) => measure::measure(&args).await,
         Command::Report(c) => report::run(&c),
+        Command::Image(c) => image::run(&c).await,
         Command::HelpMarkdown => {
             print!(
                 "{}",

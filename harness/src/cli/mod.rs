@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod command;
+mod image;
 mod interrupt;
 mod measure;
 mod provider;

@@ -48,6 +48,15 @@ pub enum ReportCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// A round's out dir as a tar on stdout, for the caller that runs
+    /// rounds on a cluster (`--on-cluster`: exec'd in the round's pod);
+    /// exit 75 while the round still runs. --release lets the pod end.
+    #[command(hide = true)]
+    Pack {
+        dir: PathBuf,
+        #[arg(long)]
+        release: bool,
+    },
     /// Render a saved result again: the report.md of a `bench thor` or
     /// `measure` out dir, from its result.json (renderers only format, so
     /// the same result always gives the same report). Printed, or with
@@ -137,6 +146,12 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             }
             print!("{}", merged.markdown());
             Ok(0)
+        }
+        ReportCommand::Pack { dir, release } => {
+            match harness::bench::on_cluster::collect::pack(dir, *release)? {
+                Ok(()) => Ok(0),
+                Err(code) => Ok(code),
+            }
         }
         ReportCommand::Render { dirs, write } => {
             for d in dirs {

@@ -245,6 +245,80 @@ fn one_vs_ten_completions_differ_significantly() -> Result<()> {
     Ok(())
 }
 
+/// Rounds at scale, end to end on this machine: a 2-round A/B measured as
+/// its two shards (`--shard 1/2`, `--shard 2/2`, one seed), each shard's
+/// out dir a run set of its own, joined by `report merge`'s code into the
+/// run set one run makes — the seed's round order, every variant's runs in
+/// it, the ratio judged over both rounds, no round lost.
+fn shards_merge_into_one_run_set() -> Result<()> {
+    let job = |n: u32| {
+        format!(
+            "kubectl create job j --image=registry.k8s.io/pause:3.10 --dry-run=client -o json | sed 's/\"template\"/\"completions\": {n}, \"parallelism\": {n}, \"template\"/' | kubectl apply -f -"
+        )
+    };
+    let variants = || -> Result<Vec<Variant>> {
+        Ok(vec![
+            harness::bench::measure::workload::parse_variant(&format!("one={}", job(1)))?,
+            harness::bench::measure::workload::parse_variant(&format!("ten={}", job(3)))?,
+        ])
+    };
+    let mut outs = Vec::new();
+    for k in 1..=2 {
+        let (mut opts, out) = options("shard", variants()?, 2)?;
+        opts.seed = Some(11);
+        opts.shard = Some(harness::bench::core::rounds::Shard { k, n: 2 });
+        let r = run(&opts)?;
+        ensure!(
+            r.runs.len() == 2 && !r.failed(),
+            "shard {k}: runs {:?}",
+            r.runs
+        );
+        ensure!(
+            r.runs.iter().all(|x| x.round == k - 1),
+            "shard {k} ran rounds {:?}",
+            r.runs.iter().map(|x| x.round).collect::<Vec<_>>()
+        );
+        harness::bench::measure::report::write_all(&r, out.path())?;
+        outs.push(out);
+    }
+    let dirs: Vec<&std::path::Path> = outs.iter().map(|o| o.path()).collect();
+    let harness::bench::saved::Saved::Measure(m) = harness::bench::merge::merge_dirs(&dirs)? else {
+        anyhow::bail!("the merge is not a measure result");
+    };
+    let names = vec!["one".to_string(), "ten".to_string()];
+    let order: Vec<Vec<String>> = harness::bench::core::rounds::plan(&names, 2, 11, None)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let st = m.figures.statistics.as_ref().context("statistics")?;
+    ensure!(
+        st.rounds == order,
+        "merged order {:?}, the seed's {order:?}",
+        st.rounds
+    );
+    ensure!(st.lost_rounds.is_empty() && st.merged.len() == 2, "{st:?}");
+    ensure!(
+        m.runs.iter().map(|r| r.round).collect::<Vec<_>>() == [0, 0, 1, 1],
+        "runs {:?}",
+        m.runs
+    );
+    for (variant, pods) in [("one", 1), ("ten", 3)] {
+        let s = &m.figures.modes[variant];
+        ensure!(s.repeats.len() == 2, "{variant}: {} runs", s.repeats.len());
+        ensure!(
+            s.repeats.iter().all(|r| r.pods_created == pods),
+            "{variant}: pods {:?}",
+            s.repeats.iter().map(|r| r.pods_created).collect::<Vec<_>>()
+        );
+    }
+    let j = m.figures.modes["ten"]
+        .vs_reference
+        .get("pods_created")
+        .context("no ratio of pods over the merged rounds")?;
+    ensure!(j.ratio.n == 2 && j.ratio.ratio == 3.0, "{j:?}");
+    Ok(())
+}
+
 /// Kueue's scheduling-performance runner under `measure --kueue-perf`
 /// with our small generator config: its own figures are read (every
 /// workload it generated admitted and finished), and the harness counts
@@ -338,6 +412,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "one_vs_ten_completions_differ_significantly",
                 one_vs_ten_completions_differ_significantly,
+            )
+            .needs(cluster()),
+            Test::of(
+                "shards_merge_into_one_run_set",
+                shards_merge_into_one_run_set,
             )
             .needs(cluster()),
             Test::of(

@@ -34,7 +34,8 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// "K/N", 1 ≤ K ≤ N; bad input naming the flag otherwise.
+    /// "K/N", 1 ≤ K ≤ N; bad input naming the flag otherwise. "index/N"
+    /// takes K from an Indexed Job's pod (`JOB_COMPLETION_INDEX` + 1).
     pub fn parse(s: &str) -> Result<Shard> {
         let bad = || {
             crate::error::bad_input(format!(
@@ -42,6 +43,22 @@ impl Shard {
             ))
         };
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let from_index;
+        let k = match k.trim() {
+            "index" => {
+                let i: u32 = std::env::var("JOB_COMPLETION_INDEX")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| {
+                        crate::error::bad_input(
+                            "--shard index/N: JOB_COMPLETION_INDEX is not set (an Indexed Job's pod has it)",
+                        )
+                    })?;
+                from_index = (i + 1).to_string();
+                from_index.as_str()
+            }
+            k => k,
+        };
         let (k, n): (u32, u32) = (
             k.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,

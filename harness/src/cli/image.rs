@@ -1,0 +1,59 @@
+//! `harness image build`: the harness and the binaries a run set needs as
+//! one OCI image archive, for rounds on a cluster (`--on-cluster`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+#[derive(Subcommand, Debug)]
+pub enum ImageCommand {
+    /// Build the image rounds run in on a cluster (`bench thor|measure
+    /// --on-cluster`): the harness with the shared libraries it links,
+    /// every binary the local provider starts (found or built here), the
+    /// upstream module files it installs from, and the Thor scenarios.
+    /// Written as an OCI image layout archive (`ctr images import`,
+    /// `docker load` and `kind load image-archive` read it); its name's
+    /// tag is a digest of what it holds.
+    Build(ImageBuildArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImageBuildArgs {
+    /// The Kubernetes minor whose binaries it holds.
+    #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
+    pub k8s_version: String,
+    /// Also hold Kueue's controller (the jobset-kueue mode needs it).
+    #[arg(long)]
+    pub kueue: bool,
+    /// Where the archive goes [default: the harness's cache, images/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub async fn run(c: &ImageCommand) -> Result<i32> {
+    let ImageCommand::Build(a) = c;
+    let release = harness::k8s::K8sRelease::parse(&a.k8s_version)?;
+    let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
+        harness::error::bad_input(
+            "image build reads the scenarios in suites/thor/: run from inside the repository",
+        )
+    })?;
+    let contents = harness::bench::on_cluster::image::contents(release, a.kueue, &root).await?;
+    let dir = a
+        .out
+        .as_ref()
+        .and_then(|o| o.parent().map(PathBuf::from))
+        .unwrap_or_else(|| harness::paths::cache_dir().join("images"));
+    let (archive, name) = harness::bench::on_cluster::image::build(&contents, &dir)?;
+    let archive = match &a.out {
+        Some(out) => {
+            std::fs::rename(&archive, out)?;
+            out.clone()
+        }
+        None => archive,
+    };
+    eprintln!("wrote {}", archive.display());
+    println!("{name}");
+    Ok(0)
+}
