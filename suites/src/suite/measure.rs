@@ -245,44 +245,62 @@ fn one_vs_ten_completions_differ_significantly() -> Result<()> {
     Ok(())
 }
 
-/// Rounds at scale, end to end on this machine: a 2-round A/B measured as
-/// its two shards (`--shard 1/2`, `--shard 2/2`, one seed), each shard's
-/// out dir a run set of its own, joined by `report merge`'s code into the
-/// run set one run makes — the seed's round order, every variant's runs in
-/// it, the ratio judged over both rounds, no round lost.
+/// Rounds at scale, end to end on this machine, through the scripts the
+/// rounds workflow runs (ci/rounds-shard.sh, ci/rounds-merge.sh) and the
+/// harness binary: a 2-round A/B measured as its two shards (`--shard
+/// 1/2`, `--shard 2/2`, one seed), each shard's out dir a run set of its
+/// own, joined by `report merge` into the run set one run makes — the
+/// seed's round order, every variant's runs in it, the ratio judged over
+/// both rounds, no round lost.
 fn shards_merge_into_one_run_set() -> Result<()> {
+    let harness = crate::harness_cli().map_err(anyhow::Error::msg)?;
+    let root = crate::repo_root();
+    let out = tempfile::tempdir()?;
     let job = |n: u32| {
         format!(
             "kubectl create job j --image=registry.k8s.io/pause:3.10 --dry-run=client -o json | sed 's/\"template\"/\"completions\": {n}, \"parallelism\": {n}, \"template\"/' | kubectl apply -f -"
         )
     };
-    let variants = || -> Result<Vec<Variant>> {
-        Ok(vec![
-            harness::bench::measure::workload::parse_variant(&format!("one={}", job(1)))?,
-            harness::bench::measure::workload::parse_variant(&format!("ten={}", job(3)))?,
-        ])
+    let script = |name: &str, args: &[String]| -> Result<()> {
+        let o = std::process::Command::new("bash")
+            .arg(root.join("ci").join(name))
+            .args(args)
+            .env("HARNESS", &harness)
+            .env("HARNESS_NO_PROGRESS", "1")
+            .current_dir(&root)
+            .output()?;
+        ensure!(
+            o.status.success(),
+            "ci/{name} {args:?}: {}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Ok(())
     };
-    let mut outs = Vec::new();
+    let shards = out.path().join("shards");
     for k in 1..=2 {
-        let (mut opts, out) = options("shard", variants()?, 2)?;
-        opts.seed = Some(11);
-        opts.shard = Some(harness::bench::core::rounds::Shard { k, n: 2 });
-        let r = run(&opts)?;
-        ensure!(
-            r.runs.len() == 2 && !r.failed(),
-            "shard {k}: runs {:?}",
-            r.runs
+        let mut args: Vec<String> = vec![k.to_string(), "2".into(), shards.display().to_string()];
+        args.extend(
+            [
+                "measure", "--name", "shard", "--repeat", "2", "--seed", "11", "--nodes", "2",
+            ]
+            .map(String::from),
         );
-        ensure!(
-            r.runs.iter().all(|x| x.round == k - 1),
-            "shard {k} ran rounds {:?}",
-            r.runs.iter().map(|x| x.round).collect::<Vec<_>>()
-        );
-        harness::bench::measure::report::write_all(&r, out.path())?;
-        outs.push(out);
+        args.extend(["--variant".into(), format!("one={}", job(1))]);
+        args.extend(["--variant".into(), format!("ten={}", job(3))]);
+        script("rounds-shard.sh", &args)?;
     }
-    let dirs: Vec<&std::path::Path> = outs.iter().map(|o| o.path()).collect();
-    let harness::bench::saved::Saved::Measure(m) = harness::bench::merge::merge_dirs(&dirs)? else {
+    let merged = out.path().join("merged");
+    script(
+        "rounds-merge.sh",
+        &[
+            merged.display().to_string(),
+            shards.join("shard-1").display().to_string(),
+            shards.join("shard-2").display().to_string(),
+        ],
+    )?;
+    let harness::bench::saved::Saved::Measure(m) = harness::bench::saved::read(&merged, "test")?
+    else {
         anyhow::bail!("the merge is not a measure result");
     };
     let names = vec!["one".to_string(), "ten".to_string()];
@@ -291,11 +309,7 @@ fn shards_merge_into_one_run_set() -> Result<()> {
         .map(|(_, r)| r)
         .collect();
     let st = m.figures.statistics.as_ref().context("statistics")?;
-    ensure!(
-        st.rounds == order,
-        "merged order {:?}, the seed's {order:?}",
-        st.rounds
-    );
+    ensure!(st.rounds == order, "merged order {:?}, the seed's {order:?}", st.rounds);
     ensure!(st.lost_rounds.is_empty() && st.merged.len() == 2, "{st:?}");
     ensure!(
         m.runs.iter().map(|r| r.round).collect::<Vec<_>>() == [0, 0, 1, 1],
@@ -316,6 +330,8 @@ fn shards_merge_into_one_run_set() -> Result<()> {
         .get("pods_created")
         .context("no ratio of pods over the merged rounds")?;
     ensure!(j.ratio.n == 2 && j.ratio.ratio == 3.0, "{j:?}");
+    let md = std::fs::read_to_string(merged.join("report.md"))?;
+    ensure!(md.contains("Merged from 2 shards"), "{md}");
     Ok(())
 }
 
