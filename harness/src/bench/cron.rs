@@ -23,6 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::bench::core::over_rounds::MetricRounds;
+use crate::bench::core::result::{MergedShard, ShardOf};
+use crate::bench::core::rounds::Shard;
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec};
@@ -53,6 +55,8 @@ pub struct CronBenchOptions {
     pub control_plane: ControlPlane,
     /// Rounds, each on a fresh cluster.
     pub rounds: u32,
+    /// `--shard K/N`: run only this slice of the rounds.
+    pub shard: Option<Shard>,
 }
 
 impl CronBenchOptions {
@@ -65,6 +69,10 @@ impl CronBenchOptions {
         }
         if self.rounds == 0 {
             return Err(bad_input("--repeat 0: must be at least 1 (rounds)"));
+        }
+        // One mode: the order needs no seed, every shard takes its slice.
+        if let Some(sh) = self.shard {
+            sh.check(self.rounds, Some(0))?;
         }
         if self.pod_seconds >= 50 {
             return Err(bad_input(
@@ -120,6 +128,81 @@ pub struct CronBenchResult {
     /// With rounds: each per-run figure's spread over them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub over_rounds: Vec<MetricRounds>,
+    /// A shard's place in its run set (`--shard K/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardOf>,
+    /// A merged run set's shards (`report merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<MergedShard>,
+}
+
+/// The result of `rounds` of `opts`' workload: their mean, each round,
+/// their spread.
+fn of_rounds(like: &CronBenchResult, rounds: Vec<CronRound>) -> CronBenchResult {
+    CronBenchResult {
+        mean: mean_round(&rounds),
+        over_rounds: over_rounds(&rounds),
+        rounds: match rounds.len() {
+            1 => Vec::new(),
+            _ => rounds,
+        },
+        ..like.clone()
+    }
+}
+
+/// The shards of one cron run set joined (`report merge`): their rounds
+/// in order, the mean and spreads taken again. Refused unless they ran
+/// the same workload on the same release.
+pub fn merge(mut parts: Vec<(String, CronBenchResult)>) -> Result<CronBenchResult> {
+    let key = |r: &CronBenchResult| {
+        (
+            r.k8s_version.clone(),
+            r.tenants,
+            r.cronjobs,
+            r.minutes,
+            r.pod_seconds,
+            r.shard.as_ref().map(|s| (s.n, s.of)),
+        )
+    };
+    let (first_from, first) = parts.first().context("no shard given")?.clone();
+    for (from, r) in &parts {
+        if r.shard.is_none() {
+            return Err(bad_input(format!(
+                "report merge: {from}: not a shard (it ran without --shard)"
+            )));
+        }
+        if key(r) != key(&first) {
+            return Err(bad_input(format!(
+                "report merge: {from} is not a shard of the run set of {first_from} (release or workload differ)"
+            )));
+        }
+    }
+    parts.sort_by_key(|(_, r)| r.shard.as_ref().map_or(0, |s| s.first));
+    let rounds: Vec<CronRound> = parts
+        .iter()
+        .flat_map(|(_, r)| match r.rounds.is_empty() {
+            true => vec![r.mean.clone()],
+            false => r.rounds.clone(),
+        })
+        .collect();
+    let merged = parts
+        .iter()
+        .map(|(from, r)| {
+            let sh = r.shard.as_ref().expect("checked above");
+            MergedShard {
+                k: sh.k,
+                rounds: Shard { k: sh.k, n: sh.n }.rounds(sh.of).collect(),
+                started: String::new(),
+                machine: None,
+                from: from.clone(),
+            }
+        })
+        .collect();
+    Ok(CronBenchResult {
+        shard: None,
+        merged,
+        ..of_rounds(&first, rounds)
+    })
 }
 
 /// The mean of `rounds` (not empty), field by field; per-run figures are
@@ -221,7 +304,10 @@ fn window_length(now: SystemTime, minutes: u32) -> Duration {
 pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
     opts.check()?;
     let mut rounds = Vec::new();
-    for round in 0..opts.rounds {
+    let take = opts
+        .shard
+        .map_or(0..opts.rounds as usize, |s| s.rounds(opts.rounds as usize));
+    for round in take.clone() {
         let name = format!("{}-{round}", opts.cluster_name);
         let cluster = lifecycle::up(&UpOptions {
             spec: ClusterSpec {
@@ -237,7 +323,7 @@ pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
         rounds.push(r.with_context(|| format!("cron benchmark on cluster {name}"))?);
         down?;
     }
-    Ok(CronBenchResult {
+    let like = CronBenchResult {
         schema: SCHEMA.into(),
         harness_version: env!("CARGO_PKG_VERSION").into(),
         k8s_version: opts.release.version.to_string(),
@@ -246,13 +332,18 @@ pub async fn bench_cron(opts: &CronBenchOptions) -> Result<CronBenchResult> {
         minutes: opts.minutes,
         pod_seconds: opts.pod_seconds,
         expected_runs: opts.expected_runs(),
-        mean: mean_round(&rounds),
-        over_rounds: over_rounds(&rounds),
-        rounds: match rounds.len() {
-            1 => Vec::new(),
-            _ => rounds,
-        },
-    })
+        mean: CronRound::default(),
+        over_rounds: Vec::new(),
+        rounds: Vec::new(),
+        shard: opts.shard.map(|sh| ShardOf {
+            k: sh.k,
+            n: sh.n,
+            first: take.start,
+            of: opts.rounds as usize,
+        }),
+        merged: Vec::new(),
+    };
+    Ok(of_rounds(&like, rounds))
 }
 
 async fn measure(cluster: &impl Cluster, opts: &CronBenchOptions) -> Result<CronRound> {
@@ -359,6 +450,60 @@ pub fn write(r: &CronBenchResult, out: &Path) -> Result<Vec<PathBuf>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_shards_of_a_cron_run_set_merge_into_its_rounds() {
+        let round = |n: u64| CronRound {
+            window_s: 60.0,
+            scheduled_runs: 20,
+            api_requests: n,
+            etcd_writes: n / 2,
+            requests_per_run: n as f64 / 20.0,
+            etcd_writes_per_run: n as f64 / 40.0,
+            ..Default::default()
+        };
+        let base = CronBenchResult {
+            schema: SCHEMA.into(),
+            harness_version: "0".into(),
+            k8s_version: "1.37.1".into(),
+            tenants: 5,
+            cronjobs: 4,
+            minutes: 1,
+            pod_seconds: 2,
+            expected_runs: 20,
+            mean: CronRound::default(),
+            rounds: Vec::new(),
+            over_rounds: Vec::new(),
+            shard: None,
+            merged: Vec::new(),
+        };
+        let whole = of_rounds(&base, vec![round(400), round(420), round(410)]);
+        let shard = |k: u32, first: usize, rounds: Vec<CronRound>| CronBenchResult {
+            shard: Some(ShardOf {
+                k,
+                n: 2,
+                first,
+                of: 3,
+            }),
+            ..of_rounds(&base, rounds)
+        };
+        let merged = merge(vec![
+            ("b".into(), shard(2, 2, vec![round(410)])),
+            ("a".into(), shard(1, 0, vec![round(400), round(420)])),
+        ])
+        .unwrap();
+        assert_eq!(merged.rounds, whole.rounds, "every round, in order");
+        assert_eq!(merged.mean, whole.mean);
+        assert_eq!(merged.over_rounds, whole.over_rounds);
+        assert_eq!(merged.merged.len(), 2);
+        let mut other = shard(2, 2, vec![round(410)]);
+        other.tenants = 6;
+        let e = merge(vec![
+            ("a".into(), shard(1, 0, vec![round(400), round(420)])),
+            ("b".into(), other),
+        ]);
+        assert!(format!("{:#}", e.unwrap_err()).contains("not a shard of the run set"));
+    }
+
     fn opts(tenants: u32, cronjobs: u32, minutes: u32, pod_seconds: u32) -> CronBenchOptions {
         CronBenchOptions {
             tenants,
@@ -370,6 +515,7 @@ mod tests {
             cluster_name: "t".into(),
             control_plane: Default::default(),
             rounds: 1,
+            shard: None,
         }
     }
 
@@ -434,6 +580,8 @@ mod tests {
             mean: mean_round(&rounds),
             over_rounds: over_rounds(&rounds),
             rounds,
+            shard: None,
+            merged: Vec::new(),
         };
         assert_eq!(r.mean.api_requests, 40);
         assert_eq!(r.over_rounds[0].samples, vec![9.0, 11.0]);

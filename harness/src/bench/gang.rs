@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::core::metric::{Kind, Metric, Spec};
 use crate::bench::core::over_rounds::MetricRounds;
+use crate::bench::core::result::{MergedShard, ShardOf};
+use crate::bench::core::rounds::Shard;
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::bad_input;
@@ -39,6 +41,8 @@ pub struct GangBenchOptions {
     pub rounds: u32,
     /// Seed of the rounds' order (default: the clock).
     pub seed: Option<u64>,
+    /// `--shard K/N`: run only this slice of the rounds (needs `seed`).
+    pub shard: Option<Shard>,
     pub releases: Vec<K8sRelease>,
     pub pool_nodes: u32,
     pub node_pods: u32,
@@ -84,6 +88,9 @@ impl GangBenchOptions {
         if self.releases.is_empty() {
             return Err(bad_input("no Kubernetes version to run"));
         }
+        if let Some(sh) = self.shard {
+            sh.check(self.rounds, self.seed)?;
+        }
         Ok(())
     }
 }
@@ -124,6 +131,12 @@ pub struct GangBenchResult {
     pub rounds: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// A shard's place in its run set (`--shard K/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardOf>,
+    /// A merged run set's shards (`report merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<MergedShard>,
     /// With rounds: each metric per release and size over them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub over_rounds: Vec<SizeRounds>,
@@ -241,19 +254,18 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
-    let order = crate::stats::interleaved(&opts.releases, opts.rounds, seed);
-    eprintln!(
-        "run order (seed {seed}; replay with --seed {seed}): {}",
-        order
+    let order = crate::bench::core::rounds::plan(&opts.releases, opts.rounds, seed, opts.shard);
+    crate::bench::core::rounds::announce(
+        &order
             .iter()
-            .map(|r| r.iter().map(|k| k.minor).collect::<Vec<_>>().join(", "))
-            .collect::<Vec<_>>()
-            .join(" | ")
+            .map(|(_, r)| r.iter().map(|k| k.minor.to_string()).collect())
+            .collect::<Vec<_>>(),
+        seed,
     );
     let mut releases = Vec::new();
-    for (round, in_order) in order.iter().enumerate() {
+    for (round, in_order) in &order {
         for release in in_order {
-            releases.push(one_release(opts, *release, round as u32).await?);
+            releases.push(one_release(opts, *release, *round as u32).await?);
         }
     }
     let over_rounds = match opts.rounds > 1 {
@@ -267,6 +279,13 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
         releases,
         rounds: opts.rounds,
         seed: Some(seed),
+        shard: opts.shard.map(|sh| ShardOf {
+            k: sh.k,
+            n: sh.n,
+            first: order.first().map_or(0, |r| r.0),
+            of: opts.rounds as usize,
+        }),
+        merged: Vec::new(),
         over_rounds,
     })
 }
@@ -349,6 +368,72 @@ async fn measure(
     let r = r?;
     cleanup?;
     Ok(r)
+}
+
+/// The shards of one gang run set joined (`report merge`): every
+/// release's runs in round order, the rounds judged together again.
+/// Refused unless they ran the same sizes, gangs, pool and seed.
+pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
+    let (first_from, first) = parts.first().context("no shard given")?;
+    let same = |r: &GangBenchResult| {
+        (
+            r.rounds,
+            r.seed,
+            r.shard.as_ref().map(|s| (s.n, s.of)),
+            r.releases
+                .first()
+                .map(|x| (x.pool_nodes, x.node_pods, x.control_plane.clone())),
+        )
+    };
+    for (from, r) in &parts {
+        if r.shard.is_none() {
+            return Err(bad_input(format!(
+                "report merge: {from}: not a shard (it ran without --shard)"
+            )));
+        }
+        if same(r) != same(first) {
+            return Err(bad_input(format!(
+                "report merge: {from} is not a shard of the run set of {first_from} (rounds, seed, shards or pool differ)"
+            )));
+        }
+    }
+    let mut releases: Vec<ReleaseLatency> =
+        parts.iter().flat_map(|(_, r)| r.releases.clone()).collect();
+    releases.sort_by_key(|r| r.round);
+    let mut order: Vec<K8sRelease> = releases
+        .iter()
+        .map(|r| K8sRelease::parse(&r.minor))
+        .collect::<Result<_>>()?;
+    order.sort();
+    order.dedup();
+    let over_rounds = match first.rounds > 1 {
+        true => over_rounds(&releases, &order),
+        false => Vec::new(),
+    };
+    Ok(GangBenchResult {
+        started: parts
+            .iter()
+            .map(|(_, r)| r.started.clone())
+            .min()
+            .unwrap_or_default(),
+        shard: None,
+        merged: parts
+            .iter()
+            .map(|(from, r)| {
+                let sh = r.shard.as_ref().expect("checked above");
+                MergedShard {
+                    k: sh.k,
+                    rounds: Shard { k: sh.k, n: sh.n }.rounds(sh.of).collect(),
+                    started: r.started.clone(),
+                    machine: None,
+                    from: from.clone(),
+                }
+            })
+            .collect(),
+        releases,
+        over_rounds,
+        ..first.clone()
+    })
 }
 
 /// The latency table of every release.
@@ -434,6 +519,7 @@ mod tests {
             repeats: 1,
             rounds: 1,
             seed: None,
+            shard: None,
             releases: vec![K8sRelease::default_release()],
             pool_nodes: nodes,
             node_pods: pods,
@@ -517,6 +603,8 @@ mod tests {
             releases: runs,
             rounds: 5,
             seed: Some(9),
+            shard: None,
+            merged: Vec::new(),
             over_rounds: o,
         };
         let md = markdown(&r);

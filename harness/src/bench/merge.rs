@@ -1,7 +1,8 @@
 //! `harness report merge`: the shards of one run set, read back whatever
 //! their benchmark (by schema), joined into the result one run would give
 //! (`bench::core::merge`) — a `measure` run set's workload runs beside
-//! its figures, in round order.
+//! its figures, in round order; gang's and cron's rounds by their own
+//! merge (their results keep the shapes they had).
 
 use std::path::Path;
 
@@ -23,6 +24,8 @@ pub fn merge_dirs(dirs: &[&Path]) -> Result<Saved> {
         .map(|(_, s)| match s {
             Saved::Thor(_) => "bench thor",
             Saved::Measure(_) => "measure",
+            Saved::Gang(_) => "bench gang",
+            Saved::Cron(_) => "bench cron",
         })
         .collect();
     if kinds.iter().any(|k| *k != kinds[0]) {
@@ -33,11 +36,20 @@ pub fn merge_dirs(dirs: &[&Path]) -> Result<Saved> {
     }
     let mut thor = Vec::new();
     let mut measured: Vec<(String, MeasureResult)> = Vec::new();
+    let (mut gang, mut cron) = (Vec::new(), Vec::new());
     for (from, s) in saved {
         match s {
             Saved::Thor(r) => thor.push(Part { from, result: *r }),
             Saved::Measure(m) => measured.push((from, *m)),
+            Saved::Gang(g) => gang.push((from, *g)),
+            Saved::Cron(c) => cron.push((from, *c)),
         }
+    }
+    if !gang.is_empty() {
+        return Ok(Saved::Gang(Box::new(crate::bench::gang::merge(gang)?)));
+    }
+    if !cron.is_empty() {
+        return Ok(Saved::Cron(Box::new(crate::bench::cron::merge(cron)?)));
     }
     if !thor.is_empty() {
         return Ok(Saved::Thor(Box::new(merge(thor)?)));

@@ -14,6 +14,19 @@ use crate::error::bad_input;
 pub enum Saved {
     Thor(Box<ThorResult>),
     Measure(Box<MeasureResult>),
+    Gang(Box<crate::bench::gang::GangBenchResult>),
+    Cron(Box<crate::bench::cron::CronBenchResult>),
+}
+
+/// The file a benchmark's out dir keeps its result in (`bench thor` and
+/// `measure`: result.json; `bench gang`: gang-latency.json; `bench cron`:
+/// cron-load.json), the first found.
+fn result_file(dir: &Path) -> PathBuf {
+    ["result.json", "gang-latency.json", "cron-load.json"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|f| f.is_file())
+        .unwrap_or_else(|| dir.join("result.json"))
 }
 
 /// The result in `p` (an out dir, or its result.json); bad input naming
@@ -21,7 +34,7 @@ pub enum Saved {
 /// schema no renderer knows.
 pub fn read(p: &Path, what: &str) -> Result<Saved> {
     let file = if p.is_dir() || p.extension().is_none_or(|x| x != "json") {
-        p.join("result.json")
+        result_file(p)
     } else {
         p.to_path_buf()
     };
@@ -44,6 +57,8 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
         crate::bench::measure::result::SCHEMA => {
             Ok(Saved::Measure(serde_json::from_str(&text).map_err(at)?))
         }
+        crate::bench::gang::SCHEMA => Ok(Saved::Gang(serde_json::from_str(&text).map_err(at)?)),
+        crate::bench::cron::SCHEMA => Ok(Saved::Cron(serde_json::from_str(&text).map_err(at)?)),
         other => Err(bad_input(format!(
             "{what}: {}: schema {other:?} is not a result this harness renders ({} or {})",
             file.display(),
@@ -59,6 +74,8 @@ impl Saved {
         match self {
             Saved::Thor(r) => crate::bench::core::report::markdown::markdown(r),
             Saved::Measure(r) => crate::bench::measure::report::markdown(r),
+            Saved::Gang(r) => crate::bench::gang::markdown(r),
+            Saved::Cron(r) => crate::bench::cron::markdown(r),
         }
     }
 
@@ -68,6 +85,8 @@ impl Saved {
         match self {
             Saved::Thor(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
             Saved::Measure(r) => crate::bench::measure::report::write_all(r, dir),
+            Saved::Gang(r) => crate::bench::gang::write(r, dir),
+            Saved::Cron(r) => crate::bench::cron::write(r, dir),
         }
     }
 
@@ -76,6 +95,8 @@ impl Saved {
         let junit = match self {
             Saved::Thor(r) => crate::bench::core::report::markdown::junit(r),
             Saved::Measure(r) => crate::bench::core::report::markdown::junit(&r.figures),
+            // Their own files say it all.
+            Saved::Gang(_) | Saved::Cron(_) => return self.write_all(dir),
         };
         let files = [("report.md", self.markdown()), ("junit.xml", junit)];
         let mut out = Vec::new();

@@ -58,6 +58,10 @@ pub struct BenchCronArgs {
     /// is reported, and the figures are their means.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
+    /// Run only shard K of N of the rounds; `harness report merge` joins
+    /// the shards' out dirs.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Where the reports go (cron-load.json, cron-load.md).
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
@@ -203,6 +207,10 @@ pub struct BenchGangArgs {
     /// Default: the clock.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run only shard K of N of the rounds (needs --seed); `harness
+    /// report merge` joins the shards' out dirs.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Kubernetes minors to run (default: every release the harness runs).
     #[arg(long = "k8s-version", value_delimiter = ',')]
     pub k8s_versions: Vec<String>,
@@ -245,6 +253,7 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
         cluster_name: format!("bench-cron-{}", std::process::id()),
         control_plane: ControlPlane::of(args.control_plane),
         rounds: args.repeat,
+        shard: args.shard,
     };
     opts.check()?;
     run_local_bench(bench_cron(&opts), &opts.cluster_name, |r| {
@@ -392,8 +401,10 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
     let dirs: Vec<&std::path::Path> = collected.dirs.iter().map(PathBuf::as_path).collect();
     let merged = match harness::bench::merge::merge_dirs(&dirs)? {
         harness::bench::saved::Saved::Thor(r) => *r,
-        harness::bench::saved::Saved::Measure(_) => {
-            return Err(bad_input("the rounds brought back measure results"));
+        _ => {
+            return Err(bad_input(
+                "the rounds brought back another benchmark's results",
+            ));
         }
     };
     for p in files::write_all(&merged, &args.out)? {
@@ -550,6 +561,7 @@ async fn gang(args: &BenchGangArgs) -> Result<i32> {
         repeats: args.gangs,
         rounds: args.repeat,
         seed: args.seed,
+        shard: args.shard,
         releases,
         pool_nodes: args.nodes,
         node_pods: args.node_pods,

@@ -309,7 +309,11 @@ fn shards_merge_into_one_run_set() -> Result<()> {
         .map(|(_, r)| r)
         .collect();
     let st = m.figures.statistics.as_ref().context("statistics")?;
-    ensure!(st.rounds == order, "merged order {:?}, the seed's {order:?}", st.rounds);
+    ensure!(
+        st.rounds == order,
+        "merged order {:?}, the seed's {order:?}",
+        st.rounds
+    );
     ensure!(st.lost_rounds.is_empty() && st.merged.len() == 2, "{st:?}");
     ensure!(
         m.runs.iter().map(|r| r.round).collect::<Vec<_>>() == [0, 0, 1, 1],

@@ -29,6 +29,8 @@ pub const REPO: &str = "/repo";
 pub const HARNESS: &str = "/usr/local/bin/harness";
 /// The pod's writable home (an emptyDir): state, out dirs.
 pub const WORK: &str = "/work";
+/// The trust roots (Debian's path), copied from this machine.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// What goes into the image.
 pub struct Contents {
@@ -165,6 +167,12 @@ pub fn spec(c: &Contents) -> Result<ImageSpec> {
             ));
         }
     }
+    // The harness's HTTP clients load the system's trust roots even where
+    // they trust only a cluster's own CA.
+    let roots = Path::new(CA_BUNDLE);
+    if roots.is_file() {
+        files.push((CA_BUNDLE.into(), roots.to_path_buf(), 0o644));
+    }
     for rel in &c.files {
         files.push((format!("{REPO}/{}", rel.display()), c.root.join(rel), 0o644));
     }
@@ -187,6 +195,7 @@ pub fn spec(c: &Contents) -> Result<ImageSpec> {
             format!("GOMODCACHE={GOMOD}"),
             format!("HOME={WORK}"),
             "HARNESS_NO_PROGRESS=1".into(),
+            format!("SSL_CERT_FILE={CA_BUNDLE}"),
             "PATH=/usr/local/bin:/usr/bin:/bin".into(),
         ],
         labels: vec![(

@@ -81,6 +81,9 @@ pub fn job(p: &JobPlan<'_>) -> Value {
                 "metadata": {"labels": {RUN_ID_LABEL: p.run_id}},
                 "spec": {
                     "restartPolicy": "Never",
+                    // A pod holding its out dir ends at once when its
+                    // namespace goes (Ctrl-C, the end of the run set).
+                    "terminationGracePeriodSeconds": 5,
                     "enableServiceLinks": false,
                     "automountServiceAccountToken": false,
                     "securityContext": {

@@ -18,7 +18,7 @@ pub const NODE_AUDIT_POLICY: &str = "/etc/kubernetes/harness/audit-policy.yaml";
 pub const NODE_AUDIT_DIR: &str = "/var/log/kubernetes/harness-audit";
 pub const AUDIT_LOG_NAME: &str = "audit.log";
 
-pub const PROFILES: &[&str] = &["baseline", "jobset", "gang"];
+pub const PROFILES: &[&str] = &["baseline", "jobset", "gang", "rounds"];
 
 /// A kind config file as the harness understands it.
 #[derive(Debug, Clone)]

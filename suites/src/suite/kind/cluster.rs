@@ -507,6 +507,10 @@ pub fn suite(_args: &Arguments) -> Suite {
                     "measure_a_command_on_a_fresh_kind_cluster",
                     crate::suite::kind::measure::measure_a_command_on_a_fresh_kind_cluster,
                 ),
+                (
+                    "rounds_as_an_indexed_job_on_kind",
+                    crate::suite::kind::rounds::rounds_as_an_indexed_job_on_kind,
+                ),
             ],
             false => Vec::new(),
         };

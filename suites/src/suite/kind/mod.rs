@@ -8,13 +8,14 @@
 //!   code, the Thor smoke, kwok's model against a kind worker's kubelet);
 //! - `gang`: the gang cases on kwok pools beside the kind nodes;
 //! - `bench` and `measure`: `bench thor` and `measure` on fresh kind
-//!   clusters.
+//!   clusters; `rounds`: a run set's rounds as an Indexed Job on one.
 
 pub mod bench;
 pub mod cluster;
 pub mod fixtures;
 pub mod gang;
 pub mod measure;
+pub mod rounds;
 pub mod workloads;
 
 pub use crate::suite::kind::cluster::suite;

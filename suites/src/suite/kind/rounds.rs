@@ -1,0 +1,132 @@
+//! Rounds at scale for real: `bench thor --on-cluster` on a fresh kind
+//! cluster of two workers (the rounds profile), through the harness
+//! binary as a user runs it — the image built here and loaded into the
+//! nodes, a 2-round smoke of baseline and jobset as an Indexed Job of 2
+//! pods at once, each round with the local provider inside its pod, each
+//! pod's out dir brought back and the shards merged. The merged run set's
+//! exact counts (pods, containers, objects, the Thor identity's writes)
+//! are the recorded local baseline's (`--from … --compare --counts-only`),
+//! and nothing of the run is left on the cluster.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use harness::cluster::Cluster;
+use harness::cluster::kind::{KindImages, KindSpec, config};
+use harness::lifecycle::KindUpOptions;
+
+pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
+    let harness = crate::harness_cli().map_err(anyhow::Error::msg)?;
+    let root = crate::repo_root();
+    let name = crate::unique_name("t-krounds");
+    let cluster = crate::runtime()?.block_on(harness::lifecycle::up_kind(&KindUpOptions {
+        spec: KindSpec {
+            name: name.clone(),
+            config: config::default_config(&root, "rounds", minor)?,
+            k8s_version: Some(minor.to_string()),
+            wait: Duration::from_secs(300),
+            images: KindImages::Auto,
+        },
+        kueue: false,
+        kwok: false,
+        timeout: Duration::from_secs(300),
+    }))?;
+    let kubeconfig = cluster.kubeconfig().to_path_buf();
+    let r = (|| -> Result<()> {
+        let out = tempfile::tempdir()?;
+        let run = |args: &[&str]| -> Result<std::process::Output> {
+            Ok(std::process::Command::new(&harness)
+                .args(args)
+                .env("HARNESS_NO_PROGRESS", "1")
+                .current_dir(&root)
+                .output()?)
+        };
+        let merged = out.path().join("merged");
+        let o = run(&[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--modes",
+            "baseline,jobset",
+            "--repeat",
+            "2",
+            "--seed",
+            "5",
+            "--on-cluster",
+            "--kubeconfig",
+            &kubeconfig.display().to_string(),
+            "--parallel",
+            "2",
+            "--out",
+            &merged.display().to_string(),
+        ])?;
+        let log = String::from_utf8_lossy(&o.stderr).into_owned();
+        ensure!(
+            o.status.success(),
+            "bench thor --on-cluster: {}\n{log}",
+            o.status
+        );
+        for k in 1..=2 {
+            ensure!(
+                log.contains(&format!("round {k} of 2 collected")),
+                "round {k} was not collected:\n{log}"
+            );
+        }
+        let r = harness::bench::thor::result::ThorResult::read(&merged, "test")?;
+        let st = r.statistics.as_ref().context("statistics")?;
+        ensure!(
+            st.merged.len() == 2 && st.lost_rounds.is_empty() && st.rounds.len() == 2,
+            "{st:?}"
+        );
+        ensure!(r.provider == "local", "each round ran {}", r.provider);
+        let cmp = out.path().join("compare");
+        let o = run(&[
+            "bench",
+            "thor",
+            "--scenario",
+            "suites/thor/smoke.yaml",
+            "--modes",
+            "baseline,jobset",
+            "--from",
+            &merged.display().to_string(),
+            "--compare",
+            "--counts-only",
+            "--out",
+            &cmp.display().to_string(),
+        ])?;
+        let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap_or_default();
+        ensure!(
+            o.status.success(),
+            "the merged rounds against the recorded baseline: {}\n{md}",
+            o.status
+        );
+        let exact = md.matches("exact:").count();
+        ensure!(exact >= 10, "{exact} exact counts compared:\n{md}");
+        // The run's namespace (and its pods) went with the run.
+        let left: Vec<String> = crate::runtime()?.block_on(async {
+            use k8s_openapi::api::core::v1::Namespace;
+            // A client of this runtime (the cluster's own was made in the
+            // runtime that started it).
+            let client = harness::cluster::client::client_from_kubeconfig(&kubeconfig).await?;
+            let api: kube::Api<Namespace> = kube::Api::all(client);
+            let list = api
+                .list_metadata(
+                    &kube::api::ListParams::default()
+                        .labels(harness::cluster::existing::labels::RUN_ID_LABEL),
+                )
+                .await?;
+            Ok::<_, anyhow::Error>(
+                list.items
+                    .into_iter()
+                    .filter_map(|n| n.metadata.name)
+                    .collect(),
+            )
+        })?;
+        ensure!(left.is_empty(), "namespaces of the run left: {left:?}");
+        Ok(())
+    })();
+    let down = harness::cluster::kind::abandon(&name);
+    r?;
+    down
+}
