@@ -171,7 +171,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         ));
     }
     let root = harness::paths::repo_root(&std::env::current_dir()?);
-    let provider = args.target.provider("")?;
+    let provider = args.target.shape()?;
     if args.nodes.is_some() || args.node_pods.is_some() {
         provider.check(Ask::FakeNodes, "--nodes/--node-pods")?;
     }
@@ -193,6 +193,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         }
         _ => {}
     }
+    let provider = args.target.provider("")?;
     let mut spec = ClusterSpec::new("measure", k8s.minor);
     spec.nodes = NodeSpec {
         count: args.nodes.unwrap_or(3),

@@ -86,6 +86,19 @@ impl ProviderArgs {
     /// The provider, every flag checked against it; `node_image` is the
     /// image Thor's containers run on an existing cluster's real nodes.
     pub fn provider(&self, node_image: &str) -> Result<Provider> {
+        let mut provider = self.shape()?;
+        if let Provider::Existing(t) = &mut provider {
+            t.cluster = self.existing.options()?;
+            t.run_id = harness::cluster::existing::site::new_run_id();
+            t.node_image = node_image.to_string();
+        }
+        Ok(provider)
+    }
+
+    /// The provider the flags name, every flag checked against it, before
+    /// anything is read (an existing cluster's kubeconfig is not): what a
+    /// command refuses of it is said before a missing file is.
+    pub fn shape(&self) -> Result<Provider> {
         if self.provider != ProviderName::Kind && self.kind.any() {
             return Err(bad_input(
                 "--config, --kind-profile, --kind-images and --kwok are for --provider kind",
@@ -112,10 +125,10 @@ impl ProviderArgs {
                 root: harness::paths::repo_root(&std::env::current_dir()?),
             }),
             ProviderName::Existing => Provider::Existing(ExistingTarget {
-                cluster: self.existing.options()?,
-                run_id: harness::cluster::existing::site::new_run_id(),
+                cluster: Default::default(),
+                run_id: String::new(),
                 yes: self.yes,
-                node_image: node_image.to_string(),
+                node_image: String::new(),
             }),
         };
         if self.real_node {
