@@ -400,16 +400,7 @@ pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
     let mut releases: Vec<ReleaseLatency> =
         parts.iter().flat_map(|(_, r)| r.releases.clone()).collect();
     releases.sort_by_key(|r| r.round);
-    let mut order: Vec<K8sRelease> = releases
-        .iter()
-        .map(|r| K8sRelease::parse(&r.minor))
-        .collect::<Result<_>>()?;
-    order.sort();
-    order.dedup();
-    let over_rounds = match first.rounds > 1 {
-        true => over_rounds(&releases, &order),
-        false => Vec::new(),
-    };
+    let over_rounds = judged_over_rounds(first.rounds, &releases)?;
     Ok(GangBenchResult {
         started: parts
             .iter()
@@ -433,6 +424,21 @@ pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
         releases,
         over_rounds,
         ..first.clone()
+    })
+}
+
+/// The releases' rounds judged by today's rule (each against the first
+/// release, paired by round); none for a single round.
+pub fn judged_over_rounds(rounds: u32, releases: &[ReleaseLatency]) -> Result<Vec<SizeRounds>> {
+    let mut order: Vec<K8sRelease> = releases
+        .iter()
+        .map(|r| K8sRelease::parse(&r.minor))
+        .collect::<Result<_>>()?;
+    order.sort();
+    order.dedup();
+    Ok(match rounds > 1 {
+        true => over_rounds(releases, &order),
+        false => Vec::new(),
     })
 }
 
@@ -611,6 +617,6 @@ mod tests {
         assert!(md.contains("### Over 5 rounds (seed 9)"), "{md}");
         assert!(md.contains("| 1.37.1 (round 5) | 8 |"), "{md}");
         assert_eq!(md.matches("1.36.4: 1 nodes").count(), 1, "{md}");
-        assert!(md.contains("↑ higher"), "{md}");
+        assert!(md.contains("↑ +"), "{md}");
     }
 }

@@ -69,6 +69,39 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
 }
 
 impl Saved {
+    /// Judge the saved runs again by today's rule (`crate::stats`): each
+    /// mode's ratios to the reference and the statistics block's method
+    /// (Thor, measure), the releases' rounds (gang), the rounds' spreads
+    /// (cron). The runs themselves are kept as they were measured.
+    pub fn rejudge(&mut self) -> Result<()> {
+        fn again<R: crate::bench::core::result::Run>(
+            r: &mut crate::bench::core::result::Results<R>,
+        ) {
+            r.judge_modes();
+            if let Some(st) = r.statistics.as_mut() {
+                let fresh =
+                    crate::bench::core::result::Statistics::new(st.seed, Vec::new(), String::new());
+                st.method = fresh.method;
+                st.resamples = fresh.resamples;
+                st.confidence = fresh.confidence;
+                st.bootstrap_seed = fresh.bootstrap_seed;
+            }
+        }
+        match self {
+            Saved::Thor(r) => again(r.as_mut()),
+            Saved::Measure(r) => again(&mut r.figures),
+            Saved::Gang(r) => {
+                r.over_rounds = crate::bench::gang::judged_over_rounds(r.rounds, &r.releases)?;
+            }
+            Saved::Cron(r) => {
+                if !r.rounds.is_empty() {
+                    r.over_rounds = crate::bench::cron::over_rounds(&r.rounds);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// report.md's text.
     pub fn markdown(&self) -> String {
         match self {

@@ -32,6 +32,22 @@ pub enum ReportCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// How often the comparison rule is wrong, and the smallest change it
+    /// catches, per kind of metric and number of rounds: measured on the
+    /// recorded rounds of baseline files (runs of one build, so a verdict
+    /// between subsets of them is false; power from their values shifted).
+    /// The book's calibration table.
+    Calibrate {
+        /// Recorded baseline files with their rounds' samples.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Numbers of rounds to measure at, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "3,5,10")]
+        rounds: Vec<usize>,
+        /// Seeded draws per metric and number of rounds.
+        #[arg(long, default_value_t = 200)]
+        trials: usize,
+    },
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
@@ -69,6 +85,11 @@ pub enum ReportCommand {
         /// instead of printing report.md.
         #[arg(long)]
         write: bool,
+        /// Judge the saved runs again by today's rule first (the runs are
+        /// kept; their ratios, intervals and verdicts are derived again);
+        /// with --write the result file is written again too.
+        #[arg(long)]
+        rejudge: bool,
     },
     /// How long timed commands took and where the time went (the README's
     /// and the quick start's tables): renders recorded timing files, or
@@ -109,6 +130,29 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = headline::load(&paths)?;
             print!("{}", headline::markdown(&recorded, &specs_of(&recorded)));
+            Ok(0)
+        }
+        ReportCommand::Calibrate {
+            files,
+            rounds,
+            trials,
+        } => {
+            use harness::bench::core::calibrate;
+            if rounds.iter().any(|n| *n < 2) || *trials == 0 {
+                return Err(harness::error::bad_input(
+                    "report calibrate: --rounds are 2 or more each, --trials at least 1",
+                ));
+            }
+            let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+            let named: Vec<(String, harness::bench::core::baseline::Baseline)> =
+                headline::load(&paths)?
+                    .into_iter()
+                    .zip(files)
+                    .map(|(r, f)| (f.display().to_string(), r.baseline))
+                    .collect();
+            let series = calibrate::series(&named);
+            let rows = calibrate::calibrate(&series, rounds, *trials);
+            print!("{}", calibrate::markdown(&rows, &series, rounds, *trials));
             Ok(0)
         }
         ReportCommand::Spread { files } => {
@@ -153,11 +197,22 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
                 Err(code) => Ok(code),
             }
         }
-        ReportCommand::Render { dirs, write } => {
+        ReportCommand::Render {
+            dirs,
+            write,
+            rejudge,
+        } => {
             for d in dirs {
-                let saved = harness::bench::saved::read(d, "report render")?;
+                let mut saved = harness::bench::saved::read(d, "report render")?;
+                if *rejudge {
+                    saved.rejudge()?;
+                }
                 if *write {
-                    for f in saved.write_reports(d)? {
+                    let files = match rejudge {
+                        true => saved.write_all(d)?,
+                        false => saved.write_reports(d)?,
+                    };
+                    for f in files {
                         eprintln!("wrote {}", f.display());
                     }
                 } else {

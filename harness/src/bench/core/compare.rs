@@ -4,8 +4,8 @@
 //! those runs measured: the highest ÷ their median. A metric is
 //! **regressed** when the one rule of `crate::stats` says the run is
 //! "higher" than the recorded runs raised by the band: the 95 % interval
-//! of the ratio of medians (unpaired percentile bootstrap) lies above 1 +
-//! band, and the change exceeds the metric's minimum effect and noise
+//! of run ÷ baseline (unpaired: Welch's t on the logs, `stats::judge`)
+//! lies above 1 + band, and the change exceeds the metric's minimum effect and noise
 //! floor. "lower" (against the recorded runs themselves) passes, and is
 //! reported. Counts the
 //! scenario fixes (`MetricKind::Exact`) pass only inside the recorded
@@ -158,6 +158,24 @@ pub fn band_of(samples: &[f64]) -> f64 {
     }
 }
 
+/// What `--compare` says of runs `cur` against the recorded metric `m`
+/// under `rule` (the calibration's question).
+pub fn status_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Status {
+    let mut v = Verdict {
+        mode: String::new(),
+        metric: String::new(),
+        kind: m.kind,
+        baseline: m.value,
+        current: Some(stats::median(cur)),
+        pass: true,
+        status: Status::Ok,
+        judged: None,
+        note: String::new(),
+    };
+    judge_samples(&mut v, rule, m, cur);
+    v.status
+}
+
 fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) {
     let base = stats::spread(&m.samples);
     if m.kind == MetricKind::Exact {
@@ -201,8 +219,14 @@ fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) 
     // Reported against the baseline itself.
     let unraised = stats::judge(&m.samples, cur, false, stated);
     if let Some(u) = unraised {
+        // The interval shown is against the recorded runs themselves; the
+        // p and what it could see are the test that decided (against the
+        // band's top for "higher", the runs themselves for "lower").
         j.ratio = u.ratio;
-        j.p_value = u.p_value;
+        if j.verdict != Direction::Higher && u.verdict == Direction::Lower {
+            j.p_value = u.p_value;
+            j.detectable = u.detectable;
+        }
         // Only "higher" is judged against the band's top: a run below
         // that top is lower than the baseline itself, or no different
         // (a run inside the band is not "lower" because the raised runs
@@ -216,8 +240,15 @@ fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) 
     }
     v.judged = Some(j);
     let interval = format!(
-        "×{:.3} [{:.3}–{:.3}]",
-        j.ratio.ratio, j.ratio.ci_low, j.ratio.ci_high
+        "×{} [{}–{}] {}{}",
+        stats::fmt_ratio(j.ratio.ratio),
+        stats::fmt_ratio(j.ratio.ci_low),
+        stats::fmt_ratio(j.ratio.ci_high),
+        j.brief(),
+        match j.could_see() {
+            see if see.is_empty() => see,
+            see => format!(", {see}"),
+        }
     );
     let why = format!(
         "band +{:.1} % from {} recorded runs (min effect {:.0} %{})",
@@ -583,25 +614,45 @@ mod tests {
             extra_thor: 0.30,
             ..UNCHANGED
         };
-        for t in 0..10 {
-            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
-            let v = compare(&base, &run_set(3, 500 + t, worse));
-            let failed: Vec<&str> = v
-                .iter()
-                .filter(|v| !v.pass && v.mode == "jobset")
-                .map(|v| v.metric.as_str())
-                .collect();
-            assert!(failed.contains(&"thor_agent_requests"), "{t}: {failed:?}");
-            let thor = v
-                .iter()
-                .find(|v| v.metric == "thor_agent_requests")
-                .unwrap();
-            let ratio = thor.judged.unwrap().ratio.ratio;
-            assert!(
-                thor.note.starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
-                "{}",
-                thor.note
-            );
+        // At 3 runs a verdict stated with 80 % power: caught in at least
+        // 32 of 40 trials (measured: 35); at 5 runs in every one.
+        for (n, at_least) in [(3, 32), (5, 40)] {
+            let mut caught = 0;
+            for t in 0..40 {
+                let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
+                let v = compare(&base, &run_set(n, 500 + t, worse));
+                let thor = v
+                    .iter()
+                    .find(|v| v.metric == "thor_agent_requests" && v.mode == "jobset")
+                    .unwrap();
+                if thor.pass {
+                    continue;
+                }
+                caught += 1;
+                let ratio = thor.judged.unwrap().ratio.ratio;
+                assert!(
+                    thor.note.starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
+                    "{}",
+                    thor.note
+                );
+                // Named, and nothing else of the jobset mode failed but
+                // what the Thor identity's requests are part of.
+                let failed: Vec<&str> = v
+                    .iter()
+                    .filter(|v| !v.pass && v.mode == "jobset")
+                    .map(|v| v.metric.as_str())
+                    .collect();
+                assert!(
+                    failed.iter().all(|m| [
+                        "thor_agent_requests",
+                        "thor_agent_calls.get-job",
+                        "api_requests_total"
+                    ]
+                    .contains(m)),
+                    "{t}: {failed:?}"
+                );
+            }
+            assert!(caught >= at_least, "{n} runs: caught in {caught} of 40");
         }
     }
 

@@ -328,7 +328,7 @@ mod tests {
         );
         // 0.7 s faster is inside the 1 s start-up floor: no verdict.
         assert!(
-            md.contains("| instance start p99 | 1.4 → 0.7 s, ×0.50 [0.46–0.53] ~ |"),
+            md.contains("| instance start p99 | 1.4 → 0.7 s, ×0.50 [0.42–0.60] ~ |"),
             "{md}"
         );
         assert!(md.contains("| etcd writes | — |"), "{md}");

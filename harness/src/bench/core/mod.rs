@@ -7,6 +7,7 @@
 //! `measure`, gang and cron are workloads that bring their own metrics.
 
 pub mod baseline;
+pub mod calibrate;
 pub mod charts;
 pub mod compare;
 pub mod disk;

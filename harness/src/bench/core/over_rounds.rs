@@ -55,10 +55,12 @@ pub fn table(head: &[&str], rows: &[(Vec<String>, &MetricRounds)], reference: &s
         let (ratio, verdict) = match &m.vs_reference {
             Some(j) => (
                 format!(
-                    "{:.3} [{:.3}–{:.3}]",
-                    j.ratio.ratio, j.ratio.ci_low, j.ratio.ci_high
+                    "{} [{}–{}]",
+                    stats::fmt_ratio(j.ratio.ratio),
+                    stats::fmt_ratio(j.ratio.ci_low),
+                    stats::fmt_ratio(j.ratio.ci_high)
                 ),
-                format!("{} {}", j.verdict.mark(), j.verdict.word()),
+                j.marked(),
             ),
             None => ("—".into(), "—".into()),
         };
@@ -97,8 +99,12 @@ mod tests {
         let j = m.vs_reference.unwrap();
         assert_eq!(j.verdict, Direction::Higher);
         assert!(j.ratio.ci_low > 1.1, "{j:?}");
-        let same = metric("requests", a.to_vec(), Some(&a), Rule::COUNT);
-        assert_eq!(same.vs_reference.unwrap().verdict, Direction::Same);
+        // Noise is not: another five rounds of the same ±2 % around 100.
+        let again = [99.0, 101.5, 100.5, 98.5, 102.0];
+        let same = metric("requests", again.to_vec(), Some(&a), Rule::COUNT);
+        let j = same.vs_reference.unwrap();
+        assert_eq!(j.verdict, Direction::Same, "{j:?}");
+        assert!(j.ratio.ci_low < 1.0 && j.ratio.ci_high > 1.0, "{j:?}");
         let alone = metric("requests", a.to_vec(), None, Rule::COUNT);
         assert!(alone.vs_reference.is_none());
         let t = table(
@@ -110,7 +116,7 @@ mod tests {
             "1.36",
         );
         assert!(t.contains("| 1.36 | requests | 100 | 98.00–102 |"), "{t}");
-        assert!(t.contains("↑ higher"), "{t}");
+        assert!(t.contains("↑ +20.0 % (p<0.001 n=5)"), "{t}");
         assert!(t.contains("÷ 1.36 [95 % CI]"), "{t}");
         assert_eq!(t.lines().nth(1), Some("|---|---|---:|---:|---:|---:|---|"));
     }

@@ -232,18 +232,18 @@ mod tests {
         let back: super::ThorResult = serde_json::from_str(&json).unwrap();
         assert_eq!(back, two_modes(4, 1.15));
         assert!(json.contains("\"vs_reference\"") && json.contains("\"ci_low\""));
-        // The report shows it; with 4 rounds it warns the interval is narrow.
+        // The report shows it, with the test's p, n and what it could see.
         let md = crate::bench::core::report::markdown::markdown(&two_modes(4, 1.15));
         assert!(md.contains("4 rounds, interleaved (seed 1"), "{md}");
-        assert!(md.contains("↑ higher"), "{md}");
-        assert!(md.contains("narrower than its nominal 95 %"), "{md}");
+        assert!(md.contains("↑ +") && md.contains(" n=4)"), "{md}");
+        assert!(md.contains("could see ±"), "{md}");
         let html = crate::bench::core::report::markdown::html(&[two_modes(4, 1.15)]);
         assert!(html.contains("class=\"range\""));
         // report.html leads with the answer: the headline table and the
         // verdicts before the first chart, the detail tables after them.
         let at = |what: &str| html.find(what).unwrap_or_else(|| panic!("{what}: {html}"));
         assert!(at("<table>") < at("<svg"));
-        assert!(at("↑ higher") < at("<svg"));
+        assert!(at("↑ +") < at("<svg"));
         assert!(at("<h3>API requests by client</h3>") > html.rfind("</svg>").unwrap());
     }
 

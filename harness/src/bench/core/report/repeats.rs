@@ -1,6 +1,6 @@
 //! The Markdown of repeated runs: each metric's median, min–max and
 //! coefficient of variation per mode, and each mode ÷ the reference with
-//! its interval and verdict (stats.rs's rule).
+//! its interval and verdict (`crate::stats`'s rule).
 
 use std::fmt::Write;
 
@@ -60,20 +60,14 @@ pub fn repeats_markdown<R: Run>(r: &Results<R>) -> String {
     );
     let _ = writeln!(
         s,
-        "Per mode: median [min–max] over the rounds, and CV (sd ÷ mean). Each mode ÷ {}: {} ({} resamples, {:.0} % interval). Minimum effects: {}. `↑`/`↓` higher/lower, `~` no significant difference.{}\n",
+        "Per mode: median [min–max] over the rounds, and CV (sd ÷ mean). Each mode ÷ {}: {} ({:.0} % interval{}). Minimum effects: {}. `↑`/`↓` higher/lower, `~` no significant difference, with the test's p and the rounds n; \"could see\" is the smallest change the comparison would have called with {:.0} % probability, given the spread it saw.\n",
         st.reference,
         st.method,
-        st.resamples,
         st.confidence * 100.0,
+        st.resamples
+            .map_or(String::new(), |r| format!(", {r} resamples")),
         st.rule,
-        if n < crate::stats::FEW_ROUNDS {
-            format!(
-                " With {n} rounds a bootstrap interval is narrower than its nominal 95 % (it spans the per-round ratios): read the verdicts as indicative; {} or more rounds give a proper interval.",
-                crate::stats::FEW_ROUNDS
-            )
-        } else {
-            String::new()
-        }
+        crate::stats::POWER * 100.0,
     );
     let columns: Vec<String> = modes
         .iter()
@@ -103,15 +97,9 @@ pub fn repeats_markdown<R: Run>(r: &Results<R>) -> String {
             let cell = r.modes[*m]
                 .vs_reference
                 .get(metric)
-                .map_or("—".into(), |j| {
-                    format!(
-                        "×{:.3} [{:.3}–{:.3}] {} {}",
-                        j.ratio.ratio,
-                        j.ratio.ci_low,
-                        j.ratio.ci_high,
-                        j.verdict.mark(),
-                        j.verdict.word()
-                    )
+                .map_or("—".into(), |j| match j.could_see() {
+                    see if see.is_empty() => j.cell(),
+                    see => format!("{}, {see}", j.cell()),
                 });
             let _ = write!(s, " {cell} |");
         }
