@@ -102,6 +102,11 @@ pub struct MeasureArgs {
     /// requests are the harness's, counted apart).
     #[arg(long)]
     pub no_settle: bool,
+    /// Measure a workload whose Job or JobSet ends Failed as it is: by
+    /// default that is the workload's failure (the run exits 1, naming
+    /// it), so an A/B never compares a failed variant with a good one.
+    #[arg(long)]
+    pub allow_failed: bool,
     /// Add the API server's and etcd's own metrics to the timeline,
     /// scraped every second (costs the API server CPU).
     #[arg(long)]
@@ -216,6 +221,7 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout),
         scrape: args.scrape_metrics,
         settle: !args.no_settle,
+        allow_failed: args.allow_failed,
     };
     if args.compare || args.record {
         workload::check_name("--name", &args.name)?;
@@ -247,15 +253,36 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     let mut code = 0;
     if result.failed() {
         for r in result.runs.iter().filter(|r| r.exit_code != 0) {
+            let failed = harness::bench::measure::apply::failed_of(&r.settled);
             eprintln!(
-                "harness: {} round {} exited {} (its output: {})",
+                "harness: {} round {} exited {}{} (its output: {})",
                 r.variant,
                 r.round + 1,
                 r.exit_code,
+                match failed.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        ": the workload failed: {} ended Failed (--allow-failed measures it as it is)",
+                        failed.join(", ")
+                    ),
+                },
                 args.out.join(&r.output).display()
             );
         }
         code = error::EXIT_FAILED;
+    }
+    for r in result.busy_starts() {
+        eprintln!(
+            "harness: {} round {}: the cluster was still busy when the window opened (no quiet {} s): its figures hold the cluster's start-up{}",
+            r.variant,
+            r.round + 1,
+            r.quiet_wait.map_or(0.0, |q| q.waited_s).round(),
+            if args.compare {
+                "; compared anyway, read its verdicts with that in mind"
+            } else {
+                ""
+            }
+        );
     }
     if let Some(root) = &root {
         if args.compare {

@@ -46,6 +46,7 @@ fn options(
             timeout: Duration::from_secs(180),
             scrape: false,
             settle: true,
+            allow_failed: false,
         },
         out,
     ))
@@ -207,6 +208,47 @@ fn a_failing_command_is_a_result() -> Result<()> {
         "result.json: {}",
         json["runs"][0]
     );
+    Ok(())
+}
+
+/// A Job that ends Failed is the workload's failure (exit 1, named),
+/// unless `--allow-failed`: its pods can never be placed (a node selector
+/// no node has), so its active deadline fails it.
+fn a_failed_job_is_the_workloads_failure() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: doomed}\nspec:\n  backoffLimit: 0\n  activeDeadlineSeconds: 3\n  template:\n    spec:\n      restartPolicy: Never\n      nodeSelector: {harness.test/none: \"none\"}\n      containers: [{name: c, image: busybox}]\n",
+    )?;
+    let v = Variant {
+        name: "doomed".into(),
+        workload: Workload::Apply(dir.path().to_path_buf()),
+    };
+    let (mut opts, out) = options("doomed", vec![v], 1)?;
+    let r = run(&opts)?;
+    let run0 = &r.runs[0];
+    ensure!(run0.exit_code == 1 && r.failed(), "exit {}", run0.exit_code);
+    ensure!(
+        run0.settled.iter().any(|s| s.ends_with("/doomed Failed")),
+        "{:?}",
+        run0.settled
+    );
+    let err = std::fs::read_to_string(out.path().join(&run0.output).join("stderr.log"))?;
+    ensure!(
+        err.contains("the workload failed: Job ") && err.contains("/doomed"),
+        "stderr {err:?}"
+    );
+    opts.allow_failed = true;
+    opts.cluster_prefix = crate::unique_name("t-doomed-allowed");
+    let r = run(&opts)?;
+    ensure!(
+        r.runs[0].exit_code == 0 && !r.failed(),
+        "--allow-failed: exit {}",
+        r.runs[0].exit_code
+    );
+    // A fresh cluster went quiet before the window opened, and said so.
+    let q = r.runs[0].quiet_wait.context("no quiet wait recorded")?;
+    ensure!(q.quiet && q.waited_s >= 2.0, "{q:?}");
     Ok(())
 }
 
@@ -427,6 +469,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "a_failing_command_is_a_result",
                 a_failing_command_is_a_result,
+            )
+            .needs(cluster()),
+            Test::of(
+                "a_failed_job_is_the_workloads_failure",
+                a_failed_job_is_the_workloads_failure,
             )
             .needs(cluster()),
             Test::of(

@@ -186,6 +186,17 @@ pub fn final_state(obj: &Value) -> String {
     format!("{what} {state}")
 }
 
+/// Of the final states `wait_finished` returned, the Jobs and JobSets
+/// that ended Failed ("Job ns/name", …).
+pub fn failed_of(states: &[String]) -> Vec<String> {
+    states
+        .iter()
+        .filter(|s| s.starts_with("Job ") || s.starts_with("JobSet "))
+        .filter_map(|s| s.strip_suffix(" Failed"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A pod is settled when Running, Succeeded or Failed.
 pub fn pod_settled(pod: &Value) -> bool {
     matches!(
@@ -539,6 +550,15 @@ mod tests {
         );
         js["metadata"]["namespace"] = "n".into();
         assert_eq!(final_state(&js), "JobSet n/s Completed");
+        let mut failed = with(job, cond("Failed", "True"));
+        failed["metadata"]["namespace"] = "n".into();
+        let states = [
+            final_state(&js),
+            final_state(&failed),
+            "JobSet n/t Failed".to_string(),
+            "StatefulSet n/db Ready".to_string(),
+        ];
+        assert_eq!(failed_of(&states), ["Job n/j", "JobSet n/t"]);
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct MeasureOptions {
     /// After a command: keep the window open until the cluster has
     /// settled (apply::wait_settled), as the harness.
     pub settle: bool,
+    /// A Job or JobSet that ends Failed is measured, not the run's
+    /// failure (`--allow-failed`).
+    pub allow_failed: bool,
 }
 
 /// What a run needs before any cluster starts: each command runnable,
@@ -248,6 +251,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 timeout: opts.timeout,
                 scrape: opts.scrape,
                 settle: opts.settle,
+                allow_failed: opts.allow_failed,
             };
             let on = target
                 .cluster(&opts.spec, &format!("{}-{round}", v.name), None)

@@ -73,6 +73,15 @@ pub fn markdown(r: &MeasureResult) -> String {
             run.settled.join(", ")
         );
     }
+    for run in r.busy_starts() {
+        let _ = writeln!(
+            s,
+            "\n**{} round {}: the cluster did not go quiet** in {:.0} s before the window opened: what its controllers still did at start-up is counted as the workload's. Its figures are not comparable with a quiet start's.",
+            run.variant,
+            run.round + 1,
+            run.quiet_wait.map_or(0.0, |q| q.waited_s)
+        );
+    }
     // The workload's identity as each provider names it (target.rs,
     // existing.rs).
     let who = match r.figures.provider.as_str() {

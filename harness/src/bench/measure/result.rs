@@ -84,9 +84,23 @@ pub struct WorkloadRun {
     /// ("JobSet ns/name Completed", "Job ns/name Complete").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settled: Vec<String>,
+    /// How long the fresh cluster took to go quiet before the window
+    /// opened (absent on an existing cluster, and in results from before
+    /// it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_wait: Option<QuietWait>,
     /// Its stdout.log and stderr.log, relative to the out folder.
     pub output: String,
     pub overhead: Overhead,
+}
+
+/// The wait for a quiet cluster before a run's window opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuietWait {
+    pub waited_s: f64,
+    /// False: it ran out, and the window opened on a cluster still busy
+    /// (its controllers' start-up counted as the workload's).
+    pub quiet: bool,
 }
 
 /// The whole measurement.
@@ -109,6 +123,14 @@ impl MeasureResult {
     /// Exit 1 when any run's workload failed.
     pub fn failed(&self) -> bool {
         self.runs.iter().any(|r| r.exit_code != 0)
+    }
+
+    /// The runs whose window opened on a cluster that never went quiet.
+    pub fn busy_starts(&self) -> Vec<&WorkloadRun> {
+        self.runs
+            .iter()
+            .filter(|r| r.quiet_wait.is_some_and(|q| !q.quiet))
+            .collect()
     }
 }
 

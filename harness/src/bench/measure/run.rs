@@ -12,6 +12,7 @@ use crate::bench::core::figures::RunFigures;
 use crate::bench::measure::apply;
 use crate::bench::measure::command;
 use crate::bench::measure::kueue_perf;
+use crate::bench::measure::result::QuietWait;
 use crate::bench::measure::result::{Overhead, WORKLOAD_ROW, WorkloadRun};
 use crate::bench::measure::target::Identity;
 use crate::bench::measure::workload::{Variant, Workload};
@@ -29,9 +30,9 @@ const QUIET_AT_MOST: Duration = Duration::from_secs(45);
 /// Wait until a fresh cluster has been quiet for `QUIET`: no request in
 /// the audit log but the harness's and lease renewals (the controller
 /// manager starts its controllers for a while after it is ready; their
-/// first LISTs and syncs are not the workload's). Returns the seconds
-/// waited; after `QUIET_AT_MOST` the window opens anyway.
-async fn wait_quiet(cluster: &impl Cluster) -> Result<f64> {
+/// first LISTs and syncs are not the workload's). After `QUIET_AT_MOST`
+/// the window opens anyway, and the run says so (`QuietWait`).
+async fn wait_quiet(cluster: &impl Cluster) -> Result<QuietWait> {
     let harness = cluster.harness_users();
     let started = Instant::now();
     let mut offset = cluster.audit_end()?;
@@ -49,10 +50,16 @@ async fn wait_quiet(cluster: &impl Cluster) -> Result<f64> {
         if busy {
             quiet_since = Instant::now();
         } else if quiet_since.elapsed() >= QUIET {
-            break;
+            return Ok(QuietWait {
+                waited_s: started.elapsed().as_secs_f64(),
+                quiet: true,
+            });
         }
     }
-    Ok(started.elapsed().as_secs_f64())
+    Ok(QuietWait {
+        waited_s: started.elapsed().as_secs_f64(),
+        quiet: false,
+    })
 }
 
 /// What one run is: the workload, where its output goes, how it is
@@ -72,6 +79,9 @@ pub struct RunContext<'a> {
     pub timeout: Duration,
     pub scrape: bool,
     pub settle: bool,
+    /// A Job or JobSet ending Failed is measured as it is, not the run's
+    /// failure.
+    pub allow_failed: bool,
 }
 
 /// Where the run acts on its cluster: the workload's identity, the
@@ -101,9 +111,10 @@ pub async fn run_one(
         None => PodTracker::start_all(admin.clone()),
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    if place.fresh {
-        wait_quiet(cluster).await?;
-    }
+    let quiet_wait = match place.fresh {
+        true => Some(wait_quiet(cluster).await?),
+        false => None,
+    };
     let opts = Options {
         scrape: ctx.scrape,
         agents: true,
@@ -187,8 +198,19 @@ pub async fn run_one(
                         let ns = client.default_namespace();
                         match apply::wait_finished(&admin, ctx.manifests, ns, ctx.timeout).await {
                             Ok(s) => {
+                                let failed = apply::failed_of(&s);
                                 settled = s;
-                                (0, false, String::new())
+                                match failed.is_empty() || ctx.allow_failed {
+                                    true => (0, false, String::new()),
+                                    false => (
+                                        1,
+                                        false,
+                                        format!(
+                                            "the workload failed: {} (--allow-failed measures a failing workload as it is)\n",
+                                            failed.join(", ")
+                                        ),
+                                    ),
+                                }
                             }
                             Err(e) => {
                                 let msg = format!("{e:#}");
@@ -236,6 +258,7 @@ pub async fn run_one(
         timed_out,
         wall_s,
         settled,
+        quiet_wait,
         output: ctx.run_dir.to_string(),
         overhead,
     };

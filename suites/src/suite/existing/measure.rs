@@ -69,6 +69,7 @@ fn options(
             timeout: Duration::from_secs(180),
             scrape: false,
             settle: true,
+            allow_failed: false,
         },
         out,
     ))

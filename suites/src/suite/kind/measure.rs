@@ -47,6 +47,7 @@ pub fn measure_a_command_on_a_fresh_kind_cluster(minor: &'static str) -> Result<
         timeout: Duration::from_secs(180),
         scrape: false,
         settle: true,
+        allow_failed: false,
     };
     let r = crate::runtime()?.block_on(measure(&opts))?;
     let run = &r.runs[0];
