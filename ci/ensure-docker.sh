@@ -21,13 +21,43 @@
 set -euo pipefail
 cache="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness}"
 dir="$cache/docker"
-exec_root=/run/harness-docker
+exec_root="${HARNESS_DOCKER_EXEC_ROOT:-/run/harness-docker}"
 sock="$dir/docker.sock"
 pidfile="$exec_root/dockerd.pid"
 
 say() { echo "ensure-docker: $*" >&2; }
 
-if [ "${1:-}" = stop ]; then
+# Put back what a start changed, from the record it wrote before changing
+# anything ($exec_root/*-before): the bridges the engine made (docker0,
+# br-<network id>) that the host did not have, the inotify limits it
+# raised, ip_forward (the engine runs with --ip-forward=false; this only
+# guards that). Each record goes once it is restored, so a second call
+# does nothing. Run by `stop` whether or not the engine's pidfile is
+# there, and by a start that failed, at once.
+restore() {
+  if [ -f "$exec_root/links-before" ]; then
+    for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
+      case "$link" in docker0 | br-*) ;; *) continue ;; esac
+      grep -qx "$link" "$exec_root/links-before" || ip link delete "$link" 2>/dev/null || true
+    done
+    rm -f "$exec_root/links-before"
+  fi
+  for k in max_user_instances max_user_watches; do
+    if [ -f "$exec_root/inotify-$k-before" ]; then
+      cat "$exec_root/inotify-$k-before" >"/proc/sys/fs/inotify/$k" || true
+      say "put fs.inotify.$k back to $(cat "$exec_root/inotify-$k-before")"
+      rm -f "$exec_root/inotify-$k-before"
+    fi
+  done
+  if [ -f "$exec_root/ip_forward-before" ]; then
+    was=$(cat "$exec_root/ip_forward-before")
+    [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$was" ] || echo "$was" >/proc/sys/net/ipv4/ip_forward
+    rm -f "$exec_root/ip_forward-before"
+  fi
+}
+
+# Stop the private dockerd of the pidfile, if it runs.
+stop_engine() {
   if [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
     if kill -0 "$pid" 2>/dev/null; then
@@ -40,29 +70,12 @@ if [ "${1:-}" = stop ]; then
       say "stopped the private dockerd (pid $pid)"
     fi
     rm -f "$pidfile"
-    # The bridges it made (docker0, br-<network id>) outlive it: delete
-    # those the host did not have before, and put ip_forward back (the
-    # engine runs with --ip-forward=false; this only guards that).
-    if [ -f "$exec_root/links-before" ]; then
-      for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
-        case "$link" in docker0 | br-*) ;; *) continue ;; esac
-        grep -qx "$link" "$exec_root/links-before" || ip link delete "$link" 2>/dev/null || true
-      done
-      rm -f "$exec_root/links-before"
-    fi
-    for k in max_user_instances max_user_watches; do
-      if [ -f "$exec_root/inotify-$k-before" ]; then
-        cat "$exec_root/inotify-$k-before" >"/proc/sys/fs/inotify/$k" || true
-        say "put fs.inotify.$k back to $(cat "$exec_root/inotify-$k-before")"
-        rm -f "$exec_root/inotify-$k-before"
-      fi
-    done
-    if [ -f "$exec_root/ip_forward-before" ]; then
-      was=$(cat "$exec_root/ip_forward-before")
-      [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$was" ] || echo "$was" >/proc/sys/net/ipv4/ip_forward
-      rm -f "$exec_root/ip_forward-before"
-    fi
   fi
+}
+
+if [ "${1:-}" = stop ]; then
+  stop_engine
+  restore
   exit 0
 fi
 
@@ -244,4 +257,7 @@ for _ in $(seq 1 60); do
 done
 say "the private dockerd did not answer within 60 s; its log ($dir/dockerd.log) ends:"
 tail -n 20 "$dir/dockerd.log" >&2 || true
+# Nothing it changed stays behind a start that failed.
+stop_engine
+restore
 exit 3

@@ -309,6 +309,23 @@ impl KindCluster {
     }
 
     /// The programs, found now on this cluster's search path.
+    /// Whether another harness kind cluster is in the state root, or may
+    /// be: a state of the kind provider, or a cluster dir with no state
+    /// yet (one starting).
+    fn others_remain(&self) -> bool {
+        let Ok(dirs) = std::fs::read_dir(&self.env.state_root) else {
+            return false;
+        };
+        dirs.flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && *p != self.root)
+            .any(|p| match std::fs::read_to_string(p.join("state.json")) {
+                Err(_) => true,
+                Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                    .map_or(true, |v| v["provider"] == PROVIDER),
+            })
+    }
+
     pub fn tools(&self) -> Result<KindTools> {
         commands::find_tools(&self.env.search_path)
     }
@@ -521,6 +538,8 @@ impl Cluster for KindCluster {
             std::fs::remove_dir_all(&self.root)
                 .with_context(|| format!("removing {}", self.root.display()))?;
         }
+        // The last harness kind cluster takes the network with it.
+        images::release_network(&tools.docker, self.others_remain())?;
         Ok(())
     }
 }
@@ -694,14 +713,35 @@ mod tests {
 
         let before = b.fakes.calls().len();
         c.down(false).unwrap();
+        // The last harness kind cluster takes the built images' network.
         assert_eq!(
             b.fakes.calls()[before..],
-            [format!(
-                "kind delete cluster --name harness-e2e --kubeconfig {}",
-                kc.display()
-            )]
+            [
+                format!(
+                    "kind delete cluster --name harness-e2e --kubeconfig {}",
+                    kc.display()
+                ),
+                "docker network inspect --format {{len .Containers}} harness-kind".into(),
+                "docker network rm harness-kind".into(),
+            ]
         );
         assert!(!root.exists());
+    }
+
+    #[tokio::test]
+    async fn the_network_stays_while_another_kind_cluster_is_there() {
+        let b = bed();
+        let one = KindCluster::start(&spec("one"), &b.env).await.unwrap();
+        let _two = KindCluster::start(&spec("two"), &b.env).await.unwrap();
+        let before = b.fakes.calls().len();
+        one.down(false).unwrap();
+        assert!(
+            !b.fakes.calls()[before..]
+                .iter()
+                .any(|c| c.starts_with("docker network")),
+            "{:?}",
+            b.fakes.calls()
+        );
     }
 
     #[tokio::test]
@@ -713,9 +753,8 @@ mod tests {
         assert!(
             b.fakes
                 .calls()
-                .last()
-                .unwrap()
-                .starts_with("kind delete cluster --name harness-keep")
+                .iter()
+                .any(|c| c.starts_with("kind delete cluster --name harness-keep"))
         );
     }
 

@@ -82,9 +82,10 @@ impl FakeCommands {
 }
 
 /// `docker info` answers; every container is running; `exec … curl` prints
-/// one metric line.
+/// one metric line; the built-image network exists, empty, and goes.
 pub const DOCKER: &str = r#"case "$1" in
   info) printf '29.0.0\n' ;;
+  network) case "$2" in inspect) printf '0\n' ;; rm) ;; *) exit 2 ;; esac ;;
   inspect) printf 'running 4242\n' ;;
   image) printf 'sha256:0fa4e\n' ;;
   exec) printf 'etcd_server_has_leader 1\n' ;;

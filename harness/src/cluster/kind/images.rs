@@ -104,6 +104,38 @@ pub async fn ensure_network(docker: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Remove the built-image clusters' network when no container is on it
+/// and `others` says no other harness kind cluster is, or may soon be,
+/// there (one starting attaches its nodes after `ensure_network`). An
+/// absent network is nothing to do.
+pub fn release_network(docker: &Path, others: bool) -> Result<()> {
+    if others {
+        return Ok(());
+    }
+    let inspect = command::Cmd::new(
+        docker,
+        &[
+            "network",
+            "inspect",
+            "--format",
+            "{{len .Containers}}",
+            BUILT_NETWORK,
+        ],
+    );
+    let Ok(out) = command::run_blocking(&inspect) else {
+        return Ok(());
+    };
+    if command::lines(&out).first().map(String::as_str) != Some("0") {
+        return Ok(());
+    }
+    command::run_blocking(&command::Cmd::new(
+        docker,
+        &["network", "rm", BUILT_NETWORK],
+    ))
+    .with_context(|| format!("removing docker network {BUILT_NETWORK}"))?;
+    Ok(())
+}
+
 /// Import an image archive (OCI or docker) into every node's
 /// containerd, in the `k8s.io` namespace the kubelet uses.
 pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Result<()> {

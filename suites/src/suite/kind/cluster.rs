@@ -355,12 +355,14 @@ fn down_leaves_nothing(minor: &'static str) -> Result<()> {
     let kind_name = c.state.kind_cluster.clone();
     let root = c.root.clone();
     let docker = c.tools()?.docker;
-    harness::cluster::kind::KindCluster::load(&c.state.name)?.down(false)?;
-    let left = |args: &[&str]| -> Result<String> {
-        let out = std::process::Command::new(&docker)
+    let docker_out = |args: &[&str]| -> Result<std::process::Output> {
+        Ok(std::process::Command::new(&docker)
             .envs(harness::tools::engine::env())
             .args(args)
-            .output()?;
+            .output()?)
+    };
+    let left = |args: &[&str]| -> Result<String> {
+        let out = docker_out(args)?;
         ensure!(
             out.status.success(),
             "docker {args:?}: {}",
@@ -368,6 +370,25 @@ fn down_leaves_nothing(minor: &'static str) -> Result<()> {
         );
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
+    // A kind node's /var is an anonymous volume: named by its id, not the
+    // cluster. Read them from the nodes before `down`.
+    let mut volumes = Vec::new();
+    for node in &c.state.nodes {
+        let mounts = left(&[
+            "inspect",
+            "--format",
+            "{{range .Mounts}}{{if eq .Type \"volume\"}}{{.Name}} {{end}}{{end}}",
+            node,
+        ])?;
+        volumes.extend(mounts.split_whitespace().map(str::to_string));
+    }
+    ensure!(
+        !volumes.is_empty(),
+        "the nodes {:?} mount no volume: nothing for the check to see",
+        c.state.nodes
+    );
+    let on_network = c.state.images == "built";
+    harness::cluster::kind::KindCluster::load(&c.state.name)?.down(false)?;
     let containers = left(&[
         "ps",
         "-a",
@@ -377,12 +398,42 @@ fn down_leaves_nothing(minor: &'static str) -> Result<()> {
         "{{.Names}}",
     ])?;
     ensure!(containers.is_empty(), "containers left: {containers}");
-    let volumes = left(&["volume", "ls", "--format", "{{.Name}}"])?;
-    ensure!(
-        !volumes.lines().any(|v| v.contains(&kind_name)),
-        "volumes left: {volumes}"
-    );
+    let all = left(&["volume", "ls", "--format", "{{.Name}}"])?;
+    let kept: Vec<&String> = volumes
+        .iter()
+        .filter(|v| all.lines().any(|l| l == v.as_str()))
+        .collect();
+    ensure!(kept.is_empty(), "the nodes' volumes left: {kept:?}");
     ensure!(!root.exists(), "{} is still there", root.display());
+    // The built images' network: none of this cluster's containers on it,
+    // and gone with the last harness kind cluster.
+    if on_network {
+        let inspect = docker_out(&[
+            "network",
+            "inspect",
+            "--format",
+            "{{range .Containers}}{{.Name}} {{end}}",
+            harness::cluster::kind::BUILT_NETWORK,
+        ])?;
+        let on_it = String::from_utf8_lossy(&inspect.stdout).to_string();
+        ensure!(
+            !on_it.contains(&kind_name),
+            "{kind_name}'s containers still on the network: {on_it}"
+        );
+        let others = left(&[
+            "ps",
+            "-a",
+            "--filter",
+            "label=io.x-k8s.kind.cluster",
+            "--format",
+            "{{.Names}}",
+        ])?;
+        ensure!(
+            !others.is_empty() || !inspect.status.success(),
+            "no kind cluster is left, and the network {} still is",
+            harness::cluster::kind::BUILT_NETWORK
+        );
+    }
     Ok(())
 }
 
