@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::judge::{Rule, ratio_of};
-use super::{Prng, median};
+use crate::stats::describe::median;
+use crate::stats::judge::{Rule, ratio_of};
+use crate::stats::order::Prng;
 
 /// The seed of every change point's permutations (the series decides the
 /// rest).
@@ -95,7 +96,7 @@ pub fn change_points(x: &[f64], rule: Rule) -> Vec<ChangePoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::synthetic;
+    use crate::stats::order::synthetic;
 
     #[test]
     fn a_step_is_found_where_it_is_and_a_flat_noisy_series_has_none() {

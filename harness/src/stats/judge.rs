@@ -34,7 +34,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{median, student};
+use crate::stats::describe::median;
+use crate::stats::student;
 
 /// Two-sided confidence of every interval.
 pub const CONFIDENCE: f64 = 0.95;
@@ -490,7 +491,7 @@ mod extended {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::synthetic;
+    use crate::stats::order::synthetic;
 
     #[test]
     fn identical_samples_give_a_point_interval_and_no_difference() {
