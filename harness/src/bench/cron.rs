@@ -189,13 +189,7 @@ pub fn merge(mut parts: Vec<(String, CronBenchResult)>) -> Result<CronBenchResul
         .iter()
         .map(|(from, r)| {
             let sh = r.shard.as_ref().expect("checked above");
-            MergedShard {
-                k: sh.k,
-                rounds: Shard { k: sh.k, n: sh.n }.rounds(sh.of).collect(),
-                started: String::new(),
-                machine: None,
-                from: from.clone(),
-            }
+            MergedShard::of(sh, String::new(), None, from.clone())
         })
         .collect();
     Ok(CronBenchResult {

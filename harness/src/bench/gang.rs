@@ -412,13 +412,7 @@ pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
             .iter()
             .map(|(from, r)| {
                 let sh = r.shard.as_ref().expect("checked above");
-                MergedShard {
-                    k: sh.k,
-                    rounds: Shard { k: sh.k, n: sh.n }.rounds(sh.of).collect(),
-                    started: r.started.clone(),
-                    machine: None,
-                    from: from.clone(),
-                }
+                MergedShard::of(sh, r.started.clone(), None, from.clone())
             })
             .collect(),
         releases,

@@ -189,13 +189,12 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
         .iter()
         .map(|p| {
             let sh = shard_of(p).expect("checked above");
-            MergedShard {
-                k: sh.k,
-                rounds: Shard { k: sh.k, n: sh.n }.rounds(sh.of).collect(),
-                started: p.result.started.clone(),
-                machine: p.result.machine.clone(),
-                from: p.from.clone(),
-            }
+            MergedShard::of(
+                &sh,
+                p.result.started.clone(),
+                p.result.machine.clone(),
+                p.from.clone(),
+            )
         })
         .collect();
     merged.statistics = Some(st);

@@ -238,6 +238,27 @@ pub struct MergedShard {
     pub from: String,
 }
 
+impl MergedShard {
+    /// The shard `sh` of a merged set: its rounds in the set, read from
+    /// `from`.
+    pub fn of(
+        sh: &ShardOf,
+        started: String,
+        machine: Option<crate::machine::Machine>,
+        from: String,
+    ) -> MergedShard {
+        MergedShard {
+            k: sh.k,
+            rounds: crate::bench::core::rounds::Shard { k: sh.k, n: sh.n }
+                .rounds(sh.of)
+                .collect(),
+            started,
+            machine,
+            from,
+        }
+    }
+}
+
 impl Statistics {
     /// The statistics block of runs ordered as `rounds` from `seed`,
     /// divided by `reference`.
