@@ -238,6 +238,39 @@ pub async fn up(args: UpArgs) -> Result<i32> {
     }
 }
 
+/// Build the kind and kubectl the kind provider lacks (neither on PATH
+/// nor linked in the harness cache), from Go modules as `harness tools
+/// install --kind` does, and link them where the provider looks: a first
+/// `up --provider kind` needs no command before it. Docker is not built:
+/// without an engine the provider says so (exit 3).
+async fn kind_tools(tools: &ToolsArgs) -> Result<()> {
+    use harness::tools::Component;
+    let search = harness::cluster::kind::commands::KindEnv::from_process().search_path;
+    let cwd = std::env::current_dir()?;
+    let lacks: Vec<Component> = [Component::Kind, Component::Kubectl]
+        .into_iter()
+        .filter(|c| which::which_in(c.name(), Some(&search), &cwd).is_err())
+        .collect();
+    if lacks.is_empty() {
+        return Ok(());
+    }
+    let r = crate::cli::tools::resolver(tools)?;
+    for c in lacks {
+        let step = harness::progress::Step::start(format!(
+            "{} for the kind provider (not on PATH: built once, then linked in {})",
+            c.name(),
+            harness::cluster::kind::commands::tools_dir().display()
+        ));
+        let r = r.clone();
+        let got = tokio::task::spawn_blocking(move || r.resolve(c))
+            .await
+            .map_err(|e| anyhow::anyhow!("building {}: {e}", c.name()))??;
+        step.done(&format!("{} {} ({})", got.component, got.version, got.source));
+    }
+    harness::cluster::kind::commands::link_tools(r.k8s)?;
+    Ok(())
+}
+
 async fn up_kind(args: &UpArgs, provider: &Provider, choice: &KindChoice) -> Result<i32> {
     use harness::cluster::kind;
     harness::cluster::state::validate_name(&args.name)?;
@@ -258,6 +291,7 @@ async fn up_kind(args: &UpArgs, provider: &Provider, choice: &KindChoice) -> Res
     }
     let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
     let config = harness::lifecycle::target::kind_config(choice, None, minor)?;
+    kind_tools(&args.tools).await?;
     // A missing jobset chart, a bad values file or no helm fail before
     // any cluster exists.
     let hpcc = args.hpcc.options()?;
