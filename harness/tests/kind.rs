@@ -154,13 +154,7 @@ fn kind_create_failing_is_quoted_and_nothing_is_left() {
         "{}",
         text(&o)
     );
-    assert!(
-        b.fakes
-            .calls()
-            .last()
-            .unwrap()
-            .starts_with("kind delete cluster --name harness-e2e")
-    );
+    deleted_then_network_released(&b.fakes.calls(), "harness-e2e");
     assert_eq!(b.state_entries(), 0);
 }
 
@@ -203,13 +197,7 @@ fn up_applies_the_release_manifests_then_fails_cleanly_without_an_api_server() {
             ),
         ]
     );
-    assert!(
-        calls
-            .last()
-            .unwrap()
-            .starts_with("kind delete cluster --name harness-e2e"),
-        "{calls:?}"
-    );
+    deleted_then_network_released(&calls, "harness-e2e");
     assert_eq!(b.state_entries(), 0);
 }
 
@@ -241,13 +229,7 @@ fn ctrl_c_during_kind_create_deletes_the_cluster() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    assert!(
-        b.fakes
-            .calls()
-            .last()
-            .unwrap()
-            .starts_with("kind delete cluster --name harness-e2e")
-    );
+    deleted_then_network_released(&b.fakes.calls(), "harness-e2e");
     assert_eq!(b.state_entries(), 0);
 }
 
@@ -287,12 +269,33 @@ async fn status_and_down_of_a_kind_cluster() {
     assert_eq!(comps[2]["healthy"], false);
     let o = b.run(&["down", "--name", "s"]);
     assert_code(&o, 0);
+    let calls = b.fakes.calls();
+    deleted_then_network_released(&calls, "harness-s");
     assert_eq!(
-        b.fakes.calls().last().unwrap(),
-        &format!(
+        calls[calls.len() - 3],
+        format!(
             "kind delete cluster --name harness-s --kubeconfig {}",
             kc.display()
         )
     );
     assert_eq!(b.state_entries(), 0);
+}
+
+/// The last calls of a `down`: kind deletes the cluster, then the last
+/// harness kind cluster takes the built images' network with it.
+fn deleted_then_network_released(calls: &[String], kind_name: &str) {
+    let n = calls.len();
+    assert!(n >= 3, "{calls:?}");
+    assert!(
+        calls[n - 3].starts_with(&format!("kind delete cluster --name {kind_name}")),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls[n - 2..],
+        [
+            "docker network inspect --format {{len .Containers}} harness-kind".to_string(),
+            "docker network rm harness-kind".to_string(),
+        ],
+        "{calls:?}"
+    );
 }

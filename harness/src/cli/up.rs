@@ -265,7 +265,10 @@ async fn kind_tools(tools: &ToolsArgs) -> Result<()> {
         let got = tokio::task::spawn_blocking(move || r.resolve(c))
             .await
             .map_err(|e| anyhow::anyhow!("building {}: {e}", c.name()))??;
-        step.done(&format!("{} {} ({})", got.component, got.version, got.source));
+        step.done(&format!(
+            "{} {} ({})",
+            got.component, got.version, got.source
+        ));
     }
     harness::cluster::kind::commands::link_tools(r.k8s)?;
     Ok(())

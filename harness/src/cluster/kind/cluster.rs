@@ -145,7 +145,7 @@ impl KindCluster {
         }
         .await;
         if let Err(e) = made {
-            let cleanup = cluster.delete_and_remove(&tools.kind);
+            let cleanup = cluster.delete_and_remove(&tools);
             if let Err(c) = cleanup {
                 tracing::error!("cleaning up after a failed kind create: {c:#}");
             }
@@ -309,23 +309,6 @@ impl KindCluster {
     }
 
     /// The programs, found now on this cluster's search path.
-    /// Whether another harness kind cluster is in the state root, or may
-    /// be: a state of the kind provider, or a cluster dir with no state
-    /// yet (one starting).
-    fn others_remain(&self) -> bool {
-        let Ok(dirs) = std::fs::read_dir(&self.env.state_root) else {
-            return false;
-        };
-        dirs.flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir() && *p != self.root)
-            .any(|p| match std::fs::read_to_string(p.join("state.json")) {
-                Err(_) => true,
-                Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
-                    .map_or(true, |v| v["provider"] == PROVIDER),
-            })
-    }
-
     pub fn tools(&self) -> Result<KindTools> {
         commands::find_tools(&self.env.search_path)
     }
@@ -370,16 +353,38 @@ impl KindCluster {
     }
 
     /// `kind delete cluster` (kind deletes nothing when the cluster does
-    /// not exist), then remove the state dir.
-    fn delete_and_remove(&self, kind: &Path) -> Result<()> {
+    /// not exist), then remove the state dir; the last harness kind
+    /// cluster takes the built images' network with it.
+    fn delete_and_remove(&self, tools: &KindTools) -> Result<()> {
         command::run_blocking(&plan::delete(
-            kind,
+            &tools.kind,
             &self.state.kind_cluster,
             &self.state.kubeconfig,
         ))?;
         std::fs::remove_dir_all(&self.root)
-            .with_context(|| format!("removing {}", self.root.display()))
+            .with_context(|| format!("removing {}", self.root.display()))?;
+        images::release_network(
+            &tools.docker,
+            others_remain(&self.env.state_root, &self.root),
+        )
     }
+}
+
+/// Whether another harness kind cluster than the one at `except` is in
+/// `state_root`, or may be: a state of the kind provider, or a cluster dir
+/// with no state yet (one starting).
+fn others_remain(state_root: &Path, except: &Path) -> bool {
+    let Ok(dirs) = std::fs::read_dir(state_root) else {
+        return false;
+    };
+    dirs.flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && p != except)
+        .any(|p| match std::fs::read_to_string(p.join("state.json")) {
+            Err(_) => true,
+            Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .map_or(true, |v| v["provider"] == PROVIDER),
+        })
 }
 
 /// After Ctrl-C during `up`: delete the kind cluster and state of `name`
@@ -405,6 +410,9 @@ pub fn abandon(name: &str) -> Result<()> {
                 }
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("removing {}", dir.display()))?;
+                if let Ok(tools) = commands::find_tools(&env.search_path) {
+                    images::release_network(&tools.docker, others_remain(&env.state_root, &dir))?;
+                }
             }
             Ok(())
         }
@@ -539,8 +547,10 @@ impl Cluster for KindCluster {
                 .with_context(|| format!("removing {}", self.root.display()))?;
         }
         // The last harness kind cluster takes the network with it.
-        images::release_network(&tools.docker, self.others_remain())?;
-        Ok(())
+        images::release_network(
+            &tools.docker,
+            others_remain(&self.env.state_root, &self.root),
+        )
     }
 }
 
@@ -883,13 +893,13 @@ mod tests {
         );
         assert!(msg.contains("state dir removed"), "{msg}");
         let calls = b.fakes.calls();
+        let n = calls.len();
         assert!(
-            calls
-                .last()
-                .unwrap()
-                .starts_with("kind delete cluster --name harness-a --kubeconfig "),
+            calls[n - 3].starts_with("kind delete cluster --name harness-a --kubeconfig "),
             "{calls:?}"
         );
+        // Its network goes too: no other harness kind cluster is there.
+        assert_eq!(calls[n - 1], "docker network rm harness-kind", "{calls:?}");
         assert!(state_entries(&b.env).is_empty());
     }
 
