@@ -10,14 +10,23 @@
 //! `harness/fuzz/regressions/<target>/` once fixed; every regression input
 //! is replayed first, on every run).
 //!
-//! Budget: `HARNESS_FUZZ_SECONDS` per target (default 2; CI-sized: 60),
-//! seed `HARNESS_FUZZ_SEED` (default: from the clock, printed). Prints
-//! executions and crashes per target.
+//! In `cargo test` (and so in CI) the fuzzing is reproducible: a fixed
+//! seed and a fixed number of mutated executions per target
+//! (`HARNESS_FUZZ_EXECS`, default 1000), so a crash CI finds is found
+//! again by anyone with the same commit. To explore, give
+//! `HARNESS_FUZZ_SEED` (a number, or `clock`: from the clock, printed)
+//! and/or `HARNESS_FUZZ_SECONDS` (a time budget per target instead of the
+//! executions). Prints executions and crashes per target.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::validate::FileKind;
+
+/// The seed `cargo test` fuzzes with.
+const FIXED_SEED: u64 = 0x6675_7a7a_2d68_6172; // "fuzz-har"
+/// Mutated executions per target in `cargo test`.
+const EXECS: u64 = 1000;
 
 /// A single execution slower than this is a hang.
 const SLOW: Duration = Duration::from_secs(2);
@@ -279,21 +288,27 @@ fn fnv(data: &[u8]) -> u64 {
 
 #[test]
 fn parsers_survive_mutated_inputs() {
-    let secs: u64 = std::env::var("HARNESS_FUZZ_SECONDS")
+    let secs: Option<u64> = std::env::var("HARNESS_FUZZ_SECONDS").ok().map(|v| {
+        v.parse()
+            .expect("HARNESS_FUZZ_SECONDS: a number of seconds")
+    });
+    let execs_wanted: u64 = std::env::var("HARNESS_FUZZ_EXECS")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
-    let seed: u64 = std::env::var("HARNESS_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        })
-        | 1;
-    println!("fuzz: seed {seed} (HARNESS_FUZZ_SEED), {secs} s per target (HARNESS_FUZZ_SECONDS)");
+        .map(|v| v.parse().expect("HARNESS_FUZZ_EXECS: a number"))
+        .unwrap_or(EXECS);
+    let seed: u64 = match std::env::var("HARNESS_FUZZ_SEED").ok().as_deref() {
+        None => FIXED_SEED,
+        Some("clock") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+        Some(v) => v.parse().expect("HARNESS_FUZZ_SEED: a number, or clock"),
+    } | 1;
+    let budget = match secs {
+        Some(s) => format!("{s} s per target (HARNESS_FUZZ_SECONDS)"),
+        None => format!("{execs_wanted} mutated executions per target (HARNESS_FUZZ_EXECS)"),
+    };
+    println!("fuzz: seed {seed} (HARNESS_FUZZ_SEED), {budget}");
     // Panics are caught and reported below, not printed per execution.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -337,7 +352,11 @@ fn parsers_survive_mutated_inputs() {
             }
             execs += 1;
         }
-        while started.elapsed() < Duration::from_secs(secs) {
+        let mutated_from = execs;
+        while match secs {
+            Some(s) => started.elapsed() < Duration::from_secs(s),
+            None => execs - mutated_from < execs_wanted,
+        } {
             let a = &seeds[rng.below(seeds.len())];
             let b = &seeds[rng.below(seeds.len())];
             let input = mutate(&mut rng, a, b);
@@ -372,4 +391,22 @@ fn parsers_survive_mutated_inputs() {
         crashes.len(),
         crashes.join("\n")
     );
+}
+
+/// The same seed makes the same inputs: a crash found with a printed
+/// seed is found again with it.
+#[test]
+fn the_same_seed_mutates_alike() {
+    let (a, b) = (
+        b"kind: Cluster\nnodes: [1, 2]\n".to_vec(),
+        b"a: &x 1\nb: *x\n".to_vec(),
+    );
+    let run = |seed: u64| {
+        let mut rng = Rng(seed | 1);
+        (0..50)
+            .map(|_| fnv(&mutate(&mut rng, &a, &b)))
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(run(FIXED_SEED), run(FIXED_SEED));
+    assert_ne!(run(FIXED_SEED), run(FIXED_SEED + 2));
 }
