@@ -100,6 +100,45 @@ async fn root_ca_published(client: &kube::Client, ns: &str) -> Result<()> {
     .await
 }
 
+/// How long the kubelet must have made no request in a namespace for its
+/// pods' last writes to be in the audit log (its status manager syncs
+/// every 10 s at the latest, but writes a pod's last status as soon as
+/// it is queued: pkg/kubelet/status/status_manager.go).
+const KUBELET_QUIET: Duration = Duration::from_secs(2);
+
+/// Wait until `user` (the kubelet) has made no request in `ns` for
+/// [`KUBELET_QUIET`], reading the audit log from `offset` on.
+async fn kubelet_done(cluster: &impl Cluster, user: &str, ns: &str, offset: u64) -> Result<()> {
+    let mut offset = offset;
+    let mut last = std::time::Instant::now();
+    harness::poll::Poll::new(
+        format!("the kubelet's last requests in namespace {ns}"),
+        Duration::from_secs(60),
+    )
+    .every(Duration::from_millis(250))
+    .until_state(|| {
+        let mut seen = false;
+        let read = cluster.visit_audit(offset, &mut |e| {
+            seen |=
+                e.user.username == user && e.object_ref.as_ref().is_some_and(|o| o.namespace == ns);
+        });
+        std::future::ready(read.map(|end| {
+            offset = end;
+            if seen {
+                last = std::time::Instant::now();
+            }
+            match last.elapsed() >= KUBELET_QUIET {
+                true => Ok(()),
+                false => Err(format!(
+                    "its last request {:.1} s ago",
+                    last.elapsed().as_secs_f64()
+                )),
+            }
+        }))
+    })
+    .await
+}
+
 /// The real kubelet's requests per pod for one life, and the others it
 /// made in the namespace (by verb and resource).
 async fn life(
@@ -116,9 +155,10 @@ async fn life(
     wait_for(&client, &ns, "pair", end).await?;
     jobs.delete("pair", &DeleteParams::background()).await?;
     pods_gone(&client, &ns).await?;
-    // The kubelet's last status writes and events follow the deletion.
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let (user, source) = k.reporter();
+    // The kubelet's last status writes and events follow the deletion:
+    // wait until it has made none in the namespace for a while.
+    kubelet_done(k.cluster, &user, &ns, k.cluster.audit_end()?).await?;
     let who = Reporter {
         user: &user,
         source,
