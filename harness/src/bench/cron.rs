@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::bench::core::over_rounds::MetricRounds;
 use crate::bench::core::result::{MergedShard, ShardOf};
-use crate::bench::core::rounds::Shard;
+use crate::bench::core::shard::Shard;
 use crate::cluster::pool::{POD_COMPLETE_DELAY, POD_COMPLETE_JITTER};
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec};

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::core::metric::{Kind, Metric, Spec};
 use crate::bench::core::over_rounds::MetricRounds;
 use crate::bench::core::result::{MergedShard, ShardOf};
-use crate::bench::core::rounds::Shard;
+use crate::bench::core::shard::Shard;
 use crate::cluster::profile::ControlPlane;
 use crate::cluster::{Cluster, ClusterSpec, NodeSpec};
 use crate::error::bad_input;

@@ -188,8 +188,8 @@ impl ExistingArgs {
 }
 
 /// `--shard K/N`.
-pub fn parse_shard(s: &str) -> Result<harness::bench::core::rounds::Shard, String> {
-    harness::bench::core::rounds::Shard::parse(s).map_err(|e| format!("{e:#}"))
+pub fn parse_shard(s: &str) -> Result<harness::bench::core::shard::Shard, String> {
+    harness::bench::core::shard::Shard::parse(s).map_err(|e| format!("{e:#}"))
 }
 
 /// `--control-plane`: a control-plane profile name.

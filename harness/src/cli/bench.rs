@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use harness::bench::core::policy;
 use harness::bench::core::report::{compare as compare_report, files, markdown};
-use harness::bench::core::rounds::Shard;
+use harness::bench::core::shard::Shard;
 use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::bench::thor::{self, ThorBenchOptions};

@@ -63,7 +63,7 @@ pub struct MeasureArgs {
     /// seed's order; needs --seed): the shards' out dirs, run anywhere,
     /// join with `harness report merge` into the result one run gives.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub shard: Option<harness::bench::core::rounds::Shard>,
+    pub shard: Option<harness::bench::core::shard::Shard>,
     /// Where result.json, report.md, report.html, junit.xml, the
     /// timelines and each run's output (runs/<variant>-<round>/) go.
     #[arg(long, default_value = "measure-out")]

@@ -12,7 +12,7 @@
 use anyhow::Result;
 
 use crate::bench::core::result::{MergedShard, Results, Run, ShardOf, summarize};
-use crate::bench::core::rounds::Shard;
+use crate::bench::core::shard::Shard;
 use crate::error::bad_input;
 
 /// One shard read back, and where from.

@@ -22,5 +22,6 @@ pub mod policy;
 pub mod report;
 pub mod result;
 pub mod rounds;
+pub mod shard;
 pub mod thin;
 pub mod verdict;

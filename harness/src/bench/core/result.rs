@@ -249,7 +249,7 @@ impl MergedShard {
     ) -> MergedShard {
         MergedShard {
             k: sh.k,
-            rounds: crate::bench::core::rounds::Shard { k: sh.k, n: sh.n }
+            rounds: crate::bench::core::shard::Shard { k: sh.k, n: sh.n }
                 .rounds(sh.of)
                 .collect(),
             started,

@@ -48,7 +48,7 @@ pub struct MeasureOptions {
     pub repeat: u32,
     pub seed: Option<u64>,
     /// `--shard K/N`: run only this slice of the rounds (needs `seed`).
-    pub shard: Option<crate::bench::core::rounds::Shard>,
+    pub shard: Option<crate::bench::core::shard::Shard>,
     /// The cluster every run gets afresh (its name is replaced per run);
     /// on kind its minor and Kueue only (the rest is the kind config's).
     pub spec: ClusterSpec,

@@ -33,7 +33,7 @@ pub struct ThorBenchOptions {
     /// and kept in the Result.
     pub seed: Option<u64>,
     /// `--shard K/N`: run only this slice of the rounds (needs `seed`).
-    pub shard: Option<crate::bench::core::rounds::Shard>,
+    pub shard: Option<crate::bench::core::shard::Shard>,
     pub bins: BTreeMap<Component, PathBuf>,
     /// Name prefix of the clusters (each mode gets a fresh one).
     pub cluster_prefix: String,

@@ -9,7 +9,8 @@ use anyhow::Result;
 
 use crate::bench::core::baseline;
 use crate::bench::core::result::{ShardOf, Statistics};
-use crate::bench::core::rounds::{self, Progress, Shard, announce, now};
+use crate::bench::core::rounds::{self, Progress, announce, now};
+use crate::bench::core::shard::Shard;
 use crate::bench::thor::result::{ModeResult, RESULT_SCHEMA, ThorResult, ThorShape};
 use crate::metrics::timeline::Timeline;
 use crate::progress::Step;
