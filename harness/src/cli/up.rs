@@ -294,10 +294,11 @@ async fn up_kind(args: &UpArgs, provider: &Provider, choice: &KindChoice) -> Res
     }
     let minor = K8sRelease::parse(args.tools.k8s_version())?.minor;
     let config = harness::lifecycle::target::kind_config(choice, None, minor)?;
-    kind_tools(&args.tools).await?;
-    // A missing jobset chart, a bad values file or no helm fail before
-    // any cluster exists.
+    // A missing jobset chart, a bad values file or no helm, and a bad
+    // config, fail before anything is built or any cluster exists.
     let hpcc = args.hpcc.options()?;
+    kind::config::load_profile(&config)?;
+    kind_tools(&args.tools).await?;
     if let Some(h) = &hpcc {
         // The chart and its image, before any cluster exists (exit 3).
         let docker = harness::tools::kindnode::docker::docker()?;
