@@ -69,14 +69,26 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
 }
 
 impl Saved {
-    /// Judge the saved runs again by today's rule (`crate::stats`): each
-    /// mode's ratios to the reference and the statistics block's method
+    /// Judge the saved runs again by today's rule and metrics
+    /// (`crate::stats`, the metric declarations): the statistics of a
+    /// metric declared since the result was saved, derived from its runs
+    /// (the figures it has keep the values it was saved with), each mode's
+    /// ratios to the reference and the statistics block's method
     /// (Thor, measure), the releases' rounds (gang), the rounds' spreads
     /// (cron). The runs themselves are kept as they were measured.
     pub fn rejudge(&mut self) -> Result<()> {
         fn again<R: crate::bench::core::result::Run>(
             r: &mut crate::bench::core::result::Results<R>,
         ) {
+            for sum in r.modes.values_mut() {
+                let fresh = crate::bench::core::result::summarize(sum.repeats.clone());
+                for (k, v) in fresh.stats {
+                    sum.stats.entry(k).or_insert(v);
+                }
+                for (k, v) in fresh.spread_pct {
+                    sum.spread_pct.entry(k).or_insert(v);
+                }
+            }
             r.judge_modes();
             if let Some(st) = r.statistics.as_mut() {
                 let fresh =

@@ -576,8 +576,23 @@ mod tests {
                 ..Default::default()
             },
         );
+        // Each client's requests: HPCC's identity, the job controller
+        // (80 ± 3, from the others' draw: no draw of its own, so every
+        // figure above keeps the values its tests were measured with) and
+        // the rest.
+        let job_controller = 80.0 + (others % 7.0).floor() - 3.0;
+        m.run.window.api_requests_by_client = [
+            ("thor-agent", thor.round()),
+            (JOB_CONTROLLER, job_controller),
+            ("everyone-else", (others - job_controller).round()),
+        ]
+        .into_iter()
+        .map(|(c, n)| (c.to_string(), n as u64))
+        .collect();
         m
     }
+
+    const JOB_CONTROLLER: &str = "system:serviceaccount:kube-system:job-controller";
 
     fn run_set(n: usize, seed: u64, s: Shape) -> ThorResult {
         let mut rng = Prng::new(seed);
@@ -646,13 +661,69 @@ mod tests {
                     failed.iter().all(|m| [
                         "thor_agent_requests",
                         "thor_agent_calls.get-job",
-                        "api_requests_total"
+                        "api_requests_total",
+                        "api_requests_by_client.thor-agent"
                     ]
                     .contains(m)),
                     "{t}: {failed:?}"
                 );
             }
             assert!(caught >= at_least, "{n} runs: caught in {caught} of 40");
+        }
+    }
+
+    /// The run set `r` with `extra` more requests of the job controller
+    /// in every run of the jobset mode (and so of the total).
+    fn job_controller_plus(mut r: ThorResult, extra: u64) -> ThorResult {
+        let mut runs: Vec<ModeResult> = r.modes["jobset"].runs().to_vec();
+        for m in &mut runs {
+            let w = &mut m.run.window;
+            *w.api_requests_by_client.get_mut(JOB_CONTROLLER).unwrap() += extra;
+            w.api_requests_total += extra;
+        }
+        r.modes.insert("jobset".into(), summarize(runs));
+        r
+    }
+
+    #[test]
+    fn a_regression_of_the_total_names_the_client_behind_it() {
+        // 10 trials: a 10-run baseline, 3 runs whose job controller makes
+        // 150 requests more (~+5 % of the total). The client is named with
+        // its own interval; +20 (under the 30-request floor) is not judged.
+        for t in 0..10 {
+            let base = from_result(&run_set(10, 100 + t, UNCHANGED), "s.yaml");
+            let member = format!("api_requests_by_client.{JOB_CONTROLLER}");
+            assert!(base.modes["jobset"].contains_key(&member));
+            let v = compare(
+                &base,
+                &job_controller_plus(run_set(3, 300 + t, UNCHANGED), 150),
+            );
+            let row = v
+                .iter()
+                .find(|v| v.metric == member && v.mode == "jobset")
+                .unwrap();
+            assert!(
+                !row.pass && row.note.starts_with("higher: ×"),
+                "{t}: {row:#?}"
+            );
+            let ratio = row.judged.unwrap().ratio;
+            assert!(ratio.ci_low > 2.5 && ratio.ci_high < 3.5, "{t}: {ratio:?}");
+            // Nobody else is named.
+            let named: Vec<&str> = v
+                .iter()
+                .filter(|v| !v.pass && v.metric.starts_with("api_requests_by_client."))
+                .map(|v| v.metric.as_str())
+                .collect();
+            assert_eq!(named, [member.as_str()], "{t}");
+            let v = compare(
+                &base,
+                &job_controller_plus(run_set(3, 300 + t, UNCHANGED), 20),
+            );
+            let row = v
+                .iter()
+                .find(|v| v.metric == member && v.mode == "jobset")
+                .unwrap();
+            assert!(row.pass, "{t}: {row:#?}");
         }
     }
 

@@ -57,7 +57,12 @@ impl Kind {
     /// noise floor is `floor`, in its unit.
     pub fn rule(self, floor: f64) -> Rule {
         match self {
-            Kind::Fixed | Kind::Count | Kind::Bytes => Rule::COUNT,
+            // A count's floor (0 for most) is the change in requests
+            // under which one build's runs differ anyway.
+            Kind::Fixed | Kind::Count | Kind::Bytes => Rule {
+                floor,
+                ..Rule::COUNT
+            },
             Kind::Time | Kind::Cpu | Kind::Latency => Rule::latency(floor),
         }
     }
