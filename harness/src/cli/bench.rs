@@ -1,35 +1,33 @@
-//! `harness bench thor|gang|cron`: run a benchmark, print its table, write its
-//! reports, and for Thor compare with or record the stored baseline.
+//! `harness bench thor|gang|cron|answer`: run a benchmark, print its table
+//! and write its reports (`bench thor` in cli::thor, the answer matrix in
+//! cli::answer).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use harness::bench::core::policy;
-use harness::bench::core::report::{compare as compare_report, files, markdown};
 use harness::bench::core::shard::Shard;
 use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
-use harness::bench::thor::{self, ThorBenchOptions};
+use harness::cluster::Provider;
 use harness::cluster::profile::{ControlPlane, Profile};
-use harness::cluster::{Ask, Provider};
-use harness::error::{self, bad_input};
 use harness::k8s::{K8S_RELEASES, K8sRelease};
-use harness::metrics::pprof;
-use harness::workload::thor::Mode;
 
 use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
-use crate::cli::provider::ProviderArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh local clusters.
-    Thor(Box<BenchThorArgs>),
+    Thor(Box<crate::cli::thor::BenchThorArgs>),
     /// Gang placement latency: gangs of N pods on a fresh local cluster per
     /// Kubernetes minor (that release's gang feature set).
     Gang(BenchGangArgs),
+    /// The answer matrix (baselines/answer.yaml): every run set the
+    /// README's headline is rendered from, each run and recorded as `bench
+    /// thor --record` would (here, as one shard of each, or on a cluster).
+    Answer(crate::cli::answer::BenchAnswerArgs),
     /// Scheduled jobs: N tenants × M CronJobs every minute for K minutes on
     /// a fresh local cluster; requests and etcd writes per scheduled run.
     Cron(BenchCronArgs),
@@ -68,125 +66,6 @@ pub struct BenchCronArgs {
     /// Use this binary: NAME=PATH. Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
-}
-
-#[derive(Args, Debug)]
-pub struct BenchThorArgs {
-    /// A scenario file (suites/thor/*.yaml).
-    #[arg(long)]
-    pub scenario: PathBuf,
-    /// Modes to run (default: the scenario's): baseline,jobset
-    #[arg(long, value_delimiter = ',')]
-    pub modes: Vec<String>,
-    /// Where the reports go.
-    #[arg(long, default_value = "bench-out")]
-    pub out: PathBuf,
-    /// Rounds: every mode once per round, in an order shuffled from
-    /// --seed, each run on a fresh cluster. Medians, min–max and each
-    /// ratio to the reference mode with a 95 % interval and a verdict are
-    /// reported.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
-    /// Seed of the run order (printed by every run; the same seed replays
-    /// the same order). Default: from the clock.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Run only shard K of N of the rounds (contiguous slices in the
-    /// seed's order; needs --seed): the shards' out dirs, run anywhere,
-    /// join with `harness report merge` into the result one run gives.
-    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub shard: Option<Shard>,
-    /// Compare with the stored baseline; exit 1 on a regression.
-    #[arg(long)]
-    pub compare: bool,
-    /// With --compare: judge counts and sizes only; latencies, wall times,
-    /// CPU and the counts that follow the machine's timing (HPCC's
-    /// identities' polls, everyone else's requests, the run total) are
-    /// shown but cannot fail. Without it they are judged only when this
-    /// machine is the kind that recorded the baseline (CPUs, CPU model,
-    /// memory) and was quiet while each run was measured.
-    #[arg(long, requires = "compare")]
-    pub counts_only: bool,
-    /// Store this run as the baseline.
-    #[arg(long)]
-    pub record: bool,
-    /// Judge (--compare) or record (--record) the runs a previous `bench
-    /// thor --out DIR` saved instead of running again (e.g. after the rule
-    /// or the baseline's metrics changed); refused unless they ran the
-    /// scenario as given, --set included.
-    #[arg(long, value_name = "DIR", conflicts_with = "dry_run")]
-    pub from: Option<PathBuf>,
-    /// Override a scenario value: KEY.PATH=VALUE (e.g.
-    /// jobset.enableDNSHostnames=true). Repeatable; not with --record.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Use this binary: NAME=PATH. Repeatable.
-    #[arg(long = "bin", value_name = "NAME=PATH")]
-    pub bins: Vec<String>,
-    /// Add the API server's and etcd's own metrics (inflight gauges,
-    /// stored objects, etcd puts/deletes, keys) to the timeline, scraped
-    /// every second. Costs the API server CPU (README "Overhead of
-    /// sampling"); the timeline's CPU, memory and request series need no
-    /// scrape.
-    #[arg(long)]
-    pub scrape_metrics: bool,
-    /// Take pprof profiles of kube-apiserver and etcd during each run:
-    /// cpu, heap or cpu,heap (files in <out>/profiles/).
-    #[arg(long, value_name = "KINDS")]
-    pub profile: Option<String>,
-    /// Length of the CPU profile, in seconds.
-    #[arg(long, default_value_t = 20)]
-    pub profile_seconds: u32,
-    /// local: a fresh local cluster per mode; kind: a fresh kind cluster
-    /// per mode (its profile from kind-configs/ by mode, Thor's pods as
-    /// real containers on the worker); existing: the cluster of
-    /// --kubeconfig, which the harness never starts or stops (each mode
-    /// in a namespace of its own, removed after). --real-node: Thor's pods
-    /// run real containers on real nodes (the scenario's
-    /// cluster.realNode): locally on a real node beside the fake ones
-    /// (root, one per machine), on an existing cluster on its own nodes;
-    /// its baseline is `<scenario>.real-node.json`.
-    #[command(flatten)]
-    pub target: ProviderArgs,
-    /// With --provider existing: probe, print every object the run would
-    /// create and the API calls it would make, create nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// With --provider existing --real-node: the image Thor's containers
-    /// run, agnhost (its netexec serves the exits), pullable by the nodes.
-    #[arg(long, default_value = harness::tools::versions::AGNHOST_IMAGE)]
-    pub node_image: String,
-    #[command(flatten)]
-    pub on_cluster: OnClusterArgs,
-}
-
-/// Rounds as the pods of an Indexed Job on a cluster the user has.
-#[derive(Args, Debug, Clone)]
-pub struct OnClusterArgs {
-    /// Run the rounds on the cluster of --kubeconfig as the pods of an
-    /// Indexed Job (a namespace of the run's own, removed at the end and
-    /// on Ctrl-C), each round with the local provider inside its pod,
-    /// unprivileged; each pod's out dir comes back and the shards are
-    /// merged here into the result one run gives (then --compare and
-    /// --record judge or store it).
-    #[arg(long, requires = "kubeconfig")]
-    pub on_cluster: bool,
-    /// With --on-cluster: how many rounds run at once.
-    #[arg(long, default_value_t = 2, requires = "on_cluster",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub parallel: u32,
-    /// With --on-cluster: the image the pods run, pullable by the nodes
-    /// (`harness image build`) [default: built here and loaded into the
-    /// nodes — a kind cluster the harness made].
-    #[arg(long, requires = "on_cluster")]
-    pub image: Option<String>,
-    /// With --on-cluster: seconds the whole run set may take.
-    #[arg(long, default_value_t = 7200, requires = "on_cluster")]
-    pub on_cluster_timeout: u64,
-    /// In a round's pod: hold the out dir this many seconds until the
-    /// caller has collected it.
-    #[arg(long, hide = true)]
-    pub hold: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -236,9 +115,10 @@ pub struct BenchGangArgs {
 
 pub async fn run(c: BenchCommand) -> Result<i32> {
     match c {
-        BenchCommand::Thor(args) => bench_thor(&args).await,
+        BenchCommand::Thor(args) => crate::cli::thor::bench_thor(&args).await,
         BenchCommand::Gang(args) => gang(&args).await,
         BenchCommand::Cron(args) => cron(&args).await,
+        BenchCommand::Answer(args) => crate::cli::answer::run(&args).await,
     }
 }
 
@@ -261,288 +141,6 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
         Ok((write(r, &args.out)?, markdown(r)))
     })
     .await
-}
-
-async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
-    if let Some(hold_s) = args.on_cluster.hold {
-        // A round in a pod: whatever happened, its out dir and exit code
-        // wait for the caller.
-        let code = match bench_thor_here(args).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("harness: {e:#}");
-                error::exit_code(&e)
-            }
-        };
-        return harness::bench::on_cluster::collect::hold(&args.out, code, hold_s);
-    }
-    if args.on_cluster.on_cluster {
-        return bench_thor_on_cluster(args).await;
-    }
-    bench_thor_here(args).await
-}
-
-/// `bench thor --on-cluster`: the rounds as the pods of an Indexed Job,
-/// merged here.
-async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
-    use harness::bench::on_cluster::{image, run};
-    let t = &args.target;
-    if t.provider != crate::cli::provider::ProviderName::Local
-        || t.real_node
-        || args.shard.is_some()
-        || args.profile.is_some()
-        || !args.bins.is_empty()
-        || args.dry_run
-        || args.from.is_some()
-    {
-        return Err(bad_input(
-            "--on-cluster runs every round with the local provider inside its pod, all rounds of the run set: drop --provider, --real-node, --shard, --profile, --bin, --dry-run and --from",
-        ));
-    }
-    let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
-        bad_input("--on-cluster puts the scenarios of suites/thor/ into the image: run from inside the repository")
-    })?;
-    let scenario = std::fs::canonicalize(&args.scenario)
-        .map_err(|e| bad_input(format!("--scenario {}: {e}", args.scenario.display())))?;
-    let rel = scenario
-        .strip_prefix(std::fs::canonicalize(root.join("suites/thor"))?)
-        .map_err(|_| {
-            bad_input(format!(
-                "--on-cluster: --scenario {} is not in suites/thor/ (the image holds those)",
-                args.scenario.display()
-            ))
-        })?
-        .to_path_buf();
-    let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
-    let mut pod_args: Vec<String> = vec![
-        "bench".into(),
-        "thor".into(),
-        "--scenario".into(),
-        format!("{}/suites/thor/{}", image::REPO, rel.display()),
-        "--repeat".into(),
-        args.repeat.to_string(),
-        "--seed".into(),
-        seed.to_string(),
-        "--shard".into(),
-        format!("index/{}", args.repeat),
-        "--out".into(),
-        harness::bench::on_cluster::job::OUT.into(),
-    ];
-    if !args.modes.is_empty() {
-        pod_args.extend(["--modes".into(), args.modes.join(",")]);
-    }
-    for o in &args.overrides {
-        pod_args.extend(["--set".into(), o.clone()]);
-    }
-    if args.scrape_metrics {
-        pod_args.push("--scrape-metrics".into());
-    }
-    let opts = ThorBenchOptions {
-        scenario: args.scenario.clone(),
-        modes: None,
-        repeat: args.repeat,
-        seed: Some(seed),
-        shard: None,
-        bins: Default::default(),
-        cluster_prefix: String::new(),
-        overrides: args.overrides.clone(),
-        out: Some(args.out.clone()),
-        scrape: false,
-        profiles: None,
-        real_node: false,
-        provider: Provider::Local { real_node: false },
-    };
-    let pre = thor::preflight(&opts, Some(&root), args.compare, args.record)?;
-    let s = &pre.scenario;
-    let k8s = harness::k8s::K8sRelease::parse(&s.cluster.k8s_minor)?;
-    let kueue = s
-        .modes
-        .iter()
-        .filter_map(|m| Mode::parse(m))
-        .any(|m| m.needs_kueue());
-    let existing = args.target.existing.options()?;
-    let run_id = harness::cluster::existing::site::new_run_id();
-    let on = run::OnCluster {
-        kubeconfig: existing.kubeconfig.clone(),
-        context: existing.context.clone(),
-        run_id: run_id.clone(),
-        image: args.on_cluster.image.clone(),
-        contents: image::contents(k8s, kueue, &root).await?,
-        shards: args.repeat,
-        parallel: args.on_cluster.parallel,
-        args: pod_args,
-        size: run::size_for(s.thor.num_workers),
-        out: args.out.clone(),
-        timeout: Duration::from_secs(args.on_cluster.on_cluster_timeout),
-    };
-    let target = Provider::Existing(harness::cluster::ExistingTarget {
-        cluster: existing,
-        run_id,
-        yes: true,
-        node_image: String::new(),
-    });
-    let collected = match or_tear_down(run::run(&on), &target, Made::Prefixed("")).await? {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
-    };
-    if let Provider::Existing(t) = &target {
-        t.cluster.remove_run(&t.run_id).await?;
-        eprintln!("harness: removed namespace {}", collected.namespace);
-    }
-    if collected.dirs.is_empty() {
-        return Err(harness::error::env_missing(
-            format!(
-                "no round came back from the cluster (indexes failed: {:?})",
-                collected.failed
-            ),
-            "read the logs of the Job's pods: each says what its round did",
-        ));
-    }
-    let dirs: Vec<&std::path::Path> = collected.dirs.iter().map(PathBuf::as_path).collect();
-    let merged = match harness::bench::merge::merge_dirs(&dirs)? {
-        harness::bench::saved::Saved::Thor(r) => *r,
-        _ => {
-            return Err(bad_input(
-                "the rounds brought back another benchmark's results",
-            ));
-        }
-    };
-    for p in files::write_all(&merged, &args.out)? {
-        eprintln!("wrote {}", p.display());
-    }
-    print!("{}", markdown::markdown(&merged));
-    judge_and_record(args, Some(&root), &merged)
-}
-
-/// `bench thor` with the clusters of its provider.
-async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
-    let modes = if args.modes.is_empty() {
-        None
-    } else {
-        Some(
-            args.modes
-                .iter()
-                .map(|m| {
-                    Mode::parse(m).ok_or_else(|| {
-                        bad_input(format!(
-                            "--modes: unknown mode {m:?}; one of {}",
-                            Mode::ALL.map(Mode::name).join(", ")
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?,
-        )
-    };
-    if args.repeat == 0 {
-        return Err(bad_input("--repeat 0: must be at least 1 (runs per mode)"));
-    }
-    if args.record && args.shard.is_some() {
-        return Err(bad_input(
-            "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",
-        ));
-    }
-    if args.record && !args.overrides.is_empty() {
-        return Err(bad_input(
-            "--record stores the scenario file's own run: drop --set, or edit a copy of the scenario",
-        ));
-    }
-    let provider = args.target.provider(&args.node_image)?;
-    if let Provider::Kind(k) = &provider
-        && (k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok)
-    {
-        return Err(bad_input(
-            "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
-        ));
-    }
-    if !args.bins.is_empty() {
-        provider.check(Ask::Binaries, "--bin")?;
-    }
-    if args.profile.is_some() {
-        provider.check(Ask::Profiles, "--profile")?;
-    }
-    let root = harness::paths::repo_root(&std::env::current_dir()?);
-    let opts = ThorBenchOptions {
-        scenario: args.scenario.clone(),
-        modes,
-        repeat: args.repeat,
-        seed: args.seed,
-        shard: args.shard,
-        bins: parse_bins(&args.bins)?,
-        cluster_prefix: format!("bench-{}", std::process::id()),
-        overrides: args.overrides.clone(),
-        out: Some(args.out.clone()),
-        scrape: args.scrape_metrics,
-        profiles: match &args.profile {
-            Some(list) => Some((
-                pprof::parse_kinds(list)?,
-                args.profile_seconds.clamp(1, 600),
-            )),
-            None => None,
-        },
-        real_node: args.target.real_node,
-        provider,
-    };
-    // Every check before any cluster starts.
-    let pre = thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
-    if args.dry_run {
-        if args.compare || args.record {
-            return Err(bad_input(
-                "--dry-run measures nothing: drop --compare/--record",
-            ));
-        }
-        print!("{}", thor::plan_only(&opts).await?);
-        return Ok(0);
-    }
-    if let Some(dir) = &args.from {
-        if !(args.compare || args.record) {
-            return Err(bad_input(
-                "--from judges or records saved runs: add --compare or --record",
-            ));
-        }
-        let result = thor::saved::matching(dir, &pre.scenario)?;
-        eprintln!(
-            "harness: the runs saved in {} ({} started)",
-            dir.display(),
-            result.started
-        );
-        return judge_and_record(args, root.as_deref(), &result);
-    }
-    let made = Made::Prefixed(&opts.cluster_prefix);
-    let result = match or_tear_down(thor::bench_thor(&opts), &opts.provider, made).await? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
-    for p in files::write_all(&result, &args.out)? {
-        eprintln!("wrote {}", p.display());
-    }
-    print!("{}", markdown::markdown(&result));
-    judge_and_record(args, root.as_deref(), &result)
-}
-
-/// `--compare` and `--record` of a result, run now or saved (`--from`).
-fn judge_and_record(
-    args: &BenchThorArgs,
-    root: Option<&std::path::Path>,
-    result: &thor::result::ThorResult,
-) -> Result<i32> {
-    let mut code = 0;
-    if let Some(root) = root {
-        if args.compare {
-            let c = policy::compare(root, result, args.counts_only, &args.out)?;
-            print!(
-                "{}",
-                compare_report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
-            );
-            if c.regressed() {
-                code = error::EXIT_FAILED;
-            }
-        }
-        if args.record {
-            let path = policy::record(root, result, &args.scenario)?;
-            eprintln!("recorded {}", path.display());
-        }
-    }
-    Ok(code)
 }
 
 async fn gang(args: &BenchGangArgs) -> Result<i32> {

@@ -1,6 +1,7 @@
 //! The command line: parse (clap), call the library, print, and exit with
 //! DESIGN.md's codes. Not part of the library: `main.rs` owns it.
 
+mod answer;
 mod args;
 mod bench;
 mod command;
@@ -10,6 +11,7 @@ mod measure;
 mod provider;
 mod report;
 mod status;
+mod thor;
 mod tools;
 mod up;
 mod validate;

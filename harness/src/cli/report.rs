@@ -18,11 +18,17 @@ use harness::bench::thor::result::ModeResult;
 pub enum ReportCommand {
     /// The headline table: each JobSet mode ÷ baseline from recorded
     /// baseline files (ratio of medians; ↑ ↓ ~ the verdict of the one
-    /// comparison rule where both sides have repeated runs).
+    /// comparison rule where both sides have repeated runs), one row per
+    /// run set and mode.
     Headline {
         /// Recorded baseline files, e.g. baselines/local/1.37/smoke.json.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "matrix", conflicts_with = "matrix")]
         files: Vec<PathBuf>,
+        /// The files an answer matrix names (baselines/answer.yaml), in
+        /// its order; the sets it names that are not recorded yet are
+        /// listed after the table with the command that records them.
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
     },
     /// The run-to-run spread behind the headline: each headline metric's
     /// median [min–max], coefficient of variation and compare band per
@@ -126,7 +132,19 @@ pub struct HistoryArgs {
 
 pub fn run(c: &ReportCommand) -> Result<i32> {
     match c {
-        ReportCommand::Headline { files } => {
+        ReportCommand::Headline {
+            matrix: Some(m), ..
+        } => {
+            let root = harness::paths::repo_root(&std::env::current_dir()?)
+                .ok_or_else(|| harness::error::bad_input("report headline --matrix: run it inside the repository (its scenarios and baselines are read from there)"))?;
+            let matrix = harness::bench::core::answer::load(&root, m)?;
+            print!(
+                "{}",
+                headline::matrix_markdown(&root, &matrix, harness::bench::saved::specs_of)?
+            );
+            Ok(0)
+        }
+        ReportCommand::Headline { files, .. } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = headline::load(&paths)?;
             print!("{}", headline::markdown(&recorded, &specs_of(&recorded)));

@@ -50,6 +50,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::Manifest => k8s::check_document(ctx, v),
             // Checked whole (one document) by `scenario::check_file`, above.
             FileKind::ThorScenario => Vec::new(),
+            FileKind::AnswerMatrix => crate::bench::core::answer::check(ctx, v, root).1,
             FileKind::Baseline => {
                 let (b, mut f) = crate::bench::core::baseline::check(ctx, v);
                 // `harness measure --record` names its workload, not a
@@ -72,7 +73,11 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
         && result.findings.is_empty()
         && matches!(
             kind,
-            FileKind::KindConfig | FileKind::Baseline | FileKind::GangCase | FileKind::Manifest
+            FileKind::KindConfig
+                | FileKind::Baseline
+                | FileKind::GangCase
+                | FileKind::Manifest
+                | FileKind::AnswerMatrix
         )
     {
         result.findings.push(Finding {
@@ -86,6 +91,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
                     FileKind::KindConfig => "kind config",
                     FileKind::Baseline => "baseline",
                     FileKind::GangCase => "case",
+                    FileKind::AnswerMatrix => "answer matrix",
                     _ => "manifest",
                 }
             ),

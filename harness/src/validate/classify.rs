@@ -13,12 +13,19 @@ pub enum FileKind {
     Manifest,
     ThorScenario,
     Baseline,
+    /// The answer matrix (baselines/answer.yaml): the run sets the
+    /// headline is rendered from.
+    AnswerMatrix,
 }
 
 pub(super) fn classify(rel: &str, text: &str) -> Option<FileKind> {
     let is_yaml = rel.ends_with(".yaml") || rel.ends_with(".yml");
     if rel.starts_with("baselines/") {
-        return rel.ends_with(".json").then_some(FileKind::Baseline);
+        return match () {
+            _ if rel.ends_with(".json") => Some(FileKind::Baseline),
+            _ if is_yaml => Some(FileKind::AnswerMatrix),
+            _ => None,
+        };
     }
     // Kueue's performance runner's generator configs: the runner's own
     // format, read by it (`measure --kueue-perf`), no Kubernetes object.

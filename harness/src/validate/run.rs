@@ -152,7 +152,7 @@ pub fn run(root: &Path, paths: &[PathBuf]) -> Result<Report> {
         let Some(kind) = classify(&rel, &text) else {
             if named {
                 return Err(bad_input(format!(
-                    "{rel}: not a file validate checks (YAML under kind-configs/, manifests/, suites/; JSON under baselines/)"
+                    "{rel}: not a file validate checks (YAML under kind-configs/, manifests/, suites/; JSON under baselines/, and its YAML answer matrix)"
                 )));
             }
             continue;

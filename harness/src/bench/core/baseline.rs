@@ -263,13 +263,31 @@ fn minor_of_version(v: &str) -> String {
 pub fn path_for<R: Run>(root: &Path, r: &Results<R>) -> PathBuf {
     let profile = r.model.get(PROFILE_KEY).map_or("default", String::as_str);
     let real = r.model.get(KUBELET_KEY).is_some_and(|k| k == REAL_KUBELET);
-    path_of(
+    file_for(
         root,
         &r.provider,
         &r.k8s_version,
         &r.scenario,
-        &variant(profile, real),
+        profile,
+        real,
     )
+}
+
+/// The baseline file of a run set: its provider, Kubernetes version,
+/// scenario, control-plane profile and whether its pods ran on real
+/// nodes. The one place `--record`, `--compare` and the answer matrix
+/// take it from. On kind every node is real: there is no run of fake
+/// ones to tell it from, so no `.real-node` variant.
+pub fn file_for(
+    root: &Path,
+    provider: &str,
+    version: &str,
+    scenario: &str,
+    profile: &str,
+    real_node: bool,
+) -> PathBuf {
+    let real = real_node && provider != "kind";
+    path_of(root, provider, version, scenario, &variant(profile, real))
 }
 
 /// How a `harness measure` baseline's `scenario` starts.
@@ -280,7 +298,8 @@ pub const KUBELET_KEY: &str = "kubelet";
 pub const REAL_KUBELET: &str = "real";
 
 /// A profile's baseline variant: runs on real nodes are compared only with
-/// runs on real nodes (`<scenario>[.<profile>].real-node.json`).
+/// runs on real nodes (`<scenario>[.<profile>].real-node.json`; on kind,
+/// where every node is real, `path_for` asks for no variant).
 pub fn variant(profile: &str, real_node: bool) -> String {
     match (profile, real_node) {
         (p, false) => p.to_string(),
@@ -444,6 +463,21 @@ mod tests {
         assert_eq!(
             at("tuned", true),
             Path::new("/r/baselines/local/1.37/s.tuned.real-node.json")
+        );
+        // A kind run's nodes are all real: its baseline has no variant.
+        let mut r = crate::bench::thor::result::sample_result(100, 10.0);
+        r.provider = "kind".into();
+        r.k8s_version = "1.37.1".into();
+        r.scenario = "s".into();
+        r.model.insert(KUBELET_KEY.into(), REAL_KUBELET.into());
+        assert_eq!(
+            path_for(Path::new("/r"), &r),
+            Path::new("/r/baselines/kind/1.37/s.json")
+        );
+        r.provider = "local".into();
+        assert_eq!(
+            path_for(Path::new("/r"), &r),
+            Path::new("/r/baselines/local/1.37/s.real-node.json")
         );
     }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::bench::core::answer;
 use crate::bench::core::baseline::{self, Baseline, Metric};
 use crate::bench::core::compare;
 use crate::bench::core::metric::{Spec, Views};
@@ -78,59 +79,97 @@ fn runs(m: &Metric) -> Vec<f64> {
     }
 }
 
-/// The Markdown table: one column per (file, mode other than baseline),
-/// one row per headline metric; "—" where a file lacks the metric.
+/// The Markdown table: one row per (file, mode other than baseline), one
+/// column per headline metric; "—" where a file lacks the metric. A row
+/// names its run set: the file's name, provider, Kubernetes minor and
+/// number of rounds.
 pub fn markdown(files: &[Recorded], specs: &[Spec]) -> String {
-    let mut cols = Vec::new();
+    let mut out = String::from("| run set | ÷ baseline |");
+    for spec in rows(specs) {
+        let _ = write!(out, " {} |", spec.short);
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---:|".repeat(rows(specs).count()));
+    out.push('\n');
     for f in files {
         let Some(base) = f.baseline.modes.get("baseline") else {
             continue;
         };
         for (mode, metrics) in &f.baseline.modes {
-            if mode != "baseline" {
-                cols.push((f, mode.as_str(), base, metrics));
+            if mode == "baseline" {
+                continue;
             }
-        }
-    }
-    let mut out = String::from("| ÷ baseline |");
-    for (f, mode, base, metrics) in &cols {
-        let n = metrics
-            .get("api_requests_total")
-            .map(|m| runs(m).len())
-            .unwrap_or(0)
-            .min(
-                base.get("api_requests_total")
-                    .map(|m| runs(m).len())
-                    .unwrap_or(0),
-            );
-        let runs_word = match (n, f.baseline.schema.ends_with("/v1")) {
-            (_, true) => "mean of its runs".to_string(),
-            (1, false) => "1 run".to_string(),
-            (n, false) => format!("{n} runs"),
-        };
-        let _ = write!(
-            out,
-            " {} {mode} (k8s {}, {runs_word}) |",
-            f.name, f.baseline.k8s_minor
-        );
-    }
-    out.push_str("\n|---|");
-    out.push_str(&"---:|".repeat(cols.len()));
-    out.push('\n');
-    for spec in rows(specs) {
-        let name = spec.key;
-        let mut line = format!("| {} |", spec.short);
-        for (_, _, base, metrics) in &cols {
-            let text = match (base.get(name), metrics.get(name)) {
-                (Some(a), Some(b)) => render(spec, a, b),
-                _ => "—".to_string(),
+            let n = metrics
+                .get("api_requests_total")
+                .map(|m| runs(m).len())
+                .unwrap_or(0)
+                .min(
+                    base.get("api_requests_total")
+                        .map(|m| runs(m).len())
+                        .unwrap_or(0),
+                );
+            let runs_word = match (n, f.baseline.schema.ends_with("/v1")) {
+                (_, true) => "mean of its runs".to_string(),
+                (1, false) => "1 run".to_string(),
+                (n, false) => format!("{n} runs"),
             };
-            let _ = write!(line, " {text} |");
+            let _ = write!(
+                out,
+                "| {} ({} {}, {runs_word}) | {mode} |",
+                f.name, f.baseline.provider, f.baseline.k8s_minor
+            );
+            for spec in rows(specs) {
+                let text = match (base.get(spec.key), metrics.get(spec.key)) {
+                    (Some(a), Some(b)) => render(spec, a, b),
+                    _ => "—".to_string(),
+                };
+                let _ = write!(out, " {text} |");
+            }
+            out.push('\n');
         }
-        out.push_str(&line);
-        out.push('\n');
     }
     out
+}
+
+/// The matrix's answer: the table of the sets recorded so far (in the
+/// matrix's order), then each set not recorded yet with the command that
+/// records it.
+pub fn matrix_markdown(
+    root: &Path,
+    matrix: &answer::Matrix,
+    specs_of: impl Fn(&Baseline) -> Vec<Spec>,
+) -> Result<String> {
+    let mut recorded = Vec::new();
+    let mut missing = Vec::new();
+    for set in matrix.sets() {
+        let path = set.baseline_path(root)?;
+        if path.is_file() {
+            recorded.extend(load(&[path.as_path()])?);
+        } else {
+            missing.push((set.name(root), set.repeat, path));
+        }
+    }
+    let specs = recorded
+        .first()
+        .map(|r| specs_of(&r.baseline))
+        .unwrap_or_default();
+    let mut out = match recorded.is_empty() {
+        true => String::new(),
+        false => markdown(&recorded, &specs),
+    };
+    if !missing.is_empty() {
+        out.push_str("\nNot recorded yet:");
+        for (name, repeat, path) in &missing {
+            let _ = write!(
+                out,
+                " {name}, {repeat} rounds (`{}`: `harness bench answer --only \"{name}\"`);",
+                path.strip_prefix(root).unwrap_or(path).display()
+            );
+        }
+        out.pop();
+        out.push_str(".\n");
+    }
+    Ok(out)
 }
 
 /// One cell. Where both sides have repeated runs: the rule's ratio
@@ -320,18 +359,20 @@ mod tests {
             ),
         ]);
         let md = markdown_t(&[f]);
-        assert!(md.contains("| smoke jobset (k8s 1.37, 3 runs) |"), "{md}");
-        // Paired by round: the rounds' ratios are 1.500, 1.505, 1.505.
+        let lines: Vec<&str> = md.lines().collect();
         assert!(
-            md.contains("| API requests | ×1.50 [1.50–1.51] ↑ |"),
+            lines[0].starts_with("| run set | ÷ baseline | API requests | etcd writes |"),
             "{md}"
         );
+        assert_eq!(lines.len(), 3, "{md}");
+        // Paired by round: the rounds' ratios are 1.500, 1.505, 1.505;
         // 0.7 s faster is inside the 1 s start-up floor: no verdict.
         assert!(
-            md.contains("| instance start p99 | 1.4 → 0.7 s, ×0.50 [0.42–0.60] ~ |"),
+            lines[2].starts_with(
+                "| smoke (local 1.37, 3 runs) | jobset | ×1.50 [1.50–1.51] ↑ | — | — | — | 1.4 → 0.7 s, ×0.50 [0.42–0.60] ~ |"
+            ),
             "{md}"
         );
-        assert!(md.contains("| etcd writes | — |"), "{md}");
     }
 
     #[test]

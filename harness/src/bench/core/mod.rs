@@ -6,6 +6,7 @@
 //! history and the README's answer; the renderers (`report`). Thor,
 //! `measure`, gang and cron are workloads that bring their own metrics.
 
+pub mod answer;
 pub mod baseline;
 pub mod calibrate;
 pub mod charts;

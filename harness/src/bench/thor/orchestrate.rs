@@ -91,13 +91,13 @@ pub fn preflight(
                 "--compare/--record need the repository (baselines/): run from inside it",
             )
         })?;
-        let profile = baseline::variant(&s.cluster.control_plane.label(), s.cluster.real_node);
-        let path = baseline::path_of(
+        let path = baseline::file_for(
             root,
             opts.provider.name(),
             &s.cluster.k8s_minor,
             &s.name,
-            &profile,
+            &s.cluster.control_plane.label(),
+            s.cluster.real_node,
         );
         if !path.starts_with(root.join("baselines")) {
             return Err(crate::error::bad_input(format!(
