@@ -67,6 +67,7 @@ pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
             });
             continue;
         }
+        let metrics = &with_absent_members(&specs, &declared, r, mode, metrics);
         for (name, m) in metrics {
             let Some(spec) = spec_of(&specs, name) else {
                 // A metric an older harness kept of this workload's runs
@@ -143,6 +144,47 @@ pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
                 });
             }
         }
+    }
+    out
+}
+
+/// A mode's recorded metrics, and for each count the run has of a family
+/// whose absent members are 0 (`missing_is_zero`: an object kind not
+/// created, a client that made no request) and whose other members the
+/// baseline recorded, that member at 0 in every recorded run: a cost that
+/// appears is judged (0 → x, "higher"), not listed as new. Latencies are
+/// left out (a p99 kept only past a number of calls is not 0 below it);
+/// so is a family the baseline never recorded (an older harness).
+fn with_absent_members<R: Run>(
+    specs: &[Spec],
+    declared: &[declared::Metric<R>],
+    r: &Results<R>,
+    mode: &str,
+    metrics: &std::collections::BTreeMap<String, Metric>,
+) -> std::collections::BTreeMap<String, Metric> {
+    let mut out = metrics.clone();
+    let Some(sum) = r.modes.get(mode) else {
+        return out;
+    };
+    for (name, _) in declared::values_in(declared, &sum.result, Views::KEPT) {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let Some(spec) = spec_of(specs, &name) else {
+            continue;
+        };
+        if !(spec.missing_is_zero && spec.is_family()) || spec.kind.machine_bound() {
+            continue;
+        }
+        let Some(sibling) = metrics.iter().find(|(k, _)| spec.names(k)).map(|(_, m)| m) else {
+            continue;
+        };
+        let zero = Metric {
+            value: 0.0,
+            samples: vec![0.0; sibling.samples.len()],
+            ..sibling.clone()
+        };
+        out.insert(name, zero);
     }
     out
 }
@@ -786,17 +828,47 @@ mod tests {
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].status, Status::NotCompared);
         assert!(v.iter().all(|v| v.pass), "{v:#?}");
-        // A metric the baseline lacks is reported, not silently dropped.
-        let mut r = run_set(3, 2, UNCHANGED);
+        // An object kind the baseline never saw created is 0 in each of
+        // its runs: 4 Services a run is a cost that appears, judged
+        // higher; a latency class it lacks is reported as new, not
+        // silently dropped, and not judged.
+        let pods = |mut r: ThorResult| {
+            for sum in r.modes.values_mut() {
+                for run in &mut sum.repeats {
+                    run.run.window.objects_created.insert("pods".into(), 12);
+                }
+                *sum = summarize(sum.repeats.clone());
+            }
+            r
+        };
+        let base = from_result(&pods(run_set(5, 1, UNCHANGED)), "s.yaml");
+        let mut r = pods(run_set(3, 2, UNCHANGED));
         for run in &mut r.modes.get_mut("baseline").unwrap().repeats {
             run.run.window.objects_created.insert("services".into(), 4);
+            run.run.window.api_latency_ms.insert(
+                "watch".into(),
+                crate::metrics::Percentiles {
+                    p99: 30.0,
+                    ..Default::default()
+                },
+            );
         }
         let sum = r.modes.get_mut("baseline").unwrap();
         *sum = summarize(sum.repeats.clone());
+        assert!(base.modes["baseline"].contains_key("objects_created.pods"));
         let v = compare(&base, &r);
-        let new = v
+        let services = v
             .iter()
             .find(|v| v.metric == "objects_created.services")
+            .unwrap();
+        assert_eq!(
+            (services.status, services.pass, services.baseline),
+            (Status::Regressed, false, 0.0),
+            "{services:#?}"
+        );
+        let new = v
+            .iter()
+            .find(|v| v.metric == "api_latency_ms.watch.p99")
             .unwrap();
         assert_eq!((new.status, new.pass), (Status::NotInBaseline, true));
         // Round trip of a v2 file.
