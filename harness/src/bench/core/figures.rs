@@ -223,17 +223,7 @@ pub const WATCH_EVENTS_BY: Spec = Spec::new("watch_events.{}", "watch events sen
 /// names it): judged one by one, so a regression of the total or of
 /// everyone-but-HPCC names the clients behind it, each with its own
 /// interval. A client absent from a run made no request in it (0).
-pub const BY_CLIENT: Spec = Spec::new(
-    "api_requests_by_client.{}",
-    "API requests of {}",
-    "requests",
-)
-.kind(Kind::Count, CLIENT_FLOOR)
-.views(Views::JUDGED.and(Views::KEPT))
-.time_bound(TimeBound::Yes(
-    "a client's polls, leases and resyncs follow the machine's timing",
-))
-.missing_is_zero();
+pub const BY_CLIENT: Spec = per_client("api_requests_by_client.{}", "API requests of {}");
 /// A client's requests that move by fewer than this between two sets of
 /// runs are not judged: measured on 3 rounds of one build (the smoke on
 /// a real node, 2026-11-29), a client's requests ranged by up to 28
@@ -244,17 +234,20 @@ pub const BY_CLIENT: Spec = Spec::new(
 const CLIENT_FLOOR: f64 = 30.0;
 /// Each client's most frequent request (verb and resource) in the run,
 /// "client: verb resource": what the client that moved was doing.
-pub const BY_CLIENT_TOP: Spec = Spec::new(
-    "api_requests_by_client_top.{}",
-    "top request of {}",
-    "requests",
-)
-.kind(Kind::Count, CLIENT_FLOOR)
-.views(Views::JUDGED.and(Views::KEPT))
-.time_bound(TimeBound::Yes(
-    "a client's polls, leases and resyncs follow the machine's timing",
-))
-.missing_is_zero();
+pub const BY_CLIENT_TOP: Spec = per_client("api_requests_by_client_top.{}", "top request of {}");
+
+/// A family of per-client request counts: judged past the client floor,
+/// kept in baselines, following the machine's timing, 0 where a client
+/// made no request.
+const fn per_client(key: &'static str, label: &'static str) -> Spec {
+    Spec::new(key, label, "requests")
+        .kind(Kind::Count, CLIENT_FLOOR)
+        .views(Views::JUDGED.and(Views::KEPT))
+        .time_bound(TimeBound::Yes(
+            "a client's polls, leases and resyncs follow the machine's timing",
+        ))
+        .missing_is_zero()
+}
 
 const LIFECYCLE: Views = Views::JUDGED
     .and(Views::KEPT)
