@@ -79,13 +79,16 @@ pub async fn choose(
     Ok(Some(node))
 }
 
-/// The network built-image clusters share, made when missing.
+/// The network built-image clusters share, made when missing. Two
+/// clusters coming up at once may both find it missing: the one whose
+/// `network create` loses ("already exists") finds it there on a second
+/// look and goes on; any other failure is the error.
 pub async fn ensure_network(docker: &Path) -> Result<()> {
     let inspect = command::Cmd::new(docker, &["network", "inspect", BUILT_NETWORK]);
     if command::output(&inspect).await?.status.success() {
         return Ok(());
     }
-    command::run(&command::Cmd::new(
+    let made = command::run(&command::Cmd::new(
         docker,
         &[
             "network",
@@ -99,9 +102,12 @@ pub async fn ensure_network(docker: &Path) -> Result<()> {
             BUILT_NETWORK,
         ],
     ))
-    .await
-    .with_context(|| format!("creating docker network {BUILT_NETWORK}"))?;
-    Ok(())
+    .await;
+    match made {
+        Ok(_) => Ok(()),
+        Err(_) if command::output(&inspect).await?.status.success() => Ok(()),
+        Err(e) => Err(e.context(format!("creating docker network {BUILT_NETWORK}"))),
+    }
 }
 
 /// Remove the built-image clusters' network when no container is on it
@@ -171,4 +177,66 @@ pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::kind::fakes::FakeCommands;
+
+    /// A docker whose network is there while file `made` exists and whose
+    /// `network create` runs `create` (sh built-ins).
+    fn docker(made: &Path, create: &str) -> String {
+        let made = made.display();
+        format!(
+            r#"case "$1 $2" in
+  "network inspect") [ -e '{made}' ] ;;
+  "network create") {create} ;;
+  *) exit 2 ;;
+esac
+"#
+        )
+    }
+
+    #[tokio::test]
+    async fn a_network_made_by_a_cluster_starting_at_the_same_time_is_used() {
+        let (tmp, fakes) = FakeCommands::healthy_in_temp_dir();
+        let made = tmp.path().join("made");
+        // The other cluster's create lands between our look and our create.
+        let lost = format!(
+            ": > '{}'; printf 'Error response from daemon: network with name harness-kind already exists\\n' >&2; exit 1",
+            made.display()
+        );
+        fakes.script("docker", &docker(&made, &lost));
+        ensure_network(&fakes.dir.join("docker")).await.unwrap();
+        let calls = fakes.calls();
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert!(calls[1].starts_with("docker network create"), "{calls:?}");
+        assert_eq!(calls[2], "docker network inspect harness-kind");
+    }
+
+    #[tokio::test]
+    async fn a_create_that_fails_with_no_network_after_it_is_the_error() {
+        let (tmp, fakes) = FakeCommands::healthy_in_temp_dir();
+        let made = tmp.path().join("made");
+        let fails = "printf 'Error response from daemon: no space left\\n' >&2; exit 1";
+        fakes.script("docker", &docker(&made, fails));
+        let e = ensure_network(&fakes.dir.join("docker")).await.unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.contains("creating docker network harness-kind"),
+            "{text}"
+        );
+        assert!(text.contains("no space left"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_network_already_there_is_not_made_again() {
+        let (tmp, fakes) = FakeCommands::healthy_in_temp_dir();
+        let made = tmp.path().join("made");
+        std::fs::write(&made, "").unwrap();
+        fakes.script("docker", &docker(&made, "exit 1"));
+        ensure_network(&fakes.dir.join("docker")).await.unwrap();
+        assert_eq!(fakes.calls(), ["docker network inspect harness-kind"]);
+    }
 }
