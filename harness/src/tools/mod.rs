@@ -25,6 +25,7 @@ pub mod oci;
 pub mod release;
 pub mod resolve;
 pub mod source;
+pub mod toolchain;
 pub mod verify;
 pub mod versions;
 

@@ -63,12 +63,32 @@ pub fn module_dir(module: &str, version: &str) -> Result<PathBuf> {
 
 /// `go mod download -json module@version` (outside any module): the JSON
 /// object it prints, with its Error turned into an exit-3 error.
+/// A module that asks for a newer Go than the machine's is downloaded
+/// again with the toolchain pinned for that Go (tools/toolchain.rs).
 pub fn go_mod_download(go: &Path, module: &str, version: &str) -> Result<serde_json::Value> {
+    match download_with(go, module, version, "local") {
+        Err(e) => {
+            let wanted = crate::tools::toolchain::required_by_refusal(&format!("{e:#}"));
+            match wanted.and_then(crate::tools::toolchain::pinned) {
+                Some(toolchain) => download_with(go, module, version, toolchain),
+                None => Err(e),
+            }
+        }
+        ok => ok,
+    }
+}
+
+fn download_with(
+    go: &Path,
+    module: &str,
+    version: &str,
+    toolchain: &str,
+) -> Result<serde_json::Value> {
     let tmp = tempfile::tempdir()?;
     let out = output_with_timeout(
         Command::new(go)
             .current_dir(tmp.path())
-            .env("GOTOOLCHAIN", "local")
+            .env("GOTOOLCHAIN", toolchain)
             .env("GOFLAGS", "-mod=mod")
             .args(["mod", "download", "-json", &format!("{module}@{version}")]),
         Duration::from_secs(600),

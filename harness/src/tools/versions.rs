@@ -159,6 +159,13 @@ pub fn kueue_manifest_url() -> String {
 /// (k8s.io/kubernetes v1.37 declares `go 1.26.0`).
 pub const MIN_GO: (u32, u32) = (1, 26);
 
+/// The toolchain a build uses when its module asks for a newer Go than
+/// the machine's, one pinned patch release per Go minor: the go command
+/// fetches it from the Go module proxy (golang.org/toolchain) when
+/// GOTOOLCHAIN names it. k8s.io/kubernetes v1.38.0-beta.0 declares
+/// `go 1.27.0`; every other build stays on the machine's Go.
+pub const GO_TOOLCHAINS: &[((u32, u32), &str)] = &[((1, 27), "go1.27.3")];
+
 #[cfg(test)]
 mod tests {
     use super::*;
