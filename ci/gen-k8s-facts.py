@@ -10,6 +10,7 @@ package directories. Tests compare the result with the real servers
 (kube-apiserver --help, discovery) for the releases the harness runs.
 
     python3 ci/gen-k8s-facts.py            # all releases below
+    python3 ci/gen-k8s-facts.py 1.38       # only these minors
 """
 import json
 import os
@@ -18,7 +19,16 @@ import subprocess
 import sys
 import tempfile
 
-RELEASES = {"1.35": "1.35.4", "1.36": "1.36.4", "1.37": "1.37.1"}
+RELEASES = {
+    "1.35": "1.35.4",
+    "1.36": "1.36.4",
+    "1.37": "1.37.1",
+    # A pre-release minor (harness/src/k8s/release.rs PRERELEASES).
+    "1.38": "1.38.0-beta.0",
+}
+# The Go toolchain a release's modules ask for when newer than the
+# machine's (harness/src/tools/versions.rs GO_TOOLCHAINS).
+TOOLCHAIN = {"1.38": "go1.27.3"}
 OUT = os.path.join(os.path.dirname(__file__), "..", "harness", "data", "k8s")
 
 # Where feature gates are declared, per module (path prefixes inside it).
@@ -38,12 +48,12 @@ API_SOURCES = {
 }
 
 
-def module_dir(module, version):
+def module_dir(module, version, toolchain="local"):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
             ["go", "mod", "download", "-json", f"{module}@{version}"],
             cwd=tmp, capture_output=True, text=True,
-            env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
+            env={**os.environ, "GOTOOLCHAIN": toolchain, "GOFLAGS": "-mod=mod"},
         )
     info = json.loads(out.stdout)
     if "Error" in info:
@@ -120,12 +130,18 @@ def api_versions(module_dirs):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for minor, version in RELEASES.items():
+    wanted = sys.argv[1:] or list(RELEASES)
+    unknown = [m for m in wanted if m not in RELEASES]
+    if unknown:
+        sys.exit(f"unknown minors {unknown}: this script knows {list(RELEASES)}")
+    for minor in wanted:
+        version = RELEASES[minor]
         staging = "v0." + version.split(".", 1)[1]
-        dirs = {"k8s.io/kubernetes": module_dir("k8s.io/kubernetes", "v" + version)}
+        go = TOOLCHAIN.get(minor, "local")
+        dirs = {"k8s.io/kubernetes": module_dir("k8s.io/kubernetes", "v" + version, go)}
         for m in set(GATE_SOURCES) | set(API_SOURCES):
             if m not in dirs:
-                dirs[m] = module_dir(m, staging)
+                dirs[m] = module_dir(m, staging, go)
         gate_dirs = [os.path.join(dirs[m], p) for m, ps in GATE_SOURCES.items() for p in ps]
         facts = {
             "generatedBy": "ci/gen-k8s-facts.py",

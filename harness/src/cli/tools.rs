@@ -28,7 +28,7 @@ pub enum ToolsCommand {
 
 #[derive(Args, Debug, Clone)]
 pub struct ToolsArgs {
-    /// Kubernetes minor (1.37, 1.36) or its pinned patch version
+    /// Kubernetes minor (1.37, 1.36; 1.38 is a pre-release) or its pinned patch version
     /// [default: 1.37; with --provider kind and --config: the config's].
     #[arg(long)]
     pub k8s_version: Option<String>,

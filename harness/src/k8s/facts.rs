@@ -27,6 +27,7 @@ const TABLES: &[(&str, &str)] = &[
     ("1.35", include_str!("../../data/k8s/1.35.json")),
     ("1.36", include_str!("../../data/k8s/1.36.json")),
     ("1.37", include_str!("../../data/k8s/1.37.json")),
+    ("1.38", include_str!("../../data/k8s/1.38.json")),
 ];
 
 fn all() -> &'static BTreeMap<&'static str, Facts> {
@@ -43,7 +44,7 @@ fn all() -> &'static BTreeMap<&'static str, Facts> {
     })
 }
 
-/// The minors validation knows ("1.35", "1.36", "1.37").
+/// The minors validation knows ("1.35" … "1.38").
 pub fn minors() -> Vec<&'static str> {
     all().keys().copied().collect()
 }
@@ -112,7 +113,7 @@ mod tests {
 
     #[test]
     fn tables_load_and_agree_with_the_notes() {
-        assert_eq!(minors(), vec!["1.35", "1.36", "1.37"]);
+        assert_eq!(minors(), vec!["1.35", "1.36", "1.37", "1.38"]);
         let f36 = for_minor("1.36").unwrap();
         let f37 = for_minor("1.37").unwrap();
         assert!(f36.gate("GangScheduling").is_some());
@@ -130,6 +131,16 @@ mod tests {
         assert!(f37.has_runtime_config_key("scheduling.k8s.io/v1beta1"));
         assert!(f37.has_runtime_config_key("api/all"));
         assert!(f37.has_runtime_config_key("batch/v1/jobs"));
+        // 1.38.0-beta.0: the gang API is still v1beta1 behind the beta,
+        // off-by-default GenericWorkload; CompositePodGroup went to beta.
+        let f38 = for_minor("1.38").unwrap();
+        assert_eq!(f38.kubernetes_version, "1.38.0-beta.0");
+        assert_eq!(f38.gate("GenericWorkload"), f37.gate("GenericWorkload"));
+        assert_eq!(
+            f38.gate("CompositePodGroup").unwrap().stage.as_deref(),
+            Some("BETA")
+        );
+        assert!(f38.has_runtime_config_key("scheduling.k8s.io/v1beta1"));
     }
 
     #[test]

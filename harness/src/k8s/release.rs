@@ -6,6 +6,13 @@
 //! Why these patch releases: they are the newest whose module zips the Go
 //! module proxy serves (k8s.io/kubernetes v1.37.2's zip is refused by the
 //! proxy, v1.36.5 has no checksum-database entry).
+//!
+//! A pre-release minor (`K8S_PRERELEASES`: 1.38 as v1.38.0-beta.0) is
+//! known — `--k8s-version 1.38` builds and runs it, `harness validate`
+//! checks against its facts — but no default run includes it: the suites
+//! add it when `HARNESS_PRERELEASE_MINORS` names it (`releases_to_run`).
+//! Moving it to its release is one line: its entry goes from
+//! `K8S_PRERELEASES` to `K8S_RELEASES` with the released version.
 
 use std::collections::BTreeMap;
 
@@ -33,7 +40,52 @@ pub const K8S_RELEASES: &[K8sRelease] = &[
     },
 ];
 
+/// Minors not yet released, pinned to a pre-release build: known to
+/// `parse`, run only when asked for.
+pub const K8S_PRERELEASES: &[K8sRelease] = &[K8sRelease {
+    minor: "1.38",
+    version: "1.38.0-beta.0",
+}];
+
+/// The environment variable naming the pre-release minors a run adds
+/// (comma separated, e.g. "1.38").
+pub const PRERELEASE_MINORS_ENV: &str = "HARNESS_PRERELEASE_MINORS";
+
 pub const DEFAULT_K8S_MINOR: &str = "1.37";
+
+/// The releases a suite or benchmark keyed by version runs, oldest
+/// first: every release, plus the pre-release minors
+/// `HARNESS_PRERELEASE_MINORS` names. A name there that is no
+/// pre-release minor is an error (exit 2), not ignored.
+pub fn releases_to_run() -> Result<Vec<K8sRelease>> {
+    let asked = std::env::var(PRERELEASE_MINORS_ENV).unwrap_or_default();
+    releases_with(&asked)
+}
+
+fn releases_with(asked: &str) -> Result<Vec<K8sRelease>> {
+    let mut out = K8S_RELEASES.to_vec();
+    for m in asked.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        let Some(r) = K8S_PRERELEASES
+            .iter()
+            .find(|r| r.minor == m.trim_start_matches('v'))
+        else {
+            return Err(bad_input(format!(
+                "{PRERELEASE_MINORS_ENV}={asked:?}: {m:?} is no pre-release minor (known: {})",
+                K8S_PRERELEASES
+                    .iter()
+                    .map(|r| r.minor)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !out.contains(r) {
+            out.push(*r);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 impl K8sRelease {
     /// Accepts "1.37", "v1.37", "1.37.1" or "v1.37.1". A patch version must
     /// be the pinned one: the harness builds and tests exactly one patch
@@ -44,10 +96,15 @@ impl K8sRelease {
             K8S_RELEASES
                 .iter()
                 .map(|r| format!("{} ({})", r.minor, r.version))
+                .chain(
+                    K8S_PRERELEASES
+                        .iter()
+                        .map(|r| format!("{} ({}, a pre-release)", r.minor, r.version)),
+                )
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        for r in K8S_RELEASES {
+        for r in K8S_RELEASES.iter().chain(K8S_PRERELEASES) {
             if s == r.minor || s == r.version {
                 return Ok(*r);
             }
@@ -56,6 +113,22 @@ impl K8sRelease {
             "unsupported Kubernetes version {s:?}: this harness runs {}",
             known()
         )))
+    }
+
+    /// Whether this is a pre-release minor (not yet released upstream).
+    pub fn is_prerelease(&self) -> bool {
+        K8S_PRERELEASES.contains(self)
+    }
+
+    /// The release before this one among those the harness knows (1.37
+    /// for 1.38): what a pre-release minor is compared with.
+    pub fn previous(&self) -> Option<K8sRelease> {
+        K8S_RELEASES
+            .iter()
+            .chain(K8S_PRERELEASES)
+            .filter(|r| r.minor_number() < self.minor_number())
+            .max()
+            .copied()
     }
 
     pub fn default_release() -> K8sRelease {
@@ -131,6 +204,36 @@ mod tests {
     }
 
     #[test]
+    fn a_prerelease_minor_is_known_and_run_only_when_asked_for() {
+        let r = K8sRelease::parse("1.38").unwrap();
+        assert_eq!(r.version, "1.38.0-beta.0");
+        assert!(r.is_prerelease());
+        assert!(!K8sRelease::default_release().is_prerelease());
+        assert_eq!(r.previous().unwrap().minor, "1.37");
+        assert_eq!(r.staging_version(), "v0.38.0-beta.0");
+        assert_eq!(K8sRelease::parse("v1.38.0-beta.0").unwrap(), r);
+        let e = K8sRelease::parse("1.39").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("1.38 (1.38.0-beta.0, a pre-release)"),
+            "{e}"
+        );
+        let minors = |asked: &str| {
+            releases_with(asked)
+                .unwrap()
+                .iter()
+                .map(|r| r.minor)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(minors(""), ["1.36", "1.37"]);
+        assert_eq!(minors("1.38"), ["1.36", "1.37", "1.38"]);
+        assert_eq!(minors(" 1.38, 1.38 "), ["1.36", "1.37", "1.38"]);
+        let e = releases_with("1.37").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("is no pre-release minor"), "{e}");
+    }
+
+    #[test]
     fn derived_versions() {
         let r = K8sRelease::parse("1.37").unwrap();
         assert_eq!(r.minor_number(), 37);
@@ -147,7 +250,7 @@ mod tests {
     fn job_gang_gates_exist_in_each_release() {
         // Every gate named here is a real gate of that release (the facts
         // tables are generated from the releases' sources).
-        for r in K8S_RELEASES {
+        for r in K8S_RELEASES.iter().chain(K8S_PRERELEASES) {
             let facts = super::super::facts::for_minor(r.minor).unwrap();
             for g in r.job_gang_feature_gates().keys() {
                 assert!(facts.gate(g).is_some(), "{} has no gate {g}", r.minor);
