@@ -26,7 +26,7 @@ use harness::cluster::existing::site::remove_run;
 use harness::cluster::existing::{ExistingCluster, ExistingOptions};
 use harness::cluster::spec::KueueSpec;
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
-use harness::k8s::{K8S_RELEASES, K8sRelease};
+use harness::k8s::{K8sRelease, releases_to_run};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};
@@ -290,8 +290,19 @@ pub fn load_cases(def: &SuiteDef) -> Vec<(String, Result<Case, String>)> {
 pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
     let cases = load_cases(def);
     let pid = std::process::id();
-    let mut releases: Vec<K8sRelease> = K8S_RELEASES.to_vec();
-    releases.sort();
+    // A bad HARNESS_PRERELEASE_MINORS fails every trial with its message
+    // (nothing is skipped): the released minors still make the list.
+    let (releases, bad_minors): (Vec<K8sRelease>, Option<String>) = match releases_to_run() {
+        Ok(r) => (r, None),
+        Err(e) => (harness::k8s::K8S_RELEASES.to_vec(), Some(format!("{e:#}"))),
+    };
+    let cases = match bad_minors {
+        Some(e) => cases
+            .into_iter()
+            .map(|(n, _)| (n, Err(e.clone())))
+            .collect(),
+        None => cases,
+    };
     // Groups in run order: per minor, the suite's profiles in order.
     let mut groups: Vec<Arc<Group>> = Vec::new();
     for r in &releases {
@@ -319,14 +330,26 @@ pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
     if let Some(ex) = &state.existing {
         if !releases.iter().any(|r| r.minor == ex.minor) {
             eprintln!(
-                "error: HARNESS_CLUSTER: the cluster runs {}; the {} suite has cases for {} only",
+                "error: HARNESS_CLUSTER: the cluster runs {}; the {} suite has cases for {} only{}",
                 ex.version,
                 def.name,
                 releases
                     .iter()
                     .map(|r| r.minor)
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if harness::k8s::K8S_PRERELEASES
+                    .iter()
+                    .any(|r| r.minor == ex.minor)
+                {
+                    format!(
+                        " (set {}={} to add that pre-release minor)",
+                        harness::k8s::PRERELEASE_MINORS_ENV,
+                        ex.minor
+                    )
+                } else {
+                    String::new()
+                }
             );
             std::process::exit(3);
         }

@@ -12,7 +12,7 @@ use harness::bench::cron::{CronBenchOptions, bench_cron};
 use harness::bench::gang::{GangBenchOptions, bench_gang};
 use harness::cluster::Provider;
 use harness::cluster::profile::{ControlPlane, Profile};
-use harness::k8s::{K8S_RELEASES, K8sRelease};
+use harness::k8s::K8sRelease;
 
 use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
@@ -145,9 +145,7 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
 
 async fn gang(args: &BenchGangArgs) -> Result<i32> {
     let releases: Vec<K8sRelease> = if args.k8s_versions.is_empty() {
-        let mut r = K8S_RELEASES.to_vec();
-        r.sort();
-        r
+        harness::k8s::releases_to_run()?
     } else {
         args.k8s_versions
             .iter()

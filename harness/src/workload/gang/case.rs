@@ -11,11 +11,25 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::k8s::K8S_RELEASES;
+use crate::k8s::{K8S_PRERELEASES, K8S_RELEASES, K8sRelease};
 
-/// The minors every case must answer for.
+/// The minors every case must answer for: the released ones.
 pub fn minors() -> Vec<&'static str> {
     let mut m: Vec<_> = K8S_RELEASES.iter().map(|r| r.minor).collect();
+    m.sort();
+    m
+}
+
+/// The minors a case answers for: every released one, plus each
+/// pre-release minor it gives a behaviour for.
+pub fn minors_of(case: &Case) -> Vec<&'static str> {
+    let mut m = minors();
+    m.extend(
+        K8S_PRERELEASES
+            .iter()
+            .map(|r| r.minor)
+            .filter(|p| case.behaviour.contains_key(*p)),
+    );
     m.sort();
     m
 }
@@ -104,6 +118,23 @@ pub struct Case {
     /// A benchmark instead of steps.
     #[serde(default)]
     pub benchmark: Option<Benchmark>,
+}
+
+impl Case {
+    /// The minor whose entries (behaviour, expectations, results, `only`)
+    /// a trial on `release` follows, and whether they are borrowed. A
+    /// pre-release minor the case says nothing of is held to the release
+    /// before it: its trial says whether that behaviour still holds,
+    /// which is what a reader of the next release wants to know.
+    pub fn rules_for(&self, release: K8sRelease) -> (&'static str, bool) {
+        if self.behaviour.contains_key(release.minor) || !release.is_prerelease() {
+            return (release.minor, false);
+        }
+        match release.previous() {
+            Some(p) => (p.minor, true),
+            None => (release.minor, false),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -397,6 +428,29 @@ steps:
             .iter()
             .map(|p| p.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_prerelease_minor_follows_its_own_entries_or_the_release_before() {
+        let c = parse(GOOD, "t.yaml").unwrap();
+        let r38 = K8sRelease::parse("1.38").unwrap();
+        assert_eq!(c.rules_for(r38), ("1.37", true));
+        assert_eq!(
+            c.rules_for(K8sRelease::parse("1.36").unwrap()),
+            ("1.36", false)
+        );
+        // With its own 1.38 behaviour, the case must answer for 1.38 in
+        // every step, and then follows it.
+        let own = GOOD.replace(r#""1.37": basic}"#, r#""1.37": basic, "1.38": basic}"#);
+        let c = parse(&own, "t.yaml").unwrap();
+        assert_eq!(c.rules_for(r38), ("1.38", false));
+        assert_eq!(minors_of(&c), ["1.36", "1.37", "1.38"]);
+        let p = problems(&own);
+        assert!(
+            p.iter().any(|p| p.contains("no entry for Kubernetes 1.38")),
+            "{p:?}"
+        );
+        assert!(problems(GOOD).is_empty());
     }
 
     #[test]

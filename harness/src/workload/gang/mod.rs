@@ -6,9 +6,10 @@
 //! `${vars}`), `trial` (namespace, node pool, kinds), `steps` (one
 //! executor per action), `expect` (polled checks with diffs), `run` (a
 //! trial start to finish), `latency` (gangs of N, timed), `report` (the
-//! behaviour matrix, JUnit, JSON).
+//! behaviour matrix, JUnit, JSON), `changes` (one minor against the next).
 
 pub mod case;
+pub mod changes;
 pub mod expect;
 pub mod latency;
 pub mod matcher;

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::output::{JunitCase, JunitSuite, junit_xml, write_atomic};
 use crate::workload::gang::latency::{SizeFigures, latency_table};
 use crate::workload::gang::run::TrialReport;
 
 /// Everything one run of the suite produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteReport {
-    pub schema: &'static str,
+    pub schema: String,
     /// "gang", "kueue" or "batch": the suite's name, its trials' prefix.
     pub suite: String,
     /// Add-ons the suite pins, with their versions (Kueue's).
@@ -44,7 +44,7 @@ impl SuiteReport {
             .map(|t| (t.minor.clone(), t.k8s_version.clone()))
             .collect();
         SuiteReport {
-            schema: SCHEMA,
+            schema: SCHEMA.to_string(),
             suite: suite.to_string(),
             components: BTreeMap::new(),
             generated_unix: std::time::SystemTime::now()
@@ -104,6 +104,21 @@ pub fn markdown(r: &SuiteReport) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    let borrowed: Vec<String> = r
+        .trials
+        .iter()
+        .filter_map(|t| Some(format!("{} from {}", t.minor, t.expected_from.as_ref()?)))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !borrowed.is_empty() {
+        out.push_str(&format!(
+            "A pre-release minor is held to the expectations of the release before it where a case \
+             gives none of its own ({}): \"✅ as in\" means that behaviour still holds, \
+             \"❌ differs from\" says what changed.\n\n",
+            borrowed.join(", ")
+        ));
+    }
     let mut cases: Vec<(&str, &str, &str)> = Vec::new();
     for t in &r.trials {
         if !cases.iter().any(|c| c.0 == t.case) {
@@ -129,7 +144,10 @@ pub fn markdown(r: &SuiteReport) -> String {
             let cell = match t {
                 None => "not run".to_string(),
                 Some(t) if t.passed => {
-                    let mut c = format!("✅ {}", t.behaviour);
+                    let mut c = match &t.expected_from {
+                        Some(m) => format!("✅ as in {m}: {}", t.behaviour),
+                        None => format!("✅ {}", t.behaviour),
+                    };
                     for n in notable(t) {
                         c.push_str(&format!("\n• {n}"));
                     }
@@ -145,7 +163,10 @@ pub fn markdown(r: &SuiteReport) -> String {
                 Some(t) => {
                     let first = t.failure.as_deref().unwrap_or("failed");
                     let short: String = first.lines().take(6).collect::<Vec<_>>().join("\n");
-                    format!("❌ {short}")
+                    match &t.expected_from {
+                        Some(m) => format!("❌ differs from {m}: {short}"),
+                        None => format!("❌ {short}"),
+                    }
                 }
             };
             out.push_str(&format!(" {} |", cell_text(&cell)));
@@ -191,6 +212,25 @@ pub fn junit(r: &SuiteReport) -> String {
     }])
 }
 
+/// Read a suite's results.json (refused when it is not one).
+pub fn load(path: &Path) -> Result<SuiteReport> {
+    let text = crate::input::read(path)?;
+    let r: SuiteReport = serde_json::from_str(&text).map_err(|e| {
+        crate::error::bad_input(format!(
+            "{}: not a suite's results.json: {e}",
+            path.display()
+        ))
+    })?;
+    if r.schema != SCHEMA {
+        return Err(crate::error::bad_input(format!(
+            "{}: schema {:?}, expected {SCHEMA:?}",
+            path.display(),
+            r.schema
+        )));
+    }
+    Ok(r)
+}
+
 /// Write results.json, matrix.md and junit.xml into `dir`.
 pub fn write(r: &SuiteReport, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -224,6 +264,7 @@ mod tests {
             failure: (!passed)
                 .then(|| "step 2: not met within 30 s:\n  count: expected 1, observed 0".into()),
             behaviour: format!("behaviour on {minor}"),
+            expected_from: None,
             observations: vec![
                 "patch: patch Job x: rejected, 403 Forbidden: cannot change parallelism".into(),
                 "Workload objects: 1 (w)".into(),
@@ -261,6 +302,36 @@ mod tests {
         );
         assert!(rows[1].contains("❌ step 2: not met"), "{}", rows[1]);
         assert!(md.contains("1.37 = v1.37.9"));
+    }
+
+    #[test]
+    fn a_prerelease_held_to_the_release_before_says_so_in_its_cells() {
+        let mut held = trial("a", "1.38", true);
+        held.expected_from = Some("1.37".into());
+        held.behaviour = "behaviour on 1.37".into();
+        let mut moved = trial("b", "1.38", false);
+        moved.expected_from = Some("1.37".into());
+        let r = SuiteReport::new(
+            "gang",
+            vec![
+                trial("a", "1.37", true),
+                trial("b", "1.37", true),
+                held,
+                moved,
+            ],
+        );
+        let md = markdown(&r);
+        assert!(md.contains("(1.38 from 1.37)"), "{md}");
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| **")).collect();
+        assert!(rows[0].ends_with("| ✅ as in 1.37: behaviour on 1.37<br>• patch: patch Job x: rejected, 403 Forbidden: cannot change parallelism<br>• gang of 8 (1.36): apply Job eight: accepted |"), "{}", rows[0]);
+        assert!(
+            rows[1].contains("| ❌ differs from 1.37: step 2: not met"),
+            "{}",
+            rows[1]
+        );
+        // A report without a pre-release says nothing of it.
+        let plain = markdown(&SuiteReport::new("gang", vec![trial("a", "1.37", true)]));
+        assert!(!plain.contains("pre-release"), "{plain}");
     }
 
     #[test]

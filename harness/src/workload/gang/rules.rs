@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::workload::gang::case::{Action, Case, Check, Outcome, minors, parse};
+use crate::workload::gang::case::{Action, Case, Check, Outcome, minors_of, parse};
 use crate::workload::gang::matcher::{check_matcher, parse_path, unclosed_ref, var_refs};
 use crate::yaml::Seg;
 
@@ -63,7 +63,7 @@ pub fn load(path: &Path) -> Result<Case> {
 
 /// Check every rule a runner relies on.
 pub fn validate(case: &Case) -> Vec<Problem> {
-    let all = minors();
+    let all = minors_of(case);
     let mut out = Vec::new();
     let mut p = |at: Vec<Seg>, message: String| out.push(Problem { at, message });
     if case.description.trim().is_empty() {

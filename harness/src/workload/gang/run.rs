@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
 use crate::k8s::K8sRelease;
@@ -16,7 +16,7 @@ use crate::workload::gang::latency::LatencyReport;
 use crate::workload::gang::trial::Trial;
 
 /// What one trial did and saw.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialReport {
     pub case: String,
     pub description: String,
@@ -28,6 +28,11 @@ pub struct TrialReport {
     pub failure: Option<String>,
     /// The behaviour the case pins down for this minor.
     pub behaviour: String,
+    /// The release whose expectations a pre-release minor was held to
+    /// ("1.37" for 1.38 where the case has no 1.38 entry): passing means
+    /// that behaviour still holds, failing says what changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_from: Option<String>,
     /// Per step: what the server did.
     pub observations: Vec<String>,
     pub wall_s: f64,
@@ -41,7 +46,7 @@ pub struct TrialReport {
 
 /// API requests on objects of a trial's namespace, by client, from the
 /// audit log; the runner's own applies and checks are set apart.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RequestCost {
     /// Everyone but the runner: controllers, scheduler, fake kubelets.
     pub total: u64,
@@ -93,6 +98,7 @@ pub async fn run_case(
     ns: &str,
 ) -> TrialReport {
     let started = Instant::now();
+    let (rules, borrowed) = case.rules_for(release);
     let mut report = TrialReport {
         case: name.to_string(),
         description: case.description.clone(),
@@ -101,11 +107,8 @@ pub async fn run_case(
         profile: case.profile,
         passed: false,
         failure: None,
-        behaviour: case
-            .behaviour
-            .get(release.minor)
-            .cloned()
-            .unwrap_or_default(),
+        behaviour: case.behaviour.get(rules).cloned().unwrap_or_default(),
+        expected_from: borrowed.then(|| rules.to_string()),
         observations: Vec::new(),
         wall_s: 0.0,
         bench: None,
@@ -113,7 +116,10 @@ pub async fn run_case(
     };
     let audit_from = cluster.audit_log().and_then(|_| cluster.audit_end().ok());
     let mut trial = match Trial::start(cluster, release, ns).await {
-        Ok(t) => t,
+        Ok(mut t) => {
+            t.rules = rules;
+            t
+        }
         Err(e) => {
             report.failure = Some(format!("{e:#}"));
             return report;

@@ -17,7 +17,7 @@ impl<C: Cluster> Trial<'_, C> {
     /// Run every step of `case` that runs on this minor.
     pub async fn run_steps(&mut self, case: &Case) -> Result<()> {
         for (i, step) in case.steps.iter().enumerate() {
-            if !step.runs_on(self.release.minor) {
+            if !step.runs_on(self.rules) {
                 continue;
             }
             let label = step.label(i);
@@ -29,7 +29,7 @@ impl<C: Cluster> Trial<'_, C> {
     }
 
     async fn run_step(&mut self, step: &Step) -> Result<()> {
-        let minor = self.release.minor;
+        let minor = self.rules;
         let expected = step.result.as_ref().and_then(|r| r.get(minor)).cloned();
         let label = step.name.clone().unwrap_or_default();
         match step.action() {

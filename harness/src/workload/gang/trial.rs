@@ -37,6 +37,9 @@ pub struct Trial<'c, C: Cluster> {
     pub cluster: &'c C,
     pub client: kube::Client,
     pub release: K8sRelease,
+    /// The minor whose entries the steps follow (`Case::rules_for`): the
+    /// release's own, or the one before a pre-release minor's.
+    pub rules: &'static str,
     pub ns: String,
     pub vars: BTreeMap<String, String>,
     pub observations: Vec<String>,
@@ -68,6 +71,7 @@ impl<'c, C: Cluster> Trial<'c, C> {
             cluster,
             client,
             release,
+            rules: release.minor,
             ns: ns.to_string(),
             vars,
             observations: Vec::new(),

@@ -12,15 +12,18 @@ use anyhow::{Context, Result, ensure};
 use harness::cluster::kind::{KindCluster, KindImages};
 
 /// The minors the suite brings up: `$HARNESS_KIND_MINORS` (comma
-/// separated), else every minor the harness runs.
+/// separated; a pre-release minor only when named there), else every
+/// released minor.
 pub fn minors() -> Vec<&'static str> {
-    let all: Vec<&'static str> = harness::k8s::K8S_RELEASES.iter().map(|r| r.minor).collect();
+    use harness::k8s::{K8S_PRERELEASES, K8S_RELEASES};
     match std::env::var("HARNESS_KIND_MINORS") {
-        Ok(v) if !v.trim().is_empty() => all
-            .into_iter()
+        Ok(v) if !v.trim().is_empty() => K8S_RELEASES
+            .iter()
+            .chain(K8S_PRERELEASES)
+            .map(|r| r.minor)
             .filter(|m| v.split(',').any(|w| w.trim() == *m))
             .collect(),
-        _ => all,
+        _ => K8S_RELEASES.iter().map(|r| r.minor).collect(),
     }
 }
 
