@@ -4,6 +4,7 @@
 mod answer;
 mod args;
 mod bench;
+mod changes;
 mod command;
 mod image;
 mod interrupt;

@@ -14,6 +14,8 @@ use clap::{Args, Subcommand};
 use harness::bench::core::{headline, history};
 use harness::bench::thor::result::ModeResult;
 
+use crate::cli::changes::ChangesArgs;
+
 #[derive(Subcommand, Debug)]
 pub enum ReportCommand {
     /// The headline table: each JobSet mode ÷ baseline from recorded
@@ -97,6 +99,13 @@ pub enum ReportCommand {
         #[arg(long)]
         rejudge: bool,
     },
+    /// What one Kubernetes minor changes against another — the book's
+    /// "what changes in 1.38" page: feature gates and API versions from
+    /// the facts tables, every case of the recorded suite runs whose
+    /// outcome differs (a pre-release held to the release before it), and
+    /// the Thor smoke's JobSet ÷ baseline ratios of recorded baselines of
+    /// both minors, with their intervals.
+    Changes(ChangesArgs),
     /// How long timed commands took and where the time went (the README's
     /// and the quick start's tables): renders recorded timing files, or
     /// with --record reads timed logs (ci/timed.sh writes them: `# name:`,
@@ -180,6 +189,10 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
                 "{}",
                 headline::spread_markdown(&recorded, &specs_of(&recorded))
             );
+            Ok(0)
+        }
+        ReportCommand::Changes(a) => {
+            print!("{}", crate::cli::changes::markdown(a)?);
             Ok(0)
         }
         ReportCommand::Timings(a) => {

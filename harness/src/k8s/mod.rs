@@ -3,9 +3,13 @@
 //! differs between them, feature gates and API versions per minor (from
 //! harness/data/k8s/), object-name rules, and the JobSet API.
 
+pub mod changes;
 pub mod facts;
 pub mod jobset;
 pub mod names;
 pub mod release;
 
-pub use release::{DEFAULT_K8S_MINOR, K8S_RELEASES, K8sRelease};
+pub use release::{
+    DEFAULT_K8S_MINOR, K8S_PRERELEASES, K8S_RELEASES, K8sRelease, PRERELEASE_MINORS_ENV,
+    releases_to_run,
+};
