@@ -4,10 +4,13 @@
 //! by the ratio B/A with a Student t interval, a p-value, the smallest
 //! change the comparison could see and a verdict (`judge`, where the
 //! method and its assumptions are named); runs are ordered by seeded
-//! shuffles (`order`); a history's level shifts are found by `change`.
+//! shuffles (`order`); a history's level shifts are found by `change`;
+//! many metrics judged at once answer "did anything change?" by Holm's
+//! rule (`family`).
 
 mod change;
 mod describe;
+mod family;
 mod judge;
 mod order;
 mod student;
@@ -17,6 +20,7 @@ pub use change::{
     change_points,
 };
 pub use describe::{Spread, median, quantile_sorted, spread};
+pub use family::{FAMILY_ALPHA, Family, holm};
 pub use judge::{
     CONFIDENCE, Direction, Judged, Method, POWER, Ratio, Rule, fmt_ratio, judge, verdict,
 };

@@ -287,6 +287,38 @@ fn one_vs_ten_completions_differ_significantly() -> Result<()> {
     Ok(())
 }
 
+/// A/A: the same command as two variants, interleaved over 3 rounds (the
+/// default), judged as an A/B. Family-wise (Holm over every metric with a
+/// p-value) no metric differs; each metric's own verdicts are printed, so
+/// a false alarm Holm does not keep is seen, not hidden. The family must
+/// be large enough that passing is not judging nothing.
+fn unchanged_code_is_judged_no_different() -> Result<()> {
+    let job = "kubectl create job j --image=registry.k8s.io/pause:3.10 --dry-run=client -o json | sed 's/\"template\"/\"completions\": 3, \"parallelism\": 3, \"template\"/' | kubectl apply -f -";
+    let variants = vec![
+        harness::bench::measure::workload::parse_variant(&format!("a={job}"))?,
+        harness::bench::measure::workload::parse_variant(&format!("b={job}"))?,
+    ];
+    let (opts, _out) = options("aa", variants, 3)?;
+    let r = run(&opts)?;
+    ensure!(r.runs.len() == 6 && !r.failed(), "runs {:?}", r.runs);
+    let b = &r.figures.modes["b"];
+    let family = harness::stats::holm(b.vs_reference.iter().map(|(k, j)| (k.as_str(), j)));
+    let own: Vec<String> = b
+        .vs_reference
+        .iter()
+        .filter(|(_, j)| j.verdict != Direction::Same)
+        .map(|(k, j)| format!("{k} {}", j.cell()))
+        .collect();
+    eprintln!("A/A b ÷ a: {}; per metric: {own:?}", family.sentence());
+    ensure!(
+        family.judged >= 20,
+        "only {} metrics had a p-value: the A/A judged too little to say anything",
+        family.judged
+    );
+    ensure!(family.differ.is_empty(), "{}", family.sentence());
+    Ok(())
+}
+
 /// Rounds at scale, end to end on this machine, through the scripts the
 /// rounds workflow runs (ci/rounds-shard.sh, ci/rounds-merge.sh) and the
 /// harness binary: a 2-round A/B measured as its two shards (`--shard
@@ -485,6 +517,11 @@ pub fn suite(_args: &Arguments) -> Suite {
             Test::of(
                 "one_vs_ten_completions_differ_significantly",
                 one_vs_ten_completions_differ_significantly,
+            )
+            .needs(cluster()),
+            Test::of(
+                "unchanged_code_is_judged_no_different",
+                unchanged_code_is_judged_no_different,
             )
             .needs(cluster()),
             Test::of(

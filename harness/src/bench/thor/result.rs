@@ -237,6 +237,11 @@ mod tests {
         assert!(md.contains("4 rounds, interleaved (seed 1"), "{md}");
         assert!(md.contains("↑ +") && md.contains(" n=4)"), "{md}");
         assert!(md.contains("could see ±"), "{md}");
+        assert!(
+            md.contains("jobset ÷ baseline: Family-wise (Holm over the ")
+                && md.contains("differ: `api_requests_total`"),
+            "{md}"
+        );
         let html = crate::bench::core::report::markdown::html(&[two_modes(4, 1.15)]);
         assert!(html.contains("class=\"range\""));
         // report.html leads with the answer: the headline table and the

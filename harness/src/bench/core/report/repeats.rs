@@ -105,6 +105,15 @@ pub fn repeats_markdown<R: Run>(r: &Results<R>) -> String {
         }
         s.push('\n');
     }
+    for m in &others {
+        let family = crate::stats::holm(
+            r.modes[*m]
+                .vs_reference
+                .iter()
+                .map(|(k, j)| (k.as_str(), j)),
+        );
+        let _ = writeln!(s, "\n{m} ÷ {}: {}", st.reference, family.sentence());
+    }
     let order: Vec<String> = st.rounds.iter().map(|r| r.join(", ")).collect();
     let _ = writeln!(s, "\nRun order: {}.", order.join(" | "));
     s
