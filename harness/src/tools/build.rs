@@ -123,22 +123,31 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
     let mut log =
         File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
 
-    let upstream = upstream_gomod(&go, src.module, &src.module_version).map_err(|e| {
-        env_missing(
-            format!(
-                "reading {}@{}'s go.mod: {e:#}",
+    // The module's go.mod says which Go it needs. Unread (no proxy, a
+    // broken go), the build goes on with the machine's Go and fails, if it
+    // must, where its log shows why.
+    let upstream = match upstream_gomod(&go, src.module, &src.module_version) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            writeln!(
+                log,
+                "reading {}@{}'s go.mod: {e:#}; building with the machine's Go",
                 src.module, src.module_version
-            ),
+            )?;
+            None
+        }
+    };
+    let toolchain = Toolchain::choose(
+        upstream.as_deref().and_then(go_directive),
+        (major, minor),
+        &gov,
+    )
+    .map_err(|e| {
+        env_missing(
+            format!("building {} v{version}: {e:#}", c.name()),
             missing_fix(k8s, c),
         )
     })?;
-    let toolchain =
-        Toolchain::choose(go_directive(&upstream), (major, minor), &gov).map_err(|e| {
-            env_missing(
-                format!("building {} v{version}: {e:#}", c.name()),
-                missing_fix(k8s, c),
-            )
-        })?;
     let step = Step::start(format!(
         "building {} v{version} from {}@{} with {}",
         c.name(),
@@ -182,7 +191,14 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
     // compiling: the first build of a module graph fetches it all.
     let resolving = std::time::Instant::now();
     prepare_tree(
-        k8s, &go, &src, &upstream, &toolchain, &tree, &mut log, &step,
+        k8s,
+        &go,
+        &src,
+        upstream.as_deref(),
+        &toolchain,
+        &tree,
+        &mut log,
+        &step,
     )
     .map_err(|e| fail("preparing the wrapper module", e))?;
     let resolving = resolving.elapsed().as_secs_f64();
@@ -225,7 +241,7 @@ fn prepare_tree(
     k8s: K8sRelease,
     go: &Path,
     src: &GoSource,
-    upstream: &str,
+    upstream: Option<&str>,
     toolchain: &Toolchain,
     tree: &Path,
     log: &mut File,
@@ -237,7 +253,11 @@ fn prepare_tree(
         src.module, src.module_version, src.tree, src.module, src.module_version
     );
     if let Some(staging) = &src.staging_replaces {
-        let staged = staging_modules(upstream);
+        let upstream = match upstream {
+            Some(text) => text.to_string(),
+            None => upstream_gomod(go, src.module, &src.module_version)?,
+        };
+        let staged = staging_modules(&upstream);
         if staged.is_empty() {
             bail!(
                 "{}@{}'s go.mod has no staging replaces",
