@@ -3,9 +3,11 @@
 //! Workload/PodGroup API version). The pins of every other component are in
 //! tools/versions.rs.
 //!
-//! Why these patch releases: they are the newest whose module zips the Go
-//! module proxy serves (k8s.io/kubernetes v1.37.2's zip is refused by the
-//! proxy, v1.36.5 has no checksum-database entry).
+//! Why these patch releases: they were the newest whose module zips the
+//! Go module proxy served when pinned (v1.36.5 has no checksum-database
+//! entry). k8s.io/kubernetes v1.37.2 is served since, with its whole
+//! module graph (checked 2026-11-29); moving 1.37 to it rebuilds every
+//! 1.37 binary and the kind node image and re-records the 1.37 baselines.
 //!
 //! A pre-release minor (`K8S_PRERELEASES`: 1.38 as v1.38.0-beta.0) is
 //! known — `--k8s-version 1.38` builds and runs it, `harness validate`
