@@ -5,8 +5,8 @@
 //! each case cost in its namespace on both; the gang placement latency
 //! rows of both. A part of the book's "what changes in 1.38" page.
 
-use crate::workload::gang::latency::{SizeFigures, latency_table};
-use crate::workload::gang::report::SuiteReport;
+use crate::workload::gang::latency::latency_table;
+use crate::workload::gang::report::{SuiteReport, latency_rows};
 use crate::workload::gang::run::TrialReport;
 
 /// How a case's outcome on `to` relates to its outcome on `from`.
@@ -135,13 +135,7 @@ pub fn markdown(r: &SuiteReport, from: &str, to: &str) -> String {
             count(c.requests.1)
         ));
     }
-    let latency: Vec<(&str, &SizeFigures)> = r
-        .trials
-        .iter()
-        .filter(|t| t.minor == from || t.minor == to)
-        .filter_map(|t| Some((t.k8s_version.as_str(), t.bench.as_ref()?)))
-        .flat_map(|(v, b)| b.sizes.iter().map(move |s| (v, s)))
-        .collect();
+    let latency = latency_rows(r, |t| t.minor == from || t.minor == to);
     if !latency.is_empty() {
         out.push_str("\nGang placement latency, one run of the suite's smoke on each:\n\n");
         out.push_str(&latency_table(&latency));

@@ -173,17 +173,26 @@ pub fn markdown(r: &SuiteReport) -> String {
         }
         out.push('\n');
     }
-    let rows: Vec<(&str, &SizeFigures)> = r
-        .trials
-        .iter()
-        .filter_map(|t| Some((t.k8s_version.as_str(), t.bench.as_ref()?)))
-        .flat_map(|(v, b)| b.sizes.iter().map(move |s| (v, s)))
-        .collect();
+    let rows = latency_rows(r, |_| true);
     if !rows.is_empty() {
         out.push_str("\n## Gang placement latency (suite smoke)\n\n");
         out.push_str(&latency_table(&rows));
     }
     out
+}
+
+/// The latency table's rows: (server version, figures of one gang size)
+/// of every benchmark trial `keep` keeps.
+pub fn latency_rows(
+    r: &SuiteReport,
+    keep: impl Fn(&TrialReport) -> bool,
+) -> Vec<(&str, &SizeFigures)> {
+    r.trials
+        .iter()
+        .filter(|t| keep(t))
+        .filter_map(|t| Some((t.k8s_version.as_str(), t.bench.as_ref()?)))
+        .flat_map(|(v, b)| b.sizes.iter().map(move |s| (v, s)))
+        .collect()
 }
 
 /// JUnit XML: one testcase per trial, through the one JUnit writer
