@@ -120,8 +120,8 @@ pub fn markdown(a: &ChangesArgs) -> Result<String> {
     }
     for m in missing {
         out.push_str(&format!(
-            "Not recorded on {m}: `harness bench thor --scenario smoke --k8s-version {m} --repeat 3 \
-             --record` writes baselines/local/{m}/smoke.json.\n\n"
+            "Not recorded on {m}: `harness bench thor --scenario suites/thor/smoke.yaml --repeat 3 \
+             --set cluster.k8sMinor=\"{m}\" --record` writes baselines/local/{m}/smoke.json.\n\n"
         ));
     }
     Ok(out)
