@@ -456,6 +456,41 @@ mod tests {
     }
 
     #[test]
+    fn a_version_is_asked_once_until_the_binary_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("etcd");
+        let asked = tmp.path().join("asked");
+        let write = |v: &str| {
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\necho x >> {}\necho 'etcd Version: {v}'\n",
+                    asked.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let times = || {
+            std::fs::read_to_string(&asked)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        write("3.6.16");
+        assert_eq!(probe_version(Component::Etcd, &path).unwrap(), "3.6.16");
+        assert_eq!(probe_version(Component::Etcd, &path).unwrap(), "3.6.16");
+        assert_eq!(times(), 1, "the second ask was answered from the cache");
+        // Replaced in place (same size, a new file; past the file system's
+        // clock tick): asked again.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        std::fs::remove_file(&path).unwrap();
+        write("3.6.17");
+        assert_eq!(probe_version(Component::Etcd, &path).unwrap(), "3.6.17");
+        assert_eq!(times(), 2);
+    }
+
+    #[test]
     fn a_failing_version_command_is_reported() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("etcd");
