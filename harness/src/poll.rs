@@ -129,6 +129,7 @@ impl<'a> Poll<'a> {
                 Ok(v) => return Ok(v),
                 Err(state) => state,
             };
+            tracing::debug!("{}: not yet: {last}", self.what);
             if Instant::now() >= deadline {
                 bail!(
                     "{}: not reached within {} (last: {last})",

@@ -6,13 +6,16 @@
 //! CA as caBundle. JobSet and Kueue are both installed this way.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
 use serde_json::{Value, json};
 
 use crate::cluster::controllers::WebhookEndpoint;
 use crate::install::apply::{Kustomization, json6902, merge_by_name, replace_fields};
+use crate::poll::Poll;
 use crate::tools::modules::read_module_file;
 use crate::yaml::documents as yaml_documents;
 
@@ -242,6 +245,88 @@ pub fn established(crd: &CustomResourceDefinition) -> bool {
         })
 }
 
+/// How long kube-apiserver (1.37) still holds a create of the kind of a
+/// CRD that became Established at `established_ms` (Unix ms, as the CRD's
+/// condition says it) when the create arrives at `now_ms`: within 2 s of
+/// the transition every create first sleeps 2 s, so that every apiserver of
+/// an HA control plane has seen the CRD Established
+/// (k8s.io/apiextensions-apiserver `pkg/apiserver/customresource_handler.go`,
+/// `crdHandler.serveResource`, `justCreated`). A dry-run probe sent inside
+/// the window returns 2 s after it was sent; one sent after it, at once —
+/// so a wait for a controller's webhooks starts its probes when the window
+/// is over. The condition's time is whole seconds (RFC 3339 on the wire,
+/// the apiserver reads the same stored value), 50 ms are added for the
+/// apiserver's clock read.
+pub fn create_held_for(established_ms: i64, now_ms: i64) -> Duration {
+    const WINDOW_MS: i64 = 2_000;
+    const MARGIN_MS: i64 = 50;
+    let left = established_ms + WINDOW_MS + MARGIN_MS - now_ms;
+    Duration::from_millis(u64::try_from(left.clamp(0, WINDOW_MS + MARGIN_MS)).unwrap_or(0))
+}
+
+/// When `crd` became Established (Unix ms), if it is.
+pub fn established_at_ms(crd: &CustomResourceDefinition) -> Option<i64> {
+    crd.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Established" && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0.as_millisecond())
+}
+
+/// Wait until a create of `crd`'s kind is no longer held by the apiserver
+/// (`create_held_for`).
+pub async fn wait_out_create_hold(crd: &CustomResourceDefinition) {
+    let Some(at) = established_at_ms(crd) else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let held = create_held_for(at, now);
+    if !held.is_zero() {
+        tokio::time::sleep(held).await;
+    }
+}
+
+/// The names of the CRDs among `objs`.
+pub fn crd_names(objs: &[Value]) -> Vec<String> {
+    objs.iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Wait until every CRD of `names` is Established: a controller started
+/// before its kinds are served backs its informers off and is seconds late
+/// (Kueue's manager exits: "Unable to setup indexes").
+pub async fn wait_established(
+    client: &kube::Client,
+    names: &[String],
+    what: &str,
+    timeout: Duration,
+    alive: impl FnMut() -> Result<()> + Send,
+) -> Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    Poll::new(format!("{what}'s CRDs Established"), timeout)
+        .every(Duration::from_millis(50))
+        .alive(alive)
+        .until_state(|| async {
+            for n in names {
+                match crds.get(n).await {
+                    Ok(crd) if established(&crd) => {}
+                    Ok(_) => return Ok(Err(format!("CRD {n} not Established"))),
+                    Err(e) => return Ok(Err(format!("CRD {n}: {e}"))),
+                }
+            }
+            Ok(Ok(()))
+        })
+        .await
+}
+
 pub fn b64(s: &str) -> String {
     // k8s-openapi's ByteString serialises as standard base64.
     match serde_json::to_value(k8s_openapi::ByteString(s.as_bytes().to_vec())) {
@@ -253,6 +338,23 @@ pub fn b64(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_is_held_until_two_seconds_after_established() {
+        let at = 1_000_000_000_000;
+        // Just Established: the whole window and the margin are left.
+        assert_eq!(create_held_for(at, at), Duration::from_millis(2_050));
+        // The condition's time is whole seconds: 1.4 s after it, 650 ms.
+        assert_eq!(create_held_for(at, at + 1_400), Duration::from_millis(650));
+        // Over: no wait, however long ago.
+        assert_eq!(create_held_for(at, at + 2_050), Duration::ZERO);
+        assert_eq!(create_held_for(at, at + 60_000), Duration::ZERO);
+        // A clock behind the server's waits no longer than the window.
+        assert_eq!(
+            create_held_for(at, at - 5_000),
+            Duration::from_millis(2_050)
+        );
+    }
 
     /// A module directory with a file tree.
     fn module(files: &[(&str, &str)]) -> tempfile::TempDir {

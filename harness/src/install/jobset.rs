@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use crate::cluster::controllers::{JOBSET_USER, WebhookEndpoint};
 use crate::install::apply::apply_all;
-use crate::install::controller::ModuleConfig;
+use crate::install::controller::{
+    ModuleConfig, crd_names, established, wait_established, wait_out_create_hold,
+};
 use crate::poll::Poll;
 use crate::tools::modules::module_dir;
 use crate::tools::versions::JOBSET_VERSION;
@@ -37,9 +39,22 @@ pub fn manifests(ep: &WebhookEndpoint) -> Result<Vec<Value>> {
     module_config()?.manifests(ep)
 }
 
-pub async fn install(client: &kube::Client, ep: &WebhookEndpoint) -> Result<()> {
+/// Apply the manifests, then wait until the CRDs are Established, so the
+/// controller, started next, finds its kinds served and its RBAC bound.
+/// Started before them it came up anyway, but its informers' first lists
+/// were refused ("jobsets… forbidden", no such kind) and backed off: `up`
+/// waited 2.4–2.7 s for the webhooks after everything else was ready.
+pub async fn install(
+    client: &kube::Client,
+    ep: &WebhookEndpoint,
+    timeout: Duration,
+    alive: impl FnMut() -> Result<()> + Send,
+) -> Result<()> {
     let objs = manifests(ep)?;
-    apply_all(client, &objs).await.context("installing JobSet")
+    apply_all(client, &objs)
+        .await
+        .context("installing JobSet")?;
+    wait_established(client, &crd_names(&objs), "JobSet", timeout, alive).await
 }
 
 /// A minimal JobSet used to probe the webhooks with a server-side dry run.
@@ -74,13 +89,14 @@ pub async fn wait_ready(
         .every(Duration::from_millis(200))
         .alive(alive)
         .until_state(|| async {
-            let established = match crds.get(CRD_NAME).await {
-                Ok(crd) => crate::install::controller::established(&crd),
+            let crd = match crds.get(CRD_NAME).await {
+                Ok(crd) => crd,
                 Err(e) => return Ok(Err(format!("CRD {CRD_NAME}: {e}"))),
             };
-            if !established {
+            if !established(&crd) {
                 return Ok(Err(format!("CRD {CRD_NAME} not Established")));
             }
+            wait_out_create_hold(&crd).await;
             let pp = PostParams {
                 dry_run: true,
                 ..Default::default()

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::controllers::{KUEUE_NAMESPACE, KUEUE_USER, WebhookEndpoint};
 use crate::install::apply::apply_all;
-use crate::install::controller::{ModuleConfig, established};
+use crate::install::controller::{ModuleConfig, crd_names, wait_established, wait_out_create_hold};
 use crate::install::release::dry_run_create;
 use crate::poll::Poll;
 use crate::tools::modules::{module_dir, read_module_file};
@@ -89,26 +89,7 @@ pub async fn install(
 ) -> Result<()> {
     let objs = manifests(ep)?;
     apply_all(client, &objs).await.context("installing Kueue")?;
-    let names: Vec<String> = objs
-        .iter()
-        .filter(|o| o["kind"] == "CustomResourceDefinition")
-        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    Poll::new("Kueue's CRDs Established", timeout)
-        .every(Duration::from_millis(200))
-        .alive(alive)
-        .until_state(|| async {
-            for n in &names {
-                match crds.get(n).await {
-                    Ok(crd) if established(&crd) => {}
-                    Ok(_) => return Ok(Err(format!("CRD {n} not Established"))),
-                    Err(e) => return Ok(Err(format!("CRD {n}: {e}"))),
-                }
-            }
-            Ok(Ok(()))
-        })
-        .await
+    wait_established(client, &crd_names(&objs), "Kueue", timeout, alive).await
 }
 
 /// A minimal Workload in `version` (the CRD's storage version, read from
@@ -136,6 +117,8 @@ async fn storage_version(client: &kube::Client, crd: &str) -> Result<String> {
         .get(crd)
         .await
         .with_context(|| format!("reading CRD {crd}"))?;
+    // A create inside the apiserver's hold after Established waits 2 s.
+    wait_out_create_hold(&crd_obj).await;
     crd_obj
         .spec
         .versions

@@ -110,8 +110,13 @@ async fn finish_up(cluster: &mut LocalCluster, opts: &UpOptions, tools: &Tools) 
     install::storage::install(&client).await?;
     step.done("created");
 
+    // The controllers start once their CRDs are served and their RBAC
+    // bound: what they need is there at their first list.
     let step = Step::start("installing JobSet CRDs, RBAC and webhooks");
-    install::jobset::install(&client, &cluster.jobset_webhook()?).await?;
+    install::jobset::install(&client, &cluster.jobset_webhook()?, opts.timeout, || {
+        cluster.check_processes()
+    })
+    .await?;
     step.done("applied");
 
     if opts.spec.kueue.is_some() {
@@ -121,8 +126,8 @@ async fn finish_up(cluster: &mut LocalCluster, opts: &UpOptions, tools: &Tools) 
         })
         .await?;
         step.done("applied");
-        cluster.start_after_install(tools).await?;
     }
+    cluster.start_after_install(tools).await?;
 
     let step = Step::start(format!("creating {} kwok node(s)", opts.spec.nodes.count));
     cluster.set_capacity(&opts.spec.nodes).await?;

@@ -180,12 +180,19 @@ impl LocalCluster {
         Ok(())
     }
 
-    /// Start the components that wait for `up`'s installs (Kueue), each
-    /// once healthy. On error every process is stopped (logs kept).
+    /// Start the components that wait for `up`'s installs (JobSet,
+    /// Kueue) all at once, then wait until each is healthy. On error the
+    /// caller stops every process (logs kept).
     pub async fn start_after_install(&mut self, tools: &Tools) -> Result<()> {
         let list = self.components()?;
-        for c in list.iter().filter(|c| c.wait == Wait::StartAfterInstall) {
+        let after: Vec<&ComponentDef> = list
+            .iter()
+            .filter(|c| c.wait == Wait::StartAfterInstall)
+            .collect();
+        for c in &after {
             self.spawn_component(c, tools)?;
+        }
+        for c in after {
             self.wait_until(c, tools).await?;
         }
         Ok(())
@@ -522,9 +529,21 @@ impl Cluster for LocalCluster {
             Some(_) => None,
             None => Some(crate::cluster::state::lock(&self.state.name)?),
         };
-        let killed = self.stop_processes();
-        if !killed.is_empty() {
-            tracing::warn!("had to SIGKILL {}", killed.join(", "));
+        // A cluster whose state goes with it is killed at once: its logs,
+        // its etcd data and what its processes would flush on SIGTERM
+        // (klog flushes every 5 s) are removed next. Kept state, and a real
+        // node (its kubelet and containerd leave containers and mounts the
+        // cleanup then reads), stop gracefully.
+        if keep || self.state.real_node.is_some() {
+            let killed = self.stop_processes();
+            if !killed.is_empty() {
+                tracing::warn!("had to SIGKILL {}", killed.join(", "));
+            }
+        } else {
+            let left = process::kill_all(&self.state.procs, || self.reap());
+            if !left.is_empty() {
+                tracing::warn!("still running after SIGKILL: {}", left.join(", "));
+            }
         }
         let still: Vec<&str> = self
             .state

@@ -55,13 +55,10 @@ pub enum Wait {
     Before,
     /// Once every component has started.
     AfterAll,
-    /// Not at start: its readiness needs what `up` installs next (the
-    /// JobSet controller serves once its CRD exists; install waits for its
-    /// webhooks through the API).
-    Installed,
-    /// Started only once `up` installed its CRDs (Kueue's manager exits
-    /// at start when they are missing: "Unable to setup indexes"), then
-    /// waited for like `Before`.
+    /// Started only once `up` installed its CRDs and RBAC (Kueue's manager
+    /// exits at start when they are missing: "Unable to setup indexes";
+    /// JobSet's comes up, but its informers' refused first lists back off
+    /// for seconds), then waited for like `Before`.
     StartAfterInstall,
 }
 
@@ -157,7 +154,7 @@ pub fn components(
                 url: format!("http://127.0.0.1:{}/readyz", ports.jobset_health),
             },
             timeout: Duration::from_secs(60),
-            wait: Wait::Installed,
+            wait: Wait::StartAfterInstall,
             etc_overlay: None,
             env: vec![],
         },
@@ -301,6 +298,8 @@ mod tests {
                 KWOK
             ]
         );
+        // The controllers start once their CRDs and RBAC are in place.
+        assert_eq!(k[4].wait, Wait::StartAfterInstall);
         assert_eq!(k[5].wait, Wait::StartAfterInstall);
         assert_eq!(k[5].binary, Component::Kueue);
     }
