@@ -274,6 +274,19 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
         duration: crate::cluster::kind::patches::LEASE_DURATION,
         renew_deadline: crate::cluster::kind::patches::RENEW_DEADLINE,
     };
+    // Before any controller (cert-manager's, JobSet's, Kueue's) is
+    // applied: a pod that starts before its node's kube-proxy has written
+    // the Service rules cannot reach the API server for 30 s.
+    let step = Step::start("waiting for kube-proxy's rules on every node");
+    {
+        let client = cluster.client().await?;
+        let nodes = cluster.state.nodes.clone();
+        crate::cluster::kind::kube_proxy::wait_synced(&client, &nodes, opts.timeout, || {
+            cluster.check_containers()
+        })
+        .await?;
+    }
+    step.done("written");
     let cert_manager = if built {
         install::certmanager::images_available(&cluster.tools()?.docker).await
     } else {

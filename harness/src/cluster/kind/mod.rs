@@ -25,6 +25,7 @@ pub mod fakes;
 pub mod health;
 pub mod images;
 pub mod inside;
+pub mod kube_proxy;
 pub mod network;
 pub mod patches;
 pub mod restarts;
