@@ -226,26 +226,32 @@ mod tests {
         assert!(log_tail(&log, 5).contains("started"));
     }
 
-    #[test]
-    fn a_process_ignoring_term_is_killed_after_grace() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("stubborn.log");
-        let (p, mut child) = spawn(
+    /// A shell ignoring SIGTERM (`also` runs in its group first), once its
+    /// trap is installed.
+    fn ignoring_term(dir: &Path, also: &str) -> (Proc, std::process::Child) {
+        let log = dir.join("stubborn.log");
+        let (p, child) = spawn(
             "stubborn",
             Path::new("/bin/sh"),
             &[
                 "-c".into(),
-                "trap '' TERM; echo ready; while :; do sleep 0.05; done".into(),
+                format!("trap '' TERM; echo ready; {also} while :; do sleep 0.05; done"),
             ],
             &log,
             &[],
         )
         .unwrap();
-        // Let the trap be installed.
         let t = Instant::now();
         while !log_tail(&log, 1).contains("ready") && t.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(10));
         }
+        (p, child)
+    }
+
+    #[test]
+    fn a_process_ignoring_term_is_killed_after_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, mut child) = ignoring_term(dir.path(), "");
         let killed = stop_all(std::slice::from_ref(&p), Duration::from_millis(300), || {
             let _ = child.try_wait();
         });
@@ -256,22 +262,7 @@ mod tests {
     #[test]
     fn kill_all_ends_a_group_that_ignores_term_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("stubborn.log");
-        let (p, mut child) = spawn(
-            "stubborn",
-            Path::new("/bin/sh"),
-            &[
-                "-c".into(),
-                "trap '' TERM; echo ready; sleep 300 & while :; do sleep 0.05; done".into(),
-            ],
-            &log,
-            &[],
-        )
-        .unwrap();
-        let t = Instant::now();
-        while !log_tail(&log, 1).contains("ready") && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let (p, mut child) = ignoring_term(dir.path(), "sleep 300 &");
         let t = Instant::now();
         let left = kill_all(std::slice::from_ref(&p), || {
             let _ = child.try_wait();
