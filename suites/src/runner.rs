@@ -16,7 +16,8 @@
 //! of their own (`crate::builds`); a test waits for its builds without
 //! holding a slot. Tests
 //! of one `serial` lane (one cluster measured at a time) run one after the
-//! other, without holding a slot while they wait. A test starts beside
+//! other, without holding a slot while they wait; a lane's closing test
+//! runs after all its others (`crate::lane`). A test starts beside
 //! others only while this user has inotify instances to spare for its
 //! clusters (`inotify_room`): components that find none fail at start.
 //!
@@ -39,6 +40,7 @@ use harness::cluster::ClusterSpec;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::builds::{self, Builds, Need};
+use crate::lane::Lane;
 use crate::slots::Slots;
 use crate::timing::Timings;
 
@@ -69,6 +71,8 @@ pub struct Test {
     name: String,
     alone: Alone,
     serial: Option<&'static str>,
+    /// Its lane's last test (`crate::lane`).
+    closes: bool,
     ignored: bool,
     /// What this machine lacks for the test: shown as ignored with it,
     /// never run.
@@ -87,6 +91,7 @@ impl Test {
             name: name.into(),
             alone: Alone::No,
             serial: None,
+            closes: false,
             ignored: false,
             lacks: None,
             needs: Vec::new(),
@@ -121,9 +126,17 @@ impl Test {
     }
 
     /// Runs with no other test of `lane` at once (which of them goes first
-    /// is not fixed). A quiet test runs alone, lane or not.
+    /// is not fixed, but for the lane's closing test). A quiet test runs
+    /// alone, lane or not.
     pub fn serial(mut self, lane: &'static str) -> Test {
         self.serial = Some(lane);
+        self
+    }
+
+    /// Of its lane, runs last: once every other selected test of the lane
+    /// has ended, however (it tears down what they share).
+    pub fn closes_lane(mut self) -> Test {
+        self.closes = true;
         self
     }
 
@@ -275,7 +288,7 @@ pub fn main(suites: &[Make]) -> ! {
     let timings = Arc::new(Timings::default());
     let builds = Arc::new(Builds::default());
     let at_hand = builds::AtHand::default();
-    let mut lanes: BTreeMap<&'static str, Arc<Mutex<()>>> = BTreeMap::new();
+    let mut lanes: BTreeMap<&'static str, Arc<Lane>> = BTreeMap::new();
     let mut trials = Vec::new();
     let mut endings = Vec::new();
     // What the selected tests run, for the builds that come first.
@@ -315,10 +328,14 @@ pub fn main(suites: &[Make]) -> ! {
             // too; holding the lane while it waits for its turn (last,
             // when it must first be built) would hold the lane's other
             // tests until the end of the run.
-            let lane = t
-                .serial
-                .filter(|_| alone == Alone::No)
-                .map(|l| lanes.entry(l).or_default().clone());
+            let of_lane = t.serial.map(|l| lanes.entry(l).or_default().clone());
+            // Every selected test of the lane, quiet or not, before its
+            // closing one.
+            if let Some(l) = of_lane.as_ref().filter(|_| counts && !t.closes) {
+                l.expect();
+            }
+            let closes = t.closes;
+            let lane = of_lane.clone().filter(|_| alone == Alone::No);
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
             // test to end. Those that would first build go last.
@@ -329,11 +346,16 @@ pub fn main(suites: &[Make]) -> ! {
             let full = shown(suite.name, &t.name);
             trials.push(
                 Trial::test(t.name, move || {
+                    let _ends = of_lane
+                        .as_ref()
+                        .filter(|_| counts && !closes)
+                        .map(|l| l.ends());
                     // Not holding its lane or a slot: others go on meanwhile.
                     builds.wait_for(&needed);
-                    let in_lane = lane
-                        .as_ref()
-                        .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
+                    if let Some(l) = of_lane.as_ref().filter(|_| closes) {
+                        l.wait_for_the_others();
+                    }
+                    let in_lane = lane.as_ref().map(|l| l.turn());
                     let Some(_turn) = slots.take(index, quiet) else {
                         return Err("not started: the run was interrupted".into());
                     };

@@ -307,7 +307,7 @@ fn two_ups_of_one_name_one_wins_the_other_exits_2_at_once() {
     assert!(!env.dir(name).exists());
 }
 
-/// The lane: one cluster at a time, in this order.
+/// The lane: one cluster at a time (each trial makes its own).
 const LANE: &str = "faults";
 
 pub fn suite(_: &Arguments) -> Suite {

@@ -590,7 +590,7 @@ pub fn suite(_args: &Arguments) -> Suite {
                 }
             });
         }
-        tests.push(trial("down_leaves_nothing", down_leaves_nothing));
+        tests.push(trial("down_leaves_nothing", down_leaves_nothing).closes_lane());
         tests.extend(
             bench
                 .into_iter()

@@ -1,0 +1,123 @@
+//! A serial lane: the tests of one lane run one at a time, in no fixed
+//! order — but for the lane's closing test (the one that tears down what
+//! the others share, such as the kind suite's `down_leaves_nothing`),
+//! which starts only when every other selected test of the lane has ended,
+//! however it ended (passed, failed, panicked or not started because the
+//! run was interrupted).
+//!
+//! Before this, "last" was only the list's order: the CI of 2425dfa ran
+//! `kind_136_down_leaves_nothing` before `kind_136_gang_thor_jobset_gang`,
+//! which then failed on "connection refused" from the cluster it had just
+//! taken down.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+#[derive(Default)]
+pub struct Lane {
+    /// Held by the test that runs.
+    turn: Mutex<()>,
+    /// The lane's selected tests, other than its closing one, not yet
+    /// ended.
+    others: Mutex<usize>,
+    ended: Condvar,
+}
+
+/// Said on drop: one of the lane's other tests has ended.
+pub struct Ends<'a>(&'a Lane);
+
+impl Drop for Ends<'_> {
+    fn drop(&mut self) {
+        let mut left = self.0.others.lock().unwrap_or_else(|e| e.into_inner());
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            self.0.ended.notify_all();
+        }
+    }
+}
+
+impl Lane {
+    /// One more test of the lane (not its closing one) will run. Called
+    /// while the trials are made, before any runs.
+    pub fn expect(&self) {
+        *self.others.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+
+    /// Held by one of the lane's other tests from its start: its end is
+    /// told when it is dropped, on a panic's unwinding too.
+    pub fn ends(&self) -> Ends<'_> {
+        Ends(self)
+    }
+
+    /// Blocks until every other expected test of the lane has ended.
+    /// Holds neither the lane's turn nor a slot meanwhile.
+    pub fn wait_for_the_others(&self) {
+        let left = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        let _left = self
+            .ended
+            .wait_while(left, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
+    /// The lane's turn: no other test of the lane runs while it is held.
+    pub fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lane::Lane;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// The closing test, started first, runs after both others — one
+    /// passes, one panics — however long they take.
+    #[test]
+    fn the_closing_test_starts_after_every_other_has_ended_even_one_that_panicked() {
+        let lane = Arc::new(Lane::default());
+        lane.expect();
+        lane.expect();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let closing = {
+            let (lane, order) = (lane.clone(), order.clone());
+            std::thread::spawn(move || {
+                lane.wait_for_the_others();
+                let _turn = lane.turn();
+                order.lock().unwrap().push("closing");
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let others: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let (lane, order) = (lane.clone(), order.clone());
+                std::thread::spawn(move || {
+                    let _ends = lane.ends();
+                    let _turn = lane.turn();
+                    std::thread::sleep(Duration::from_millis(100));
+                    order.lock().unwrap().push(name);
+                    if name == "b" {
+                        panic!("b fails");
+                    }
+                })
+            })
+            .collect();
+        let panicked = others
+            .into_iter()
+            .map(|t| t.join().is_err())
+            .collect::<Vec<_>>();
+        closing.join().unwrap();
+        assert_eq!(panicked, [false, true]);
+        let order = order.lock().unwrap();
+        assert_eq!(order.len(), 3, "{order:?}");
+        assert_eq!(order[2], "closing", "{order:?}");
+    }
+
+    /// Nothing else selected: the closing test does not wait.
+    #[test]
+    fn a_lane_with_nothing_else_selected_closes_at_once() {
+        let lane = Lane::default();
+        lane.wait_for_the_others();
+        drop(lane.turn());
+    }
+}
