@@ -287,38 +287,79 @@ fn one_vs_ten_completions_differ_significantly() -> Result<()> {
     Ok(())
 }
 
-/// A/A: the same command as two variants, interleaved over 3 rounds (the
-/// default), judged as an A/B. Family-wise (Holm over every metric with a
+/// A/A, and a seeded regression beside it: the same command as two
+/// variants and a third that also polls its Job, interleaved over 3 rounds
+/// (the default), judged as an A/B. Family-wise (Holm over every metric with a
 /// p-value) no metric differs; each metric's own verdicts are printed, so
 /// a false alarm Holm does not keep is seen, not hidden. The family must
 /// be large enough that passing is not judging nothing: at least 10 (the
 /// committed 1-vs-10 A/B judged 20 metrics of this kind of workload).
-fn unchanged_code_is_judged_no_different() -> Result<()> {
+/// The polls are caught family-wise on the polling client's requests, and
+/// no other client is named as having moved.
+fn unchanged_code_is_judged_no_different_and_a_seeded_poll_is_named() -> Result<()> {
     let job = "kubectl create job j --image=registry.k8s.io/pause:3.10 --dry-run=client -o json | sed 's/\"template\"/\"completions\": 3, \"parallelism\": 3, \"template\"/' | kubectl apply -f -";
+    // The seeded regression: the same Job, and a client that polls it
+    // (as HPCC's agent polls its Jobs) EXTRA_POLLS times more.
+    let polls = format!(
+        "{job} && for i in $(seq {EXTRA_POLLS}); do kubectl get job j -o name >/dev/null; done"
+    );
     let variants = vec![
         harness::bench::measure::workload::parse_variant(&format!("a={job}"))?,
         harness::bench::measure::workload::parse_variant(&format!("b={job}"))?,
+        harness::bench::measure::workload::parse_variant(&format!("polls={polls}"))?,
     ];
     let (opts, _out) = options("aa", variants, 3)?;
     let r = run(&opts)?;
-    ensure!(r.runs.len() == 6 && !r.failed(), "runs {:?}", r.runs);
-    let b = &r.figures.modes["b"];
-    let family = harness::stats::holm(b.vs_reference.iter().map(|(k, j)| (k.as_str(), j)));
-    let own: Vec<String> = b
-        .vs_reference
-        .iter()
-        .filter(|(_, j)| j.verdict != Direction::Same)
-        .map(|(k, j)| format!("{k} {}", j.cell()))
-        .collect();
-    eprintln!("A/A b ÷ a: {}; per metric: {own:?}", family.sentence());
+    ensure!(r.runs.len() == 9 && !r.failed(), "runs {:?}", r.runs);
+    let family_of = |mode: &str| {
+        let m = &r.figures.modes[mode];
+        let family = harness::stats::holm(m.vs_reference.iter().map(|(k, j)| (k.as_str(), j)));
+        let own: Vec<String> = m
+            .vs_reference
+            .iter()
+            .filter(|(_, j)| j.verdict != Direction::Same)
+            .map(|(k, j)| format!("{k} {}", j.cell()))
+            .collect();
+        eprintln!("{mode} ÷ a: {}; per metric: {own:?}", family.sentence());
+        family
+    };
+    let aa = family_of("b");
     ensure!(
-        family.judged >= 10,
+        aa.judged >= 10,
         "only {} metrics had a p-value: the A/A judged too little to say anything",
-        family.judged
+        aa.judged
     );
-    ensure!(family.differ.is_empty(), "{}", family.sentence());
+    ensure!(aa.differ.is_empty(), "A/A: {}", aa.sentence());
+    // The regression is caught family-wise, and the client named behind
+    // it is the one that polled (by its own interval: see
+    // `bench::core::behind`), no other.
+    let seeded = family_of("polls");
+    let total = "api_requests_total".to_string();
+    ensure!(
+        seeded.differ.contains(&total),
+        "the extra polls were not caught on {total}: {}",
+        seeded.sentence()
+    );
+    let behind =
+        harness::bench::core::behind::behind(&r.figures.modes["polls"], &r.figures.modes["a"]);
+    let said: Vec<String> = behind.iter().map(|b| b.sentence()).collect();
+    eprintln!("{}", said.join("\n"));
+    let named: Vec<&str> = behind
+        .iter()
+        .filter(|b| b.total == total)
+        .flat_map(|b| b.parts.iter().map(|p| p.name.as_str()))
+        .collect();
+    ensure!(
+        named == [KUBECTL],
+        "behind the polls' total, named {named:?} (want only {KUBECTL}): {said:?}"
+    );
     Ok(())
 }
+
+/// The seeded regression's extra requests: above the 30-request floor of
+/// a client's count (`bench::core::figures`' CLIENT_FLOOR), so it can be
+/// judged.
+const EXTRA_POLLS: u32 = 40;
 
 /// Rounds at scale, end to end on this machine, through the scripts the
 /// rounds workflow runs (ci/rounds-shard.sh, ci/rounds-merge.sh) and the
@@ -521,8 +562,8 @@ pub fn suite(_args: &Arguments) -> Suite {
             )
             .needs(cluster()),
             Test::of(
-                "unchanged_code_is_judged_no_different",
-                unchanged_code_is_judged_no_different,
+                "unchanged_code_is_judged_no_different_and_a_seeded_poll_is_named",
+                unchanged_code_is_judged_no_different_and_a_seeded_poll_is_named,
             )
             .needs(cluster()),
             Test::of(

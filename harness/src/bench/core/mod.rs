@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod baseline;
+pub mod behind;
 pub mod calibrate;
 pub mod charts;
 pub mod compare;

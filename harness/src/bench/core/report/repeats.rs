@@ -113,6 +113,11 @@ pub fn repeats_markdown<R: Run>(r: &Results<R>) -> String {
                 .map(|(k, j)| (k.as_str(), j)),
         );
         let _ = writeln!(s, "\n{m} ÷ {}: {}", st.reference, family.sentence());
+        if let Some(reference) = r.modes.get(st.reference.as_str()) {
+            for b in crate::bench::core::behind::behind(&r.modes[*m], reference) {
+                let _ = writeln!(s, "\n{}", b.sentence());
+            }
+        }
     }
     let order: Vec<String> = st.rounds.iter().map(|r| r.join(", ")).collect();
     let _ = writeln!(s, "\nRun order: {}.", order.join(" | "));
