@@ -42,7 +42,7 @@ const HOLDING_CODE: &[&str] = &[];
 /// fixtures), which never imports a suite.
 const SUITE_LAYERS: &[&[&str]] = &[
     &["suite"],
-    &["lib", "runner", "slots", "builds", "timing", "case_suite"],
+    &["lib", "runner", "slots", "lane", "builds", "timing", "case_suite"],
 ];
 
 /// One crate's source tree, as these rules read it.
