@@ -23,9 +23,13 @@ pub struct ImageBuildArgs {
     /// The Kubernetes minor whose binaries it holds.
     #[arg(long = "k8s-version", default_value = harness::k8s::DEFAULT_K8S_MINOR)]
     pub k8s_version: String,
-    /// Also hold Kueue's controller (the jobset-kueue mode needs it).
+    /// Also hold Kueue's controller (the jobset-kueue mode and `measure
+    /// --kueue` need it).
     #[arg(long)]
     pub kueue: bool,
+    /// Also hold Kueue's performance runner (`measure --kueue-perf`).
+    #[arg(long)]
+    pub kueue_perf: bool,
     /// Where the archive goes [default: the harness's cache, images/].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -39,7 +43,15 @@ pub async fn run(c: &ImageCommand) -> Result<i32> {
             "image build reads the scenarios in suites/thor/: run from inside the repository",
         )
     })?;
-    let contents = harness::bench::on_cluster::image::contents(release, a.kueue, &root).await?;
+    use harness::tools::Component;
+    let extra: Vec<Component> = [
+        (a.kueue || a.kueue_perf, Component::Kueue),
+        (a.kueue_perf, Component::KueuePerfRunner),
+    ]
+    .into_iter()
+    .filter_map(|(want, c)| want.then_some(c))
+    .collect();
+    let contents = harness::bench::on_cluster::image::contents(release, &extra, &root).await?;
     let dir = a
         .out
         .as_ref()

@@ -19,6 +19,7 @@ use harness::k8s::K8sRelease;
 
 use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
+use crate::cli::on_cluster;
 use crate::cli::provider::ProviderArgs;
 
 #[derive(Args, Debug)]
@@ -124,6 +125,8 @@ pub struct MeasureArgs {
     /// Use this binary: NAME=PATH. Repeatable.
     #[arg(long = "bin", value_name = "NAME=PATH")]
     pub bins: Vec<String>,
+    #[command(flatten)]
+    pub on_cluster: on_cluster::OnClusterArgs,
     /// The command to measure and its arguments (after `--`). It runs
     /// with KUBECONFIG (the `workload` identity, a cluster admin) and
     /// HARNESS_RUN_ID set, the cluster's kubectl first on PATH.
@@ -165,6 +168,154 @@ impl MeasureArgs {
 }
 
 pub async fn measure(args: &MeasureArgs) -> Result<i32> {
+    if let Some(hold_s) = args.on_cluster.hold {
+        // A round in a pod: whatever happened, its out dir and exit code
+        // wait for the caller.
+        let code = match measure_here(args).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("harness: {e:#}");
+                error::exit_code(&e)
+            }
+        };
+        return harness::bench::on_cluster::collect::hold(&args.out, code, hold_s);
+    }
+    if args.on_cluster.on_cluster {
+        return measure_on_cluster(args).await;
+    }
+    measure_here(args).await
+}
+
+/// `measure --on-cluster`: the rounds as the pods of an Indexed Job, each
+/// with the local provider inside it, the files the workload reads in a
+/// ConfigMap (`bench::on_cluster::inputs`), merged here.
+async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
+    use harness::bench::on_cluster::{image, inputs::Inputs, job, run};
+    let t = &args.target;
+    if t.provider != crate::cli::provider::ProviderName::Local
+        || t.real_node
+        || args.shard.is_some()
+        || !args.bins.is_empty()
+    {
+        return Err(bad_input(
+            "--on-cluster runs every round with the local provider inside its pod, all rounds of the run set: drop --provider, --real-node, --shard and --bin",
+        ));
+    }
+    args.variants()?;
+    let k8s = K8sRelease::parse(&args.k8s_version)?;
+    let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
+        bad_input("--on-cluster builds the rounds' image from the repository: run from inside it")
+    })?;
+    if args.compare {
+        workload::check_name("--name", &args.name)?;
+    }
+    let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
+    let mut files = Inputs::default();
+    let pod_args = pod_args(args, seed, job::OUT, &mut files)?;
+    let kueue = args.kueue || args.kueue_perf.is_some();
+    let extra: Vec<harness::tools::Component> = [
+        (kueue, harness::tools::Component::Kueue),
+        (
+            args.kueue_perf.is_some(),
+            harness::tools::Component::KueuePerfRunner,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(want, c)| want.then_some(c))
+    .collect();
+    let existing = args.target.existing.options()?;
+    let on = run::OnCluster {
+        kubeconfig: existing.kubeconfig.clone(),
+        context: existing.context.clone(),
+        run_id: harness::cluster::existing::site::new_run_id(),
+        image: args.on_cluster.image.clone(),
+        contents: image::contents(k8s, &extra, &root).await?,
+        shards: args.repeat,
+        parallel: args.on_cluster.parallel,
+        args: pod_args,
+        size: run::size_for(0),
+        out: args.out.clone(),
+        timeout: Duration::from_secs(args.on_cluster.on_cluster_timeout),
+        inputs: files.files,
+    };
+    let result = match on_cluster::rounds(&on, existing).await? {
+        Ok(harness::bench::saved::Saved::Measure(m)) => *m,
+        Ok(_) => {
+            return Err(bad_input(
+                "the rounds brought back another benchmark's results",
+            ));
+        }
+        Err(code) => return Ok(code),
+    };
+    finish(args, Some(root), result)
+}
+
+/// The arguments of one round's pod: this run's flags, each round its
+/// shard of the seed's order (`--shard index/R`, the index from the pod),
+/// every folder or file the workload reads at its path in the pod.
+fn pod_args(
+    args: &MeasureArgs,
+    seed: u64,
+    out: &str,
+    files: &mut harness::bench::on_cluster::inputs::Inputs,
+) -> Result<Vec<String>> {
+    let mut v: Vec<String> = ["measure", "--name", &args.name]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut flag = |f: &str, x: String| {
+        v.push(f.into());
+        v.push(x);
+    };
+    flag("--repeat", args.repeat.to_string());
+    flag("--seed", seed.to_string());
+    flag("--shard", format!("index/{}", args.repeat));
+    flag("--out", out.into());
+    flag("--k8s-version", args.k8s_version.clone());
+    flag("--control-plane", args.control_plane.name().to_string());
+    flag("--timeout", args.timeout.to_string());
+    if let Some(n) = args.nodes {
+        flag("--nodes", n.to_string());
+    }
+    if let Some(n) = args.node_pods {
+        flag("--node-pods", n.to_string());
+    }
+    if let Some(dir) = &args.apply {
+        flag("--apply", files.ship("--apply", dir)?);
+    }
+    if let Some(config) = &args.kueue_perf {
+        flag("--kueue-perf", files.ship("--kueue-perf", config)?);
+    }
+    for given in &args.variants {
+        let (name, rest) = given.split_once('=').unwrap_or((given, ""));
+        let value = match rest.strip_prefix('@') {
+            Some(dir) => format!(
+                "{name}=@{}",
+                files.ship(&format!("--variant {name}=@"), std::path::Path::new(dir))?
+            ),
+            None => given.clone(),
+        };
+        flag("--variant", value);
+    }
+    for (on, f) in [
+        (args.kueue, "--kueue"),
+        (args.no_settle, "--no-settle"),
+        (args.allow_failed, "--allow-failed"),
+        (args.scrape_metrics, "--scrape-metrics"),
+    ] {
+        if on {
+            v.push(f.into());
+        }
+    }
+    if !args.command.is_empty() {
+        v.push("--".into());
+        v.extend(args.command.iter().cloned());
+    }
+    Ok(v)
+}
+
+/// `measure` on clusters of its provider, here.
+async fn measure_here(args: &MeasureArgs) -> Result<i32> {
     let variants = args.variants()?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
     if args.timeout == 0 || args.nodes == Some(0) || args.node_pods == Some(0) {
@@ -246,6 +397,16 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
+    finish(args, root, result)
+}
+
+/// Write the result and its reports, say what failed, compare and record:
+/// the same for a run here and one merged from a cluster's rounds.
+fn finish(
+    args: &MeasureArgs,
+    root: Option<std::path::PathBuf>,
+    result: harness::bench::measure::result::MeasureResult,
+) -> Result<i32> {
     for p in report::write_all(&result, &args.out)? {
         eprintln!("wrote {}", p.display());
     }
@@ -369,6 +530,87 @@ mod tests {
             "b=@dir",
         ]);
         assert_eq!(a.variants().unwrap().len(), 2);
+    }
+
+    /// A round's pod runs the same measurement: this run's flags, its
+    /// shard from the pod's index, each folder the workload reads at its
+    /// path in the ConfigMap; a command variant goes as given.
+    #[test]
+    fn a_pods_arguments_are_the_runs_with_its_folders_shipped() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("job.yaml"), "kind: Job").unwrap();
+        let dir = d.path().display().to_string();
+        let a = parse(&[
+            "harness",
+            "--kubeconfig",
+            "/k",
+            "--on-cluster",
+            "--name",
+            "ab",
+            "--repeat",
+            "4",
+            "--nodes",
+            "2",
+            "--variant",
+            "one=kubectl create job a --image=x",
+            "--variant",
+            &format!("dir=@{dir}"),
+            "--allow-failed",
+        ]);
+        let mut files = harness::bench::on_cluster::inputs::Inputs::default();
+        let v = super::pod_args(&a, 11, "/work/out", &mut files).unwrap();
+        let s = v.join(" ");
+        assert!(
+            s.starts_with("measure --name ab --repeat 4 --seed 11 --shard index/4 --out /work/out --k8s-version"),
+            "{s}"
+        );
+        assert!(s.contains("--nodes 2"), "{s}");
+        assert!(s.contains("--control-plane default"), "{s}");
+        let at = v.iter().position(|x| x == "--variant").unwrap();
+        assert_eq!(v[at + 1], "one=kubectl create job a --image=x");
+        assert_eq!(v[at + 3], "dir=@/inputs/0");
+        assert!(v.ends_with(&["--allow-failed".to_string()]), "{s}");
+        assert_eq!(files.files.len(), 1);
+        assert_eq!(files.files[0].0, "0/job.yaml");
+        // The pod's arguments parse as `measure`'s own (with its --hold).
+        // (The pod's index is read from its environment: here, shard 2.)
+        let mut again = vec!["harness"];
+        again.extend(
+            v.iter()
+                .skip(1)
+                .map(|x| if x == "index/4" { "2/4" } else { x.as_str() }),
+        );
+        again.extend(["--hold", "60"]);
+        let p = parse(&again);
+        assert_eq!(p.on_cluster.hold, Some(60));
+        assert_eq!(p.variants().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn on_cluster_refuses_what_a_pod_cannot_run() {
+        let e = refused(&[
+            "harness",
+            "--kubeconfig",
+            "/k",
+            "--on-cluster",
+            "--bin",
+            "etcd=/x",
+            "--",
+            "true",
+        ]);
+        assert!(
+            e.contains("drop --provider, --real-node, --shard and --bin"),
+            "{e}"
+        );
+        let e = refused(&[
+            "harness",
+            "--kubeconfig",
+            "/k",
+            "--on-cluster",
+            "--apply",
+            "/nonexistent/manifests",
+        ]);
+        assert!(e.contains("--apply /nonexistent/manifests"), "{e}");
     }
 
     /// What `measure` says of flags that do not fit the provider: exit 2,

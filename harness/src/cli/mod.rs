@@ -9,6 +9,7 @@ mod command;
 mod image;
 mod interrupt;
 mod measure;
+mod on_cluster;
 mod provider;
 mod report;
 mod status;

@@ -18,6 +18,7 @@ use harness::workload::thor::Mode;
 
 use crate::cli::args::{parse_bins, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
+use crate::cli::on_cluster;
 use crate::cli::provider::ProviderArgs;
 
 #[derive(Args, Debug)]
@@ -107,36 +108,7 @@ pub struct BenchThorArgs {
     #[arg(long, default_value = harness::tools::versions::AGNHOST_IMAGE)]
     pub node_image: String,
     #[command(flatten)]
-    pub on_cluster: OnClusterArgs,
-}
-
-/// Rounds as the pods of an Indexed Job on a cluster the user has.
-#[derive(Args, Debug, Clone)]
-pub struct OnClusterArgs {
-    /// Run the rounds on the cluster of --kubeconfig as the pods of an
-    /// Indexed Job (a namespace of the run's own, removed at the end and
-    /// on Ctrl-C), each round with the local provider inside its pod,
-    /// unprivileged; each pod's out dir comes back and the shards are
-    /// merged here into the result one run gives (then --compare and
-    /// --record judge or store it).
-    #[arg(long, requires = "kubeconfig")]
-    pub on_cluster: bool,
-    /// With --on-cluster: how many rounds run at once.
-    #[arg(long, default_value_t = 2, requires = "on_cluster",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub parallel: u32,
-    /// With --on-cluster: the image the pods run, pullable by the nodes
-    /// (`harness image build`) [default: built here and loaded into the
-    /// nodes — a kind cluster the harness made].
-    #[arg(long, requires = "on_cluster")]
-    pub image: Option<String>,
-    /// With --on-cluster: seconds the whole run set may take.
-    #[arg(long, default_value_t = 7200, requires = "on_cluster")]
-    pub on_cluster_timeout: u64,
-    /// In a round's pod: hold the out dir this many seconds until the
-    /// caller has collected it.
-    #[arg(long, hide = true)]
-    pub hold: Option<u64>,
+    pub on_cluster: on_cluster::OnClusterArgs,
 }
 
 pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
@@ -243,45 +215,32 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
         context: existing.context.clone(),
         run_id: run_id.clone(),
         image: args.on_cluster.image.clone(),
-        contents: image::contents(k8s, kueue, &root).await?,
+        contents: image::contents(
+            k8s,
+            if kueue {
+                &[harness::tools::Component::Kueue]
+            } else {
+                &[]
+            },
+            &root,
+        )
+        .await?,
         shards: args.repeat,
         parallel: args.on_cluster.parallel,
         args: pod_args,
         size: run::size_for(s.thor.num_workers),
         out: args.out.clone(),
         timeout: Duration::from_secs(args.on_cluster.on_cluster_timeout),
+        inputs: Vec::new(),
     };
-    let target = Provider::Existing(harness::cluster::ExistingTarget {
-        cluster: existing,
-        run_id,
-        yes: true,
-        node_image: String::new(),
-    });
-    let collected = match or_tear_down(run::run(&on), &target, Made::Prefixed("")).await? {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
-    };
-    if let Provider::Existing(t) = &target {
-        t.cluster.remove_run(&t.run_id).await?;
-        eprintln!("harness: removed namespace {}", collected.namespace);
-    }
-    if collected.dirs.is_empty() {
-        return Err(harness::error::env_missing(
-            format!(
-                "no round came back from the cluster (indexes failed: {:?})",
-                collected.failed
-            ),
-            "read the logs of the Job's pods: each says what its round did",
-        ));
-    }
-    let dirs: Vec<&std::path::Path> = collected.dirs.iter().map(PathBuf::as_path).collect();
-    let merged = match harness::bench::merge::merge_dirs(&dirs)? {
-        harness::bench::saved::Saved::Thor(r) => *r,
-        _ => {
+    let merged = match on_cluster::rounds(&on, existing).await? {
+        Ok(harness::bench::saved::Saved::Thor(r)) => *r,
+        Ok(_) => {
             return Err(bad_input(
                 "the rounds brought back another benchmark's results",
             ));
         }
+        Err(code) => return Ok(code),
     };
     for p in files::write_all(&merged, &args.out)? {
         eprintln!("wrote {}", p.display());

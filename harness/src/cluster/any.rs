@@ -156,8 +156,12 @@ impl Cluster for AnyCluster {
     async fn add_pool(&self, pool: &NodePool) -> Result<Vec<String>> {
         each!(self, c => c.add_pool(pool).await)
     }
-    async fn load_image_archive(&self, archive: &Path) -> Result<()> {
-        each!(self, c => c.load_image_archive(archive).await)
+    async fn load_image_archive(
+        &self,
+        archive: &Path,
+        content_named: Option<&str>,
+    ) -> Result<usize> {
+        each!(self, c => c.load_image_archive(archive, content_named).await)
     }
     async fn remove_nodes(&self, names: &[String]) -> Result<()> {
         each!(self, c => c.remove_nodes(names).await)

@@ -139,9 +139,17 @@ pub trait Cluster: Sync {
     }
     /// Import an image archive (OCI or docker, a file on this machine)
     /// into every node's container runtime, where the kubelet finds it:
-    /// how images built here reach nodes that no registry serves. A
-    /// provider whose nodes cannot take one refuses (exit 2).
-    fn load_image_archive(&self, archive: &Path) -> impl Future<Output = Result<()>> + Send {
+    /// how images built here reach nodes that no registry serves. With
+    /// `content_named` (the image's reference, when its tag is a digest of
+    /// its content), a node that has it already is skipped. A provider
+    /// whose nodes cannot take one refuses (exit 2). How many nodes it
+    /// was loaded into.
+    fn load_image_archive(
+        &self,
+        archive: &Path,
+        content_named: Option<&str>,
+    ) -> impl Future<Output = Result<usize>> + Send {
+        let _ = content_named;
         let name = self.name().to_string();
         let archive = archive.display().to_string();
         async move {

@@ -181,7 +181,7 @@ pub async fn load_built_image(
     tokio::task::spawn_blocking(move || crate::tools::oci::write_archive(&s, &a))
         .await
         .context("writing the image panicked")??;
-    let loaded = cluster.load_image_archive(&archive).await;
+    let loaded = cluster.load_image_archive(&archive, None).await;
     let _ = std::fs::remove_file(&archive);
     loaded?;
     Ok(spec)

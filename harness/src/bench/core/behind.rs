@@ -171,10 +171,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), spread(v)))
                 .collect(),
-            vs_reference: judged_as
-                .iter()
-                .map(|(k, j)| (k.to_string(), *j))
-                .collect(),
+            vs_reference: judged_as.iter().map(|(k, j)| (k.to_string(), *j)).collect(),
         }
     }
 

@@ -31,6 +31,10 @@ pub const HARNESS: &str = "/usr/local/bin/harness";
 pub const WORK: &str = "/work";
 /// The trust roots (Debian's path), copied from this machine.
 const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+/// The shell a measured command runs with (`sh -c`): this machine's
+/// `/bin/sh` (dash on Debian) and what it links. The image holds no other
+/// tool but the cluster's kubectl.
+pub const SHELL: &str = "/bin/sh";
 
 /// What goes into the image.
 pub struct Contents {
@@ -46,11 +50,12 @@ pub struct Contents {
     pub root: PathBuf,
 }
 
-/// What the image holds for rounds of Kubernetes `k8s` (with Kueue's
-/// controller when `kueue`): every binary the local provider starts and
-/// HPCC's kubectl, found or built here; the module files JobSet, kwok (and
-/// Kueue) are installed from; the Thor scenarios of `root`.
-pub async fn contents(k8s: K8sRelease, kueue: bool, root: &Path) -> Result<Contents> {
+/// What the image holds for rounds of Kubernetes `k8s`: every binary the
+/// local provider starts and HPCC's kubectl, and `extra` (Kueue's
+/// controller, its performance runner), found or built here; the module
+/// files JobSet, kwok (and Kueue) are installed from; the Thor scenarios
+/// of `root`.
+pub async fn contents(k8s: K8sRelease, extra: &[Component], root: &Path) -> Result<Contents> {
     let mut components: Vec<Component> = Component::CLUSTER.to_vec();
     components.push(Component::HpccKubectl);
     let mut modules = vec![
@@ -63,8 +68,17 @@ pub async fn contents(k8s: K8sRelease, kueue: bool, root: &Path) -> Result<Conte
             format!("v{}", crate::tools::versions::KWOK_VERSION),
         ),
     ];
-    if kueue {
-        components.push(Component::Kueue);
+    components.extend(
+        extra
+            .iter()
+            .filter(|c| !components.contains(c))
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    if extra
+        .iter()
+        .any(|c| matches!(c, Component::Kueue | Component::KueuePerfRunner))
+    {
         modules.push((
             "sigs.k8s.io/kueue",
             format!("v{}", crate::tools::versions::KUEUE_VERSION),
@@ -122,7 +136,7 @@ fn parse_ldd(text: &str) -> Vec<(String, PathBuf)> {
 }
 
 /// Every file under `dir`, by its path relative to `dir`.
-fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -147,6 +161,14 @@ pub fn spec(c: &Contents) -> Result<ImageSpec> {
     let mut files: Vec<(String, PathBuf, u32)> = vec![(HARNESS.into(), exe.clone(), 0o755)];
     for (path, file) in shared_libraries(&exe)? {
         files.push((path, file, 0o755));
+    }
+    let shell = std::fs::canonicalize(SHELL)
+        .with_context(|| format!("{SHELL} (the image's shell for measured commands)"))?;
+    files.push((SHELL.into(), shell.clone(), 0o755));
+    for (path, file) in shared_libraries(&shell)? {
+        if !files.iter().any(|(p, _, _)| *p == path) {
+            files.push((path, file, 0o755));
+        }
     }
     let cache = Path::new(CACHE);
     for (comp, path) in &c.binaries {

@@ -18,6 +18,14 @@ pub const RUN_ID_LABEL: &str = crate::cluster::existing::labels::RUN_ID_LABEL;
 pub const JOB: &str = "harness-rounds";
 /// Where a pod's out dir is.
 pub const OUT: &str = "/work/out";
+/// Where the caller's input files (manifest folders, configs) are in a
+/// pod: the ConfigMap [`INPUTS`], each file at its path under it.
+pub const INPUTS_DIR: &str = "/inputs";
+/// The ConfigMap that carries them.
+pub const INPUTS: &str = "harness-inputs";
+/// What one ConfigMap holds at most (the API server's limit on an
+/// object, less room for its metadata).
+pub const INPUTS_MAX_BYTES: usize = 1000 * 1024;
 /// The user a round runs as: none of the node's root budget of inotify
 /// instances (`fs.inotify.max_user_instances` counts per user).
 pub const RUN_AS: i64 = 10_001;
@@ -43,6 +51,9 @@ pub struct JobPlan<'a> {
     pub size: Size,
     /// How long a pod may hold its out dir for the caller.
     pub hold_s: u64,
+    /// The input files' paths under [`INPUTS_DIR`], in the order
+    /// [`inputs`] was given them (none: no ConfigMap is mounted).
+    pub inputs: Vec<String>,
 }
 
 /// The namespace of the run.
@@ -54,10 +65,49 @@ pub fn namespace(name: &str, run_id: &str) -> Value {
     })
 }
 
+/// The ConfigMap of the caller's input files: `(path under INPUTS_DIR,
+/// bytes)`, each under a key of its own (`f0`, `f1`, …: a key cannot hold
+/// a '/'), as binary data so any file goes through unchanged.
+pub fn inputs(namespace: &str, run_id: &str, files: &[(String, Vec<u8>)]) -> Value {
+    let data: serde_json::Map<String, Value> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (_, bytes))| {
+            let b64 =
+                serde_json::to_value(k8s_openapi::ByteString(bytes.clone())).unwrap_or(Value::Null);
+            (format!("f{i}"), b64)
+        })
+        .collect();
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": INPUTS, "namespace": namespace, "labels": {RUN_ID_LABEL: run_id}},
+        "binaryData": data,
+    })
+}
+
 /// The Indexed Job.
 pub fn job(p: &JobPlan<'_>) -> Value {
     let mut args = p.args.clone();
     args.extend(["--hold".to_string(), p.hold_s.to_string()]);
+    let mut mounts = vec![
+        json!({"name": "work", "mountPath": WORK}),
+        json!({"name": "tmp", "mountPath": "/tmp"}),
+    ];
+    let mut volumes = vec![
+        json!({"name": "work", "emptyDir": {}}),
+        json!({"name": "tmp", "emptyDir": {}}),
+    ];
+    if !p.inputs.is_empty() {
+        mounts.push(json!({"name": "inputs", "mountPath": INPUTS_DIR, "readOnly": true}));
+        let items: Vec<Value> = p
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, path)| json!({"key": format!("f{i}"), "path": path}))
+            .collect();
+        volumes.push(json!({"name": "inputs", "configMap": {"name": INPUTS, "items": items}}));
+    }
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -107,15 +157,9 @@ pub fn job(p: &JobPlan<'_>) -> Value {
                             "allowPrivilegeEscalation": false,
                             "capabilities": {"drop": ["ALL"]},
                         },
-                        "volumeMounts": [
-                            {"name": "work", "mountPath": WORK},
-                            {"name": "tmp", "mountPath": "/tmp"},
-                        ],
+                        "volumeMounts": mounts,
                     }],
-                    "volumes": [
-                        {"name": "work", "emptyDir": {}},
-                        {"name": "tmp", "emptyDir": {}},
-                    ],
+                    "volumes": volumes,
                 },
             },
         },
@@ -159,6 +203,7 @@ mod tests {
                 memory_limit: "6Gi".into(),
             },
             hold_s: 600,
+            inputs: Vec::new(),
         }
     }
 
@@ -182,6 +227,37 @@ mod tests {
         assert_eq!(c["args"][3], "index/4");
         assert_eq!(c["args"][5], "600", "{c}");
         assert_eq!(j["metadata"]["labels"][RUN_ID_LABEL], "r1");
+    }
+
+    #[test]
+    fn input_files_go_in_a_configmap_mounted_at_their_paths() {
+        let files = vec![
+            ("0/crds/a.yaml".to_string(), b"kind: A\n".to_vec()),
+            ("1/config.yaml".to_string(), vec![0, 255]),
+        ];
+        let cm = inputs("ns", "r1", &files);
+        assert_eq!(cm["binaryData"]["f0"], "a2luZDogQQo=");
+        assert_eq!(cm["binaryData"]["f1"], "AP8=");
+        let mut p = plan();
+        p.inputs = files.into_iter().map(|(path, _)| path).collect();
+        let j = job(&p);
+        let pod = &j["spec"]["template"]["spec"];
+        let items = &pod["volumes"][2]["configMap"]["items"];
+        assert_eq!(items[1]["key"], "f1");
+        assert_eq!(items[1]["path"], "1/config.yaml");
+        assert_eq!(
+            pod["containers"][0]["volumeMounts"][2]["mountPath"],
+            INPUTS_DIR
+        );
+        // None given: nothing mounted.
+        let j = job(&plan());
+        assert_eq!(
+            j["spec"]["template"]["spec"]["volumes"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct OnCluster {
     pub out: PathBuf,
     /// How long the whole run set may take.
     pub timeout: Duration,
+    /// The caller's files the rounds read, by their path under
+    /// `job::INPUTS_DIR` (the ConfigMap `job::INPUTS`).
+    pub inputs: Vec<(String, Vec<u8>)>,
 }
 
 /// A pod's requests and limits for a run set of `workers` Thor workers
@@ -101,8 +104,11 @@ async fn image(o: &OnCluster) -> Result<String> {
     };
     let step =
         crate::progress::Step::start(format!("loading {name} into {}'s nodes", cluster.name()));
-    cluster.load_image_archive(&archive).await?;
-    step.done("loaded");
+    // Its tag is a digest of what it holds: nodes that have it keep it.
+    match cluster.load_image_archive(&archive, Some(&name)).await? {
+        0 => step.done("every node has it already"),
+        n => step.done(&format!("loaded into {n} nodes")),
+    };
     Ok(name)
 }
 
@@ -118,22 +124,31 @@ fn index_of(p: &Pod) -> Option<u32> {
 
 /// Run the Job and bring each shard's out dir back.
 pub async fn run(o: &OnCluster) -> Result<Collected> {
+    let bytes: usize = o.inputs.iter().map(|(p, b)| p.len() + b.len()).sum();
+    if bytes > job::INPUTS_MAX_BYTES {
+        return Err(bad_input(format!(
+            "--on-cluster: the input files are {bytes} bytes, more than one ConfigMap holds ({} bytes): give fewer or smaller files",
+            job::INPUTS_MAX_BYTES
+        )));
+    }
     let client = crate::cluster::existing::client_for(&o.kubeconfig, o.context.as_deref()).await?;
     let image = image(o).await?;
     let namespace = crate::cluster::existing::site::run_namespace(&o.run_id, "rounds", 0)?;
-    let objects = [
-        job::namespace(&namespace, &o.run_id),
-        job::job(&JobPlan {
-            namespace: &namespace,
-            run_id: &o.run_id,
-            image: &image,
-            args: o.args.clone(),
-            shards: o.shards,
-            parallel: o.parallel,
-            size: o.size.clone(),
-            hold_s: 1800,
-        }),
-    ];
+    let mut objects = vec![job::namespace(&namespace, &o.run_id)];
+    if !o.inputs.is_empty() {
+        objects.push(job::inputs(&namespace, &o.run_id, &o.inputs));
+    }
+    objects.push(job::job(&JobPlan {
+        namespace: &namespace,
+        run_id: &o.run_id,
+        image: &image,
+        args: o.args.clone(),
+        shards: o.shards,
+        parallel: o.parallel,
+        size: o.size.clone(),
+        hold_s: 1800,
+        inputs: o.inputs.iter().map(|(p, _)| p.clone()).collect(),
+    }));
     crate::install::apply::apply_all(&client, &objects)
         .await
         .with_context(|| format!("creating the rounds' namespace {namespace} and Job"))?;

@@ -520,8 +520,18 @@ impl Cluster for KindCluster {
 
     /// Into every node container's containerd, in the `k8s.io` namespace
     /// the kubelet uses.
-    async fn load_image_archive(&self, archive: &Path) -> Result<()> {
-        images::load_archive(&self.tools()?.docker, &self.state.nodes, archive).await
+    async fn load_image_archive(
+        &self,
+        archive: &Path,
+        content_named: Option<&str>,
+    ) -> Result<usize> {
+        images::load_archive(
+            &self.tools()?.docker,
+            &self.state.nodes,
+            archive,
+            content_named,
+        )
+        .await
     }
 
     async fn health(&self) -> Vec<ComponentHealth> {

@@ -143,9 +143,24 @@ pub fn release_network(docker: &Path, others: bool) -> Result<()> {
 }
 
 /// Import an image archive (OCI or docker) into every node's
-/// containerd, in the `k8s.io` namespace the kubelet uses.
-pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Result<()> {
+/// containerd, in the `k8s.io` namespace the kubelet uses. With
+/// `content_named` (a reference whose tag is a digest of the image's
+/// content), a node that has that reference already is left as it is.
+/// How many nodes it was imported into.
+pub async fn load_archive(
+    docker: &Path,
+    nodes: &[String],
+    archive: &Path,
+    content_named: Option<&str>,
+) -> Result<usize> {
+    let mut loaded = 0;
     for n in nodes {
+        if let Some(name) = content_named
+            && node_has(docker, n, name).await?
+        {
+            tracing::debug!("{n} has {name} already");
+            continue;
+        }
         let file = std::fs::File::open(archive)
             .with_context(|| format!("opening {}", archive.display()))?;
         let out = tokio::process::Command::new(docker)
@@ -175,8 +190,31 @@ pub async fn load_archive(docker: &Path, nodes: &[String], archive: &Path) -> Re
                 command::tail(&out, 10)
             );
         }
+        loaded += 1;
     }
-    Ok(())
+    Ok(loaded)
+}
+
+/// Does node `n`'s containerd (namespace k8s.io) have image `name`?
+async fn node_has(docker: &Path, n: &str, name: &str) -> Result<bool> {
+    let out = tokio::process::Command::new(docker)
+        .envs(crate::tools::engine::env())
+        .args(["exec", n, "ctr", "--namespace=k8s.io", "images", "ls", "-q"])
+        .arg(format!("name=={name}"))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("listing the images of node {n}"))?;
+    if !out.status.success() {
+        bail!(
+            "listing the images of node {n} failed ({}):\n{}",
+            out.status,
+            command::tail(&out, 10)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim() == name))
 }
 
 #[cfg(test)]

@@ -6,7 +6,11 @@
 //! pod's out dir brought back and the shards merged. The merged run set's
 //! exact counts (pods, containers, objects, the Thor identity's writes)
 //! are the recorded local baseline's (`--from … --compare --counts-only`),
-//! and nothing of the run is left on the cluster.
+//! and nothing of the run is left on the cluster. Then `measure
+//! --on-cluster` on the same cluster and image (already in the nodes: not
+//! loaded again): a 2-round A/B of a command and a folder of manifests
+//! (shipped in a ConfigMap), merged — each run's pods exactly what its
+//! workload makes — and again nothing left.
 
 use std::time::Duration;
 
@@ -35,11 +39,20 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
     let r = (|| -> Result<()> {
         let out = tempfile::tempdir()?;
         let run = |args: &[&str]| -> Result<std::process::Output> {
-            Ok(std::process::Command::new(&harness)
+            let at = std::time::Instant::now();
+            let o = std::process::Command::new(&harness)
                 .args(args)
                 .env("HARNESS_NO_PROGRESS", "1")
                 .current_dir(&root)
-                .output()?)
+                .output()?;
+            eprintln!(
+                "harness {} {}: {} in {:.1} s",
+                args[0],
+                args[1],
+                o.status,
+                at.elapsed().as_secs_f64()
+            );
+            Ok(o)
         };
         let merged = out.path().join("merged");
         let o = run(&[
@@ -103,30 +116,99 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
         );
         let exact = md.matches("exact:").count();
         ensure!(exact >= 10, "{exact} exact counts compared:\n{md}");
-        // The run's namespace (and its pods) went with the run.
-        let left: Vec<String> = crate::runtime()?.block_on(async {
-            use k8s_openapi::api::core::v1::Namespace;
-            // A client of this runtime (the cluster's own was made in the
-            // runtime that started it).
-            let client = harness::cluster::client::client_from_kubeconfig(&kubeconfig).await?;
-            let api: kube::Api<Namespace> = kube::Api::all(client);
-            let list = api
-                .list_metadata(
-                    &kube::api::ListParams::default()
-                        .labels(harness::cluster::existing::labels::RUN_ID_LABEL),
-                )
-                .await?;
-            Ok::<_, anyhow::Error>(
-                list.items
-                    .into_iter()
-                    .filter_map(|n| n.metadata.name)
-                    .collect(),
-            )
-        })?;
-        ensure!(left.is_empty(), "namespaces of the run left: {left:?}");
+        nothing_left(&kubeconfig)?;
+        // measure: a command against a folder of manifests, 2 rounds.
+        let manifests = out.path().join("manifests");
+        std::fs::create_dir_all(&manifests)?;
+        std::fs::write(
+            manifests.join("job.yaml"),
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: three\n  namespace: default\nspec:\n  completions: 3\n  parallelism: 3\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n",
+        )?;
+        let measured = out.path().join("measured");
+        let o = run(&[
+            "measure",
+            "--name",
+            "on-cluster",
+            "--repeat",
+            "2",
+            "--seed",
+            "5",
+            "--nodes",
+            "2",
+            "--variant",
+            "one=kubectl create job one --image=registry.k8s.io/pause:3.10",
+            "--variant",
+            &format!("three=@{}", manifests.display()),
+            "--on-cluster",
+            "--kubeconfig",
+            &kubeconfig.display().to_string(),
+            "--parallel",
+            "2",
+            "--out",
+            &measured.display().to_string(),
+        ])?;
+        let log = String::from_utf8_lossy(&o.stderr).into_owned();
+        ensure!(
+            o.status.success(),
+            "measure --on-cluster: {}\n{log}",
+            o.status
+        );
+        // The same image as bench thor's (same binaries and files): its
+        // digest tag is in every node already.
+        ensure!(
+            log.contains("every node has it already"),
+            "the image was loaded again:\n{log}"
+        );
+        let m = match harness::bench::saved::read(&measured, "test")? {
+            harness::bench::saved::Saved::Measure(m) => *m,
+            _ => anyhow::bail!("the merged measure is not a measure result"),
+        };
+        let st = m.figures.statistics.as_ref().context("statistics")?;
+        ensure!(
+            st.merged.len() == 2 && st.lost_rounds.is_empty() && m.runs.len() == 4,
+            "{st:?} runs {:?}",
+            m.runs
+        );
+        for (variant, pods) in [("one", 1.0), ("three", 3.0)] {
+            let s = m.figures.modes[variant]
+                .stats
+                .get("pods_created")
+                .context("pods_created")?;
+            ensure!(
+                s.min == pods && s.max == pods,
+                "{variant}: pods created {s:?}, want {pods} in each run"
+            );
+        }
+        nothing_left(&kubeconfig)?;
         Ok(())
     })();
     let down = harness::cluster::kind::abandon(&name);
     r?;
     down
+}
+
+/// No namespace of a harness run is left on the cluster of `kubeconfig`
+/// (the run's namespace, and its pods, go with the run).
+fn nothing_left(kubeconfig: &std::path::Path) -> Result<()> {
+    let left: Vec<String> = crate::runtime()?.block_on(async {
+        use k8s_openapi::api::core::v1::Namespace;
+        // A client of this runtime (the cluster's own was made in the
+        // runtime that started it).
+        let client = harness::cluster::client::client_from_kubeconfig(kubeconfig).await?;
+        let api: kube::Api<Namespace> = kube::Api::all(client);
+        let list = api
+            .list_metadata(
+                &kube::api::ListParams::default()
+                    .labels(harness::cluster::existing::labels::RUN_ID_LABEL),
+            )
+            .await?;
+        Ok::<_, anyhow::Error>(
+            list.items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect(),
+        )
+    })?;
+    ensure!(left.is_empty(), "namespaces of the run left: {left:?}");
+    Ok(())
 }
