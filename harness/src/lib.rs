@@ -14,6 +14,7 @@ pub mod machine;
 pub mod metrics;
 pub mod output;
 pub mod paths;
+pub mod pki;
 pub mod poll;
 pub mod progress;
 pub mod schema;

@@ -29,7 +29,7 @@ const LAYERS: &[&[&str]] = &[
     &["k8s"],
     &[
         "lib", "inotify", "input", "yaml", "error", "paths", "output", "poll", "signal",
-        "progress", "logs", "stats", "timings", "machine",
+        "progress", "logs", "stats", "timings", "machine", "pki",
     ],
 ];
 
@@ -42,7 +42,15 @@ const HOLDING_CODE: &[&str] = &[];
 /// fixtures), which never imports a suite.
 const SUITE_LAYERS: &[&[&str]] = &[
     &["suite"],
-    &["lib", "runner", "slots", "lane", "builds", "timing", "case_suite"],
+    &[
+        "lib",
+        "runner",
+        "slots",
+        "lane",
+        "builds",
+        "timing",
+        "case_suite",
+    ],
 ];
 
 /// One crate's source tree, as these rules read it.

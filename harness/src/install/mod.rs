@@ -10,3 +10,4 @@ pub mod kueue;
 pub mod kwok;
 pub mod release;
 pub mod storage;
+pub mod webhook_cert;

@@ -62,6 +62,8 @@ impl Release {
         let mut objects = kustomize(kubectl, &dir.join("config/default"), self.component).await?;
         lasting_leader_election(&mut objects, lease)?;
         prompt_readiness(&mut objects);
+        crate::install::webhook_cert::seed(&mut objects, &dir)
+            .with_context(|| format!("{}'s webhook certificate", self.component))?;
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(

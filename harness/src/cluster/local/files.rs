@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 
 use crate::cluster::client::kubeconfig_text;
 use crate::cluster::kwok;
-use crate::cluster::local::certs::{self, Ca, CertPair};
 use crate::cluster::local::components::{
     APISERVER, CONTROLLER_MANAGER, JOBSET, KUEUE, KWOK, SCHEDULER,
 };
@@ -19,6 +18,7 @@ use crate::cluster::local::kwok_logs;
 use crate::cluster::local::layout::{Layout, Ports};
 use crate::cluster::local::realnode;
 use crate::cluster::spec::ClusterSpec;
+use crate::pki::{self as certs, Ca, CertPair};
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;

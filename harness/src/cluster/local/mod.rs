@@ -8,7 +8,6 @@
 //! `cluster` is the provider (`LocalCluster` and its `Cluster` trait),
 //! `state` what it records; the others are its parts.
 
-pub mod certs;
 pub mod cluster;
 pub mod components;
 pub mod endpoints;

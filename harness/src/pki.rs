@@ -1,7 +1,11 @@
-//! The cluster's PKI: one CA, a serving certificate for every TLS endpoint
-//! (SANs 127.0.0.1 and localhost), a client certificate per identity, and
-//! the service-account signing key pair. Each identity has its own client
-//! certificate so the audit log can say who made every request.
+//! Certificates the harness makes. A local cluster's PKI: one CA, a
+//! serving certificate for every TLS endpoint (SANs 127.0.0.1 and
+//! localhost), a client certificate per identity, and the service-account
+//! signing key pair — each identity has its own client certificate so the
+//! audit log can say who made every request. And the CA and serving
+//! certificate a controller's webhook server is started with
+//! (`install::webhook_cert`): named as the controller's own rotator names
+//! them.
 
 use anyhow::{Context, Result};
 use rcgen::{
@@ -60,6 +64,65 @@ impl Ca {
             params,
             key,
         })
+    }
+
+    /// A CA named `cn` of organization `org` whose certificate also holds
+    /// `cn` as a DNS name, valid for `days`, with a 2048-bit RSA key whose
+    /// PEM is PKCS#1 ("RSA PRIVATE KEY"): what
+    /// open-policy-agent/cert-controller takes as a webhook CA (pkg/rotator:
+    /// `ValidCert(ca, ca, key, CAName, …)` checks the name,
+    /// `buildArtifactsFromSecret` reads the key with
+    /// `x509.ParsePKCS1PrivateKey` and nothing else).
+    pub fn named(cn: &str, org: &str, days: i64) -> Result<Ca> {
+        use rsa::pkcs1::EncodeRsaPrivateKey;
+        use rsa::pkcs8::EncodePrivateKey;
+        let rsa_key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048)
+            .context("generating the CA's RSA key")?;
+        let pkcs1 = rsa_key
+            .to_pkcs1_pem(rsa::pkcs8::LineEnding::LF)
+            .context("the CA key as PKCS#1")?;
+        let pkcs8 = rsa_key
+            .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+            .context("the CA key as PKCS#8")?;
+        let key = KeyPair::from_pkcs8_pem_and_sign_algo(&pkcs8, &rcgen::PKCS_RSA_SHA256)
+            .context("loading the CA's RSA key")?;
+        let mut params =
+            CertificateParams::new(vec![cn.to_string()]).context("the CA's DNS name")?;
+        params.distinguished_name = dn(cn, &[org]);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        validity(&mut params, days);
+        let cert = params
+            .self_signed(&key)
+            .with_context(|| format!("self-signing the CA {cn}"))?;
+        Ok(Ca {
+            pair: CertPair {
+                cert_pem: cert.pem(),
+                key_pem: pkcs1.to_string(),
+            },
+            params,
+            key,
+        })
+    }
+
+    /// A serving certificate for `dns` only (a Service's name), valid for
+    /// `days`.
+    pub fn serving_for(&self, dns: &str, days: i64) -> Result<CertPair> {
+        let mut params =
+            CertificateParams::new(vec![dns.to_string()]).context("serving certificate SAN")?;
+        params.distinguished_name = dn(dns, &[]);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        validity(&mut params, days);
+        self.sign(params)
+            .with_context(|| format!("signing the serving certificate of {dns}"))
     }
 
     fn sign(&self, params: CertificateParams) -> Result<CertPair> {
@@ -173,6 +236,34 @@ mod tests {
 
     const COMMON_NAME: u8 = 3;
     const ORGANIZATION: u8 = 10;
+
+    /// A webhook's pair: the CA holds its name as a DNS name (how
+    /// cert-controller checks a CA), the serving certificate serves the
+    /// Service's name and nothing else, chained to that CA.
+    #[test]
+    fn a_named_ca_and_a_serving_cert_for_one_service_name() {
+        let ca = Ca::named("jobset-ca", "jobset", 3650).unwrap();
+        let name = "jobset-webhook-service.jobset-system.svc";
+        let s = ca.serving_for(name, 3650).unwrap();
+        as_server(&ca, &s, name).unwrap();
+        assert!(as_server(&ca, &s, "localhost").is_err());
+        assert!(as_server(&Ca::named("jobset-ca", "jobset", 1).unwrap(), &s, name).is_err());
+        // subjectAltName dNSName [2] "jobset-ca" in the CA's certificate.
+        let mut san = vec![0x82, 9];
+        san.extend_from_slice(b"jobset-ca");
+        let ca_der = der(&ca.pair.cert_pem);
+        assert!(ca_der.windows(san.len()).any(|w| w == san));
+        assert!(has_name(&ca.pair, COMMON_NAME, "jobset-ca"));
+        assert!(has_name(&ca.pair, ORGANIZATION, "jobset"));
+        // PKCS#1, the only form cert-controller reads a CA key in.
+        assert!(
+            ca.pair
+                .key_pem
+                .starts_with("-----BEGIN RSA PRIVATE KEY-----"),
+            "{}",
+            &ca.pair.key_pem[..40]
+        );
+    }
 
     #[test]
     fn ca_signs_a_serving_cert_with_loopback_sans() {
