@@ -32,5 +32,6 @@ fn main() {
         suite::local::suite,
         suite::logs::suite,
         suite::measure::suite,
+        suite::image::suite,
     ])
 }

@@ -33,6 +33,13 @@ pub struct ImageBuildArgs {
     /// Where the archive goes [default: the harness's cache, images/].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also push it to a registry: REGISTRY/REPOSITORY[:TAG] (the tag
+    /// defaults to the image's own, a digest of its content). A loopback
+    /// registry is spoken to over HTTP, any other over HTTPS with the
+    /// credentials `docker login` stored. Prints the pushed reference,
+    /// which `--on-cluster --image` takes.
+    #[arg(long, value_name = "REF")]
+    pub push: Option<String>,
 }
 
 pub async fn run(c: &ImageCommand) -> Result<i32> {
@@ -58,6 +65,13 @@ pub async fn run(c: &ImageCommand) -> Result<i32> {
         .and_then(|o| o.parent().map(PathBuf::from))
         .unwrap_or_else(|| harness::paths::cache_dir().join("images"));
     let (archive, name) = harness::bench::on_cluster::image::build(&contents, &dir)?;
+    let to = match &a.push {
+        Some(r) => Some(harness::tools::push::parse_reference(
+            r,
+            name.rsplit(':').next().unwrap_or("latest"),
+        )?),
+        None => None,
+    };
     let archive = match &a.out {
         Some(out) => {
             std::fs::rename(&archive, out)?;
@@ -66,6 +80,20 @@ pub async fn run(c: &ImageCommand) -> Result<i32> {
         None => archive,
     };
     eprintln!("wrote {}", archive.display());
-    println!("{name}");
+    match to {
+        Some(to) => {
+            let step = harness::progress::Step::start(format!("pushing {name} as {to}"));
+            let p = harness::tools::push::push(&archive, &to).await?;
+            step.done(&format!(
+                "{} blobs sent ({} MB), {} there already; manifest {}",
+                p.blobs_sent,
+                p.bytes_sent / 1_000_000,
+                p.blobs_there,
+                p.digest
+            ));
+            println!("{to}");
+        }
+        None => println!("{name}"),
+    }
     Ok(0)
 }

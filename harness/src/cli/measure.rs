@@ -202,6 +202,7 @@ async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
         ));
     }
     args.variants()?;
+    on_cluster::check(&args.on_cluster)?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
     let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
         bad_input("--on-cluster builds the rounds' image from the repository: run from inside it")
@@ -229,6 +230,7 @@ async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
         context: existing.context.clone(),
         run_id: harness::cluster::existing::site::new_run_id(),
         image: args.on_cluster.image.clone(),
+        push: args.on_cluster.push.clone(),
         contents: image::contents(k8s, &extra, &root).await?,
         shards: args.repeat,
         parallel: args.on_cluster.parallel,
@@ -611,6 +613,17 @@ mod tests {
             "/nonexistent/manifests",
         ]);
         assert!(e.contains("--apply /nonexistent/manifests"), "{e}");
+        let e = refused(&[
+            "harness",
+            "--kubeconfig",
+            "/k",
+            "--on-cluster",
+            "--push",
+            "no-registry",
+            "--",
+            "true",
+        ]);
+        assert!(e.contains("--push \"no-registry\""), "{e}");
     }
 
     /// What `measure` says of flags that do not fit the provider: exit 2,

@@ -34,6 +34,16 @@ pub struct OnClusterArgs {
     /// nodes — a kind cluster the harness made].
     #[arg(long, requires = "on_cluster")]
     pub image: Option<String>,
+    /// With --on-cluster: build the image here, push it to this
+    /// REGISTRY/REPOSITORY[:TAG] (as `harness image build --push`) and run
+    /// the pods from it: for a cluster whose nodes pull from that registry.
+    #[arg(
+        long,
+        value_name = "REF",
+        requires = "on_cluster",
+        conflicts_with = "image"
+    )]
+    pub push: Option<String>,
     /// With --on-cluster: seconds the whole run set may take.
     #[arg(long, default_value_t = 7200, requires = "on_cluster")]
     pub on_cluster_timeout: u64,
@@ -41,6 +51,15 @@ pub struct OnClusterArgs {
     /// caller has collected it.
     #[arg(long, hide = true)]
     pub hold: Option<u64>,
+}
+
+/// What can be refused before anything is built or made: a --push
+/// reference that is not one (exit 2).
+pub fn check(a: &OnClusterArgs) -> Result<()> {
+    if let Some(p) = &a.push {
+        harness::tools::push::parse_reference(p, "latest")?;
+    }
+    Ok(())
 }
 
 /// Run `on`'s rounds as a Job, remove its namespace (at the end, or on

@@ -147,6 +147,7 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
             "--on-cluster runs every round with the local provider inside its pod, all rounds of the run set: drop --provider, --real-node, --shard, --profile, --bin, --dry-run and --from",
         ));
     }
+    on_cluster::check(&args.on_cluster)?;
     let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
         bad_input("--on-cluster puts the scenarios of suites/thor/ into the image: run from inside the repository")
     })?;
@@ -215,6 +216,7 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
         context: existing.context.clone(),
         run_id: run_id.clone(),
         image: args.on_cluster.image.clone(),
+        push: args.on_cluster.push.clone(),
         contents: image::contents(
             k8s,
             if kueue {

@@ -110,7 +110,7 @@ async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
     let wanted: Vec<Component> = if args.only.is_empty() && args.kind {
         harness::tools::kindnode::components()
     } else if args.only.is_empty() {
-        Component::ALL.to_vec()
+        Component::for_users()
     } else {
         args.only
             .iter()
@@ -360,7 +360,7 @@ async fn kind_provider_checks() -> Vec<ProgramCheck> {
 /// had, 3 (saying what to install) otherwise.
 pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
     let r = resolver(&args.tools)?;
-    let report = tokio::task::spawn_blocking(move || diagnose(&r, &Component::ALL))
+    let report = tokio::task::spawn_blocking(move || diagnose(&r, &Component::for_users()))
         .await
         .context("the doctor's checks panicked")?;
     let kind = kind_provider_checks().await;

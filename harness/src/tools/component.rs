@@ -5,7 +5,8 @@ use crate::k8s::K8sRelease;
 pub use crate::tools::go_source::GoSource;
 use crate::tools::versions::{
     CNI_PLUGINS_VERSION, CONTAINERD_VERSION, COREDNS_VERSION, CRICTL_VERSION, ETCD_VERSION,
-    HPCC_KUBECTL_VERSION, JOBSET_VERSION, KIND_VERSION, KUEUE_VERSION, KWOK_VERSION, RUNC_VERSION,
+    HPCC_KUBECTL_VERSION, JOBSET_VERSION, KIND_VERSION, KUEUE_VERSION, KWOK_VERSION,
+    REGISTRY_VERSION, RUNC_VERSION,
 };
 
 /// Where a local Kueue's visibility server finds its certificate, relative
@@ -56,6 +57,9 @@ pub enum Component {
     Crictl,
     Coredns,
     Kind,
+    /// The CNCF distribution registry (its cmd/registry), run on loopback
+    /// where `image build --push` is tested; no cluster runs it.
+    Registry,
 }
 
 /// The wrapper main of `Component::HpccKubectl`: kubectl's root command
@@ -95,7 +99,7 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
 }
 
 impl Component {
-    pub const ALL: [Component; 24] = [
+    pub const ALL: [Component; 25] = [
         Component::Etcd,
         Component::KubeApiserver,
         Component::KubeControllerManager,
@@ -120,7 +124,16 @@ impl Component {
         Component::Crictl,
         Component::Coredns,
         Component::Kind,
+        Component::Registry,
     ];
+    /// Every binary a cluster or a benchmark runs: all but the registry
+    /// only the tests run (what `tools install` and `doctor` look at).
+    pub fn for_users() -> Vec<Component> {
+        Component::ALL
+            .into_iter()
+            .filter(|c| *c != Component::Registry)
+            .collect()
+    }
     /// What a kind node image built here holds, besides a real node's
     /// runtime (`NODE`) and the control plane's servers (`tools/kindnode`),
     /// and kind itself.
@@ -183,6 +196,7 @@ impl Component {
             Component::Crictl => "crictl",
             Component::Coredns => "coredns",
             Component::Kind => "kind",
+            Component::Registry => "registry",
         }
     }
 
@@ -258,6 +272,7 @@ impl Component {
             Component::Crictl => CRICTL_VERSION.to_string(),
             Component::Coredns => COREDNS_VERSION.to_string(),
             Component::Kind => KIND_VERSION.to_string(),
+            Component::Registry => REGISTRY_VERSION.to_string(),
             Component::CniBridge | Component::CniHostLocal | Component::CniLoopback => {
                 CNI_PLUGINS_VERSION.to_string()
             }
@@ -348,6 +363,20 @@ impl Component {
             Component::Crictl | Component::Coredns | Component::Kind => {
                 crate::tools::node_sources::go_source(self.name(), &v)
             }
+            Component::Registry => GoSource {
+                tree: format!("registry-{v}"),
+                module: "github.com/distribution/distribution/v3",
+                module_version: format!("v{v}"),
+                package: "github.com/distribution/distribution/v3/cmd/registry".into(),
+                staging_replaces: None,
+                // What its Makefile stamps (version/version.go).
+                ldflags: vec![format!(
+                    "github.com/distribution/distribution/v3/version.version=v{v}"
+                )],
+                main_go: None,
+                cgo: false,
+                tags: &[],
+            },
             _ => GoSource {
                 tree: format!("k8s-{v}"),
                 module: "k8s.io/kubernetes",
@@ -395,6 +424,7 @@ impl Component {
             Component::Jobset => "jobset ",
             Component::Kueue | Component::KueuePerfRunner => "kueue ",
             Component::Kind => "kind v",
+            Component::Registry => "distribution/v3 v",
             _ => "Kubernetes v",
         };
         let start = output.find(prefix)? + prefix.len();

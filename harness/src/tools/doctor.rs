@@ -172,6 +172,8 @@ pub fn cold_build_estimate(c: Component) -> Duration {
         Component::Crictl => 40,
         Component::Coredns => 150,
         Component::Kind => 30,
+        // Measured 2026-11-29 (its module's downloads included): 115 s.
+        Component::Registry => 115,
     };
     Duration::from_secs(s)
 }

@@ -22,6 +22,7 @@ pub mod mirror;
 pub mod modules;
 pub mod node_sources;
 pub mod oci;
+pub mod push;
 pub mod release;
 pub mod resolve;
 pub mod source;

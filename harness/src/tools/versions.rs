@@ -89,6 +89,9 @@ pub const CARGO_CYCLES_VERSION: &str = "0.2.0";
 /// release it was built for, best effort with others), so the harness
 /// refuses an older kind and warns about a newer one.
 pub const KIND_VERSION: &str = "0.33.0";
+/// The CNCF distribution registry (github.com/distribution/distribution/v3):
+/// the real registry `image build --push` is tested against.
+pub const REGISTRY_VERSION: &str = "3.1.2";
 
 /// A kind node image published with KIND_VERSION, pinned by digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

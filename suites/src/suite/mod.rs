@@ -10,6 +10,7 @@ pub mod contention;
 pub mod existing;
 pub mod faults;
 pub mod gang;
+pub mod image;
 pub mod kind;
 pub mod kubectl;
 pub mod kubelet;

@@ -29,8 +29,11 @@ pub struct OnCluster {
     /// The run's id: its namespace and Job carry it.
     pub run_id: String,
     /// An image the nodes can run; None: build it here and load it into
-    /// the nodes (a kind cluster the harness made).
+    /// the nodes (a kind cluster the harness made), or push it (`push`).
     pub image: Option<String>,
+    /// Build the image here and push it there (REGISTRY/REPOSITORY[:TAG]);
+    /// the pods run it from there.
+    pub push: Option<String>,
     /// What a built image holds.
     pub contents: Contents,
     pub shards: u32,
@@ -86,6 +89,19 @@ fn made_here(kubeconfig: &Path) -> Option<AnyCluster> {
 async fn image(o: &OnCluster) -> Result<String> {
     if let Some(i) = &o.image {
         return Ok(i.clone());
+    }
+    if let Some(to) = &o.push {
+        let dir = crate::paths::cache_dir().join("images");
+        let (archive, name) = image::build(&o.contents, &dir)?;
+        let to =
+            crate::tools::push::parse_reference(to, name.rsplit(':').next().unwrap_or("latest"))?;
+        let step = crate::progress::Step::start(format!("pushing {name} as {to}"));
+        let p = crate::tools::push::push(&archive, &to).await?;
+        step.done(&format!(
+            "{} blobs sent, {} there already",
+            p.blobs_sent, p.blobs_there
+        ));
+        return Ok(to.to_string());
     }
     let Some(cluster) = made_here(&o.kubeconfig) else {
         return Err(bad_input(format!(
