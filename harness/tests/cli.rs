@@ -427,7 +427,8 @@ fn tools_list_reports_every_binary() {
             "kube-proxy",
             "crictl",
             "coredns",
-            "kind"
+            "kind",
+            "registry"
         ]
     );
 }
