@@ -241,13 +241,73 @@ pub fn build(c: &Contents, dir: &Path) -> Result<(PathBuf, String)> {
     let archive = dir.join(format!("harness-rounds-{tag}.tar"));
     if !archive.is_file() {
         oci::write_archive(&spec, &archive)?;
+        forget_older(dir, &archive, KEPT)?;
     }
     Ok((archive, spec.name))
+}
+
+/// How many image archives the cache keeps: each is ~750 MB, and every
+/// new harness binary makes a new one (15, 11 GB, had piled up here in
+/// two days).
+const KEPT: usize = 2;
+
+/// Remove all but the `kept` newest image archives of `dir` (never
+/// `current`).
+fn forget_older(dir: &Path, current: &Path, kept: usize) -> Result<()> {
+    let mut archives: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("harness-rounds-") && n.ends_with(".tar"))
+        })
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    archives.sort_by_key(|a| std::cmp::Reverse(a.0));
+    for (_, p) in archives
+        .into_iter()
+        .filter(|(_, p)| p != current)
+        .skip(kept.saturating_sub(1))
+    {
+        std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_keeps_the_newest_archives_and_the_current_one() {
+        let d = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        for (i, name) in ["a", "b", "c", "d"].iter().enumerate() {
+            let p = d.path().join(format!("harness-rounds-{name}.tar"));
+            std::fs::write(&p, "x").unwrap();
+            let t =
+                std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i as u64);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+            paths.push(p);
+        }
+        std::fs::write(d.path().join("other.tar"), "x").unwrap();
+        // "b" was just written (its archive existed older: the newest is "d").
+        forget_older(d.path(), &paths[1], 2).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["harness-rounds-b.tar", "harness-rounds-d.tar", "other.tar"]
+        );
+    }
 
     #[test]
     fn ldd_lines_give_the_libraries_and_the_interpreter() {
