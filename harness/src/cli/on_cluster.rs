@@ -53,6 +53,23 @@ pub struct OnClusterArgs {
     pub hold: Option<u64>,
 }
 
+/// A round in a pod (`--hold`): run it, and whatever happened hold its
+/// out dir and exit code until the caller has collected them.
+pub async fn in_pod(
+    out: &std::path::Path,
+    hold_s: u64,
+    round: impl std::future::Future<Output = Result<i32>>,
+) -> Result<i32> {
+    let code = match round.await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("harness: {e:#}");
+            harness::error::exit_code(&e)
+        }
+    };
+    harness::bench::on_cluster::collect::hold(out, code, hold_s)
+}
+
 /// What can be refused before anything is built or made: a --push
 /// reference that is not one (exit 2).
 pub fn check(a: &OnClusterArgs) -> Result<()> {

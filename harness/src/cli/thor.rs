@@ -113,16 +113,7 @@ pub struct BenchThorArgs {
 
 pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
-        // A round in a pod: whatever happened, its out dir and exit code
-        // wait for the caller.
-        let code = match bench_thor_here(args).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("harness: {e:#}");
-                error::exit_code(&e)
-            }
-        };
-        return harness::bench::on_cluster::collect::hold(&args.out, code, hold_s);
+        return on_cluster::in_pod(&args.out, hold_s, bench_thor_here(args)).await;
     }
     if args.on_cluster.on_cluster {
         return bench_thor_on_cluster(args).await;

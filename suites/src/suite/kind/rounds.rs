@@ -19,6 +19,16 @@ use harness::cluster::Cluster;
 use harness::cluster::kind::{KindImages, KindSpec, config};
 use harness::lifecycle::KindUpOptions;
 
+/// The run set on the cluster: a smoke of baseline and jobset.
+const SMOKE: [&str; 6] = [
+    "bench",
+    "thor",
+    "--scenario",
+    "suites/thor/smoke.yaml",
+    "--modes",
+    "baseline,jobset",
+];
+
 pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
     let harness = crate::harness_cli().map_err(anyhow::Error::msg)?;
     let root = crate::repo_root();
@@ -54,38 +64,39 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
             );
             Ok(o)
         };
-        let merged = out.path().join("merged");
-        let o = run(&[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--modes",
-            "baseline,jobset",
-            "--repeat",
-            "2",
-            "--seed",
-            "5",
-            "--on-cluster",
-            "--kubeconfig",
-            &kubeconfig.display().to_string(),
-            "--parallel",
-            "2",
-            "--out",
-            &merged.display().to_string(),
-        ])?;
-        let log = String::from_utf8_lossy(&o.stderr).into_owned();
-        ensure!(
-            o.status.success(),
-            "bench thor --on-cluster: {}\n{log}",
-            o.status
-        );
-        for k in 1..=2 {
+        // 2 rounds with seed 5 as 2 pods at once, each collected.
+        let kc = kubeconfig.display().to_string();
+        let on_cluster = |args: &[&str], out: &std::path::Path| -> Result<String> {
+            let out = out.display().to_string();
+            let mut all = args.to_vec();
+            all.extend([
+                "--repeat",
+                "2",
+                "--seed",
+                "5",
+                "--on-cluster",
+                "--kubeconfig",
+            ]);
+            all.extend([kc.as_str(), "--parallel", "2", "--out", out.as_str()]);
+            let o = run(&all)?;
+            let log = String::from_utf8_lossy(&o.stderr).into_owned();
             ensure!(
-                log.contains(&format!("round {k} of 2 collected")),
-                "round {k} was not collected:\n{log}"
+                o.status.success(),
+                "{} {} --on-cluster: {}\n{log}",
+                args[0],
+                args[1],
+                o.status
             );
-        }
+            for k in 1..=2 {
+                ensure!(
+                    log.contains(&format!("round {k} of 2 collected")),
+                    "round {k} was not collected:\n{log}"
+                );
+            }
+            Ok(log)
+        };
+        let merged = out.path().join("merged");
+        on_cluster(&SMOKE, &merged)?;
         let r = harness::bench::thor::result::ThorResult::read(&merged, "test")?;
         let st = r.statistics.as_ref().context("statistics")?;
         ensure!(
@@ -94,20 +105,17 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
         );
         ensure!(r.provider == "local", "each round ran {}", r.provider);
         let cmp = out.path().join("compare");
-        let o = run(&[
-            "bench",
-            "thor",
-            "--scenario",
-            "suites/thor/smoke.yaml",
-            "--modes",
-            "baseline,jobset",
+        let (merged_dir, cmp_dir) = (merged.display().to_string(), cmp.display().to_string());
+        let mut args = SMOKE.to_vec();
+        args.extend([
             "--from",
-            &merged.display().to_string(),
+            &merged_dir,
             "--compare",
             "--counts-only",
             "--out",
-            &cmp.display().to_string(),
-        ])?;
+            &cmp_dir,
+        ]);
+        let o = run(&args)?;
         let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap_or_default();
         ensure!(
             o.status.success(),
@@ -125,34 +133,21 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
             "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: three\n  namespace: default\nspec:\n  completions: 3\n  parallelism: 3\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n",
         )?;
         let measured = out.path().join("measured");
-        let o = run(&[
-            "measure",
-            "--name",
-            "on-cluster",
-            "--repeat",
-            "2",
-            "--seed",
-            "5",
-            "--nodes",
-            "2",
-            "--variant",
-            "one=kubectl create job one --image=registry.k8s.io/pause:3.10",
-            "--variant",
-            &format!("three=@{}", manifests.display()),
-            "--on-cluster",
-            "--kubeconfig",
-            &kubeconfig.display().to_string(),
-            "--parallel",
-            "2",
-            "--out",
-            &measured.display().to_string(),
-        ])?;
-        let log = String::from_utf8_lossy(&o.stderr).into_owned();
-        ensure!(
-            o.status.success(),
-            "measure --on-cluster: {}\n{log}",
-            o.status
-        );
+        let three = format!("three=@{}", manifests.display());
+        let log = on_cluster(
+            &[
+                "measure",
+                "--name",
+                "on-cluster",
+                "--nodes",
+                "2",
+                "--variant",
+                "one=kubectl create job one --image=registry.k8s.io/pause:3.10",
+                "--variant",
+                &three,
+            ],
+            &measured,
+        )?;
         // The same image as bench thor's (same binaries and files): its
         // digest tag is in every node already.
         ensure!(
