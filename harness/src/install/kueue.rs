@@ -10,7 +10,9 @@
 //! APIService is not registered: the API server could reach a loopback
 //! process only through a Service, whose endpoints may not be loopback.
 //!
-//! kind: the release manifest (`release`).
+//! kind: the module's kustomization with the controller built here
+//! (`release`), its visibility server's emptyDir mounted where the built
+//! binary looks (`visibility_where_built`).
 
 use std::time::Duration;
 
@@ -160,6 +162,38 @@ pub const RELEASE: crate::install::release::Release = crate::install::release::R
     controller: crate::tools::Component::Kueue,
 };
 
+/// Upstream's kustomization mounts the visibility server's emptyDir at
+/// "/visibility", the fixed `certDir` of pkg/visibility/server.go
+/// (config/default/manager_visibility_patch.yaml: "this is hard coded");
+/// the binary built here looks under "/etc/" + KUEUE_VISIBILITY_CERT_DIR
+/// (moved by `-X` for the local provider's /etc overlay,
+/// tools/component.rs). On kind its root filesystem is read-only
+/// (`readOnlyRootFilesystem`), so the server failed at start ("mkdir
+/// /etc/kueue: read-only file system") and the pod crash-looped. Moves
+/// that mount; how many moved.
+pub fn visibility_where_built(objects: &mut [Value]) -> usize {
+    let to = format!(
+        "/etc/{}",
+        crate::tools::component::KUEUE_VISIBILITY_CERT_DIR
+    );
+    let mut moved = 0;
+    for o in objects.iter_mut().filter(|o| o["kind"] == "Deployment") {
+        let Some(containers) = o["spec"]["template"]["spec"]["containers"].as_array_mut() else {
+            continue;
+        };
+        for m in containers
+            .iter_mut()
+            .filter_map(|c| c["volumeMounts"].as_array_mut())
+            .flatten()
+            .filter(|m| m["mountPath"] == "/visibility")
+        {
+            m["mountPath"] = json!(to);
+            moved += 1;
+        }
+    }
+    moved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +205,29 @@ mod tests {
         assert_eq!(w["kind"], "Workload");
         assert_eq!(w["metadata"]["namespace"], "default");
         assert_eq!(w["spec"]["podSets"][0]["count"], 1);
+    }
+
+    #[test]
+    fn the_visibility_volume_is_mounted_where_the_built_binary_looks() {
+        let mut objects = vec![serde_json::json!({
+            "kind": "Deployment",
+            "spec": {"template": {"spec": {"containers": [{
+                "name": "manager",
+                "volumeMounts": [
+                    {"mountPath": "/tmp/k8s-webhook-server/serving-certs", "name": "cert"},
+                    {"mountPath": "/visibility", "name": "visibility"},
+                ],
+            }]}}},
+        })];
+        assert_eq!(
+            crate::install::kueue::visibility_where_built(&mut objects),
+            1
+        );
+        let mounts = &objects[0]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"];
+        assert_eq!(mounts[1]["mountPath"], "/etc/kueue/visibility");
+        assert_eq!(
+            mounts[0]["mountPath"],
+            "/tmp/k8s-webhook-server/serving-certs"
+        );
     }
 }

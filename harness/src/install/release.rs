@@ -64,6 +64,13 @@ impl Release {
         prompt_readiness(&mut objects);
         crate::install::webhook_cert::seed(&mut objects, &dir)
             .with_context(|| format!("{}'s webhook certificate", self.component))?;
+        if c == Component::Kueue && crate::install::kueue::visibility_where_built(&mut objects) == 0
+        {
+            bail!(
+                "Kueue's kustomization ({}) mounts nothing at /visibility, where upstream's visibility server keeps its certificates: the built binary's would have no writable directory",
+                dir.display()
+            );
+        }
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(

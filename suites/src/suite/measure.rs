@@ -320,7 +320,7 @@ fn unchanged_code_is_judged_no_different_and_a_seeded_poll_is_named() -> Result<
             .filter(|(_, j)| j.verdict != Direction::Same)
             .map(|(k, j)| format!("{k} {}", j.cell()))
             .collect();
-        eprintln!("{mode} ÷ a: {}; per metric: {own:?}", family.sentence());
+        eprintln!("{mode} ÷ a: {} Each on its own: {own:?}", family.sentence());
         family
     };
     let aa = family_of("b");
