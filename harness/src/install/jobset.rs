@@ -117,4 +117,6 @@ pub const RELEASE: crate::install::release::Release = crate::install::release::R
     deployments: &["jobset-controller-manager"],
     url: crate::tools::versions::jobset_manifest_url,
     controller: crate::tools::Component::Jobset,
+    // Upstream's objects as they are.
+    for_built: |_| Ok(()),
 };

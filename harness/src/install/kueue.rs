@@ -160,6 +160,12 @@ pub const RELEASE: crate::install::release::Release = crate::install::release::R
     deployments: &["kueue-controller-manager"],
     url: crate::tools::versions::kueue_manifest_url,
     controller: crate::tools::Component::Kueue,
+    for_built: |objects| match visibility_where_built(objects) {
+        0 => anyhow::bail!(
+            "it mounts nothing at /visibility, where upstream's visibility server keeps its certificates: the built binary's would have no writable directory"
+        ),
+        _ => Ok(()),
+    },
 };
 
 /// Upstream's kustomization mounts the visibility server's emptyDir at

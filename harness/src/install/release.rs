@@ -38,6 +38,9 @@ pub struct Release {
     /// The controller binary (tools/component.rs), whose module holds the
     /// kustomization.
     pub controller: Component,
+    /// What the kustomization's objects need for the binary built here,
+    /// beyond upstream's image (`install_built`).
+    pub for_built: fn(&mut [Value]) -> Result<()>,
 }
 
 impl Release {
@@ -64,13 +67,8 @@ impl Release {
         prompt_readiness(&mut objects);
         crate::install::webhook_cert::seed(&mut objects, &dir)
             .with_context(|| format!("{}'s webhook certificate", self.component))?;
-        if c == Component::Kueue && crate::install::kueue::visibility_where_built(&mut objects) == 0
-        {
-            bail!(
-                "Kueue's kustomization ({}) mounts nothing at /visibility, where upstream's visibility server keeps its certificates: the built binary's would have no writable directory",
-                dir.display()
-            );
-        }
+        (self.for_built)(&mut objects)
+            .with_context(|| format!("{}'s kustomization ({})", self.component, dir.display()))?;
         let replaced = use_image(&mut objects, &spec.name);
         if replaced == 0 {
             bail!(
