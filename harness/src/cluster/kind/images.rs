@@ -103,11 +103,29 @@ pub async fn ensure_network(docker: &Path) -> Result<()> {
         ],
     ))
     .await;
-    match made {
-        Ok(_) => Ok(()),
-        Err(_) if command::output(&inspect).await?.status.success() => Ok(()),
-        Err(e) => Err(e.context(format!("creating docker network {BUILT_NETWORK}"))),
+    let Err(e) = made else {
+        return Ok(());
+    };
+    if !format!("{e:#}").contains("already exists") {
+        return Err(e.context(format!("creating docker network {BUILT_NETWORK}")));
     }
+    // The other create holds the name before the network can be inspected
+    // (the CI of f5b4ea7: the second look, at once, found none): looked
+    // for until it is there.
+    crate::poll::Poll::new(
+        format!("docker network {BUILT_NETWORK}, made by another cluster's start"),
+        std::time::Duration::from_secs(30),
+    )
+    .every(std::time::Duration::from_millis(200))
+    .until(|| async {
+        Ok(command::output(&inspect)
+            .await?
+            .status
+            .success()
+            .then_some(()))
+    })
+    .await
+    .with_context(|| format!("creating docker network {BUILT_NETWORK}: {e:#}"))
 }
 
 /// Remove the built-image clusters' network when no container is on it
