@@ -43,18 +43,23 @@ fn dn(cn: &str, orgs: &[&str]) -> DistinguishedName {
     d
 }
 
+/// A CA's basic constraints, key usages and validity.
+fn as_ca(params: &mut CertificateParams, days: i64) {
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(params, days);
+}
+
 impl Ca {
     pub fn generate(name: &str) -> Result<Ca> {
         let key = KeyPair::generate().context("generating the CA key")?;
         let mut params = CertificateParams::default();
         params.distinguished_name = dn(&format!("harness-ca-{name}"), &[]);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        validity(&mut params, 3650);
+        as_ca(&mut params, 3650);
         let cert = params.self_signed(&key).context("self-signing the CA")?;
         Ok(Ca {
             pair: CertPair {
@@ -89,13 +94,7 @@ impl Ca {
         let mut params =
             CertificateParams::new(vec![cn.to_string()]).context("the CA's DNS name")?;
         params.distinguished_name = dn(cn, &[org]);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        validity(&mut params, days);
+        as_ca(&mut params, days);
         let cert = params
             .self_signed(&key)
             .with_context(|| format!("self-signing the CA {cn}"))?;
@@ -112,9 +111,13 @@ impl Ca {
     /// A serving certificate for `dns` only (a Service's name), valid for
     /// `days`.
     pub fn serving_for(&self, dns: &str, days: i64) -> Result<CertPair> {
-        let mut params =
-            CertificateParams::new(vec![dns.to_string()]).context("serving certificate SAN")?;
-        params.distinguished_name = dn(dns, &[]);
+        self.serving_with(dns, vec![dns.to_string()], days)
+    }
+
+    /// A serving certificate named `cn` for `sans`, valid for `days`.
+    fn serving_with(&self, cn: &str, sans: Vec<String>, days: i64) -> Result<CertPair> {
+        let mut params = CertificateParams::new(sans).context("serving certificate SANs")?;
+        params.distinguished_name = dn(cn, &[]);
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
@@ -122,7 +125,7 @@ impl Ca {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         validity(&mut params, days);
         self.sign(params)
-            .with_context(|| format!("signing the serving certificate of {dns}"))
+            .with_context(|| format!("signing the serving certificate {cn}"))
     }
 
     fn sign(&self, params: CertificateParams) -> Result<CertPair> {
@@ -139,16 +142,7 @@ impl Ca {
     pub fn serving(&self, cn: &str, extra_sans: &[&str]) -> Result<CertPair> {
         let mut sans = vec!["127.0.0.1".to_string(), "localhost".to_string()];
         sans.extend(extra_sans.iter().map(|s| s.to_string()));
-        let mut params = CertificateParams::new(sans).context("serving certificate SANs")?;
-        params.distinguished_name = dn(cn, &[]);
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        validity(&mut params, 365);
-        self.sign(params)
-            .with_context(|| format!("signing the serving certificate {cn}"))
+        self.serving_with(cn, sans, 365)
     }
 
     /// A client certificate: the API server takes CN as the user name and
