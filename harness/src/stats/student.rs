@@ -100,9 +100,36 @@ fn density(t: f64, df: f64) -> f64 {
 }
 
 /// The q-quantile of T (0.5 < q < 1) with `df` degrees of freedom: the
-/// t with P(T ≤ t) = q. Newton's method on the upper tail inside a
-/// bracket that bisection keeps when a step would leave it.
+/// t with P(T ≤ t) = q. Each (q, df) is solved once per thread and kept
+/// (up to [`KEPT`] of them): the rule asks for the same few again and
+/// again — a paired t's df is n − 1, and a Welch df stays the same when
+/// a sample is scaled, as the calibration's shifted draws are.
 pub fn quantile(q: f64, df: f64) -> f64 {
+    thread_local! {
+        static SOLVED: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+            std::cell::RefCell::default();
+    }
+    let key = (q.to_bits(), df.to_bits());
+    if let Some(t) = SOLVED.with(|m| m.borrow().get(&key).copied()) {
+        return t;
+    }
+    let t = solve(q, df);
+    SOLVED.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= KEPT {
+            m.clear();
+        }
+        m.insert(key, t);
+    });
+    t
+}
+
+/// How many solved quantiles a thread keeps.
+const KEPT: usize = 4096;
+
+/// [`quantile`], solved: Newton's method on the upper tail inside a
+/// bracket that bisection keeps when a step would leave it.
+fn solve(q: f64, df: f64) -> f64 {
     let tail = 1.0 - q; // P(T > t), wanted
     let upper = |t: f64| two_sided_p(t, df) / 2.0;
     let (mut lo, mut hi) = (0.0, 1.0);
