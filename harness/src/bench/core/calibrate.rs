@@ -127,7 +127,8 @@ fn tally(s: &Series, n: usize, trials: usize, salt: u64) -> Tally {
     t
 }
 
-/// One row of the table: a kind of metric at n rounds.
+/// One row of the table: a class of metric (a kind, or counts with a
+/// floor) at n rounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     pub kind: String,
@@ -159,14 +160,29 @@ pub fn kind_name(k: Kind) -> &'static str {
     }
 }
 
-const KINDS: [Kind; 6] = [
-    Kind::Fixed,
-    Kind::Count,
-    Kind::Bytes,
-    Kind::Time,
-    Kind::Cpu,
-    Kind::Latency,
+/// The table's classes, in its order: each kind, and the counts with a
+/// floor (each client's requests) apart from the counts without one —
+/// their floor, not their spread, decides what they can see, and the
+/// median of one class would hide the other's.
+const CLASSES: [&str; 7] = [
+    "fixed count",
+    "count",
+    FLOORED_COUNT,
+    "bytes",
+    "time",
+    "CPU",
+    "latency",
 ];
+
+const FLOORED_COUNT: &str = "count with a floor";
+
+/// The class of `s` in the table.
+fn class(s: &Series) -> &'static str {
+    match (s.kind, s.rule.floor > 0.0) {
+        (Kind::Count, true) => FLOORED_COUNT,
+        (k, _) => kind_name(k),
+    }
+}
 
 /// The smallest δ of GRID caught in GOAL of `draws` (None past it).
 fn smallest(caught: &[usize; GRID.len()], draws: usize) -> Option<f64> {
@@ -189,14 +205,14 @@ fn median_detect(v: &[Option<f64>]) -> Option<f64> {
     m.is_finite().then_some(m)
 }
 
-/// The table's rows: every kind at every n of `rounds` that some series
+/// The table's rows: every class at every n of `rounds` that some series
 /// has 2n recorded rounds for.
 pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     for &n in rounds {
-        for kind in KINDS {
+        for name in CLASSES {
             let mut row = Row {
-                kind: kind_name(kind).into(),
+                kind: name.into(),
                 rounds: n,
                 metrics: 0,
                 draws: 0,
@@ -212,7 +228,7 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
             let (mut ab_false, mut cmp_false) = (0, 0);
             let (mut ab_d, mut cmp_d) = (Vec::new(), Vec::new());
             for (i, s) in series.iter().enumerate() {
-                if s.kind != kind || s.recorded.samples.len() < 2 * n {
+                if class(s) != name || s.recorded.samples.len() < 2 * n {
                     continue;
                 }
                 let t = tally(s, n, trials, (i as u64) << 8 | n as u64);
@@ -284,6 +300,20 @@ pub fn markdown(rows: &[Row], series: &[Series], rounds: &[usize], trials: usize
             .join(", "),
         GOAL * 100.0
     );
+    let mut floors: Vec<String> = Vec::new();
+    for x in series.iter().filter(|x| class(x) == FLOORED_COUNT) {
+        let f = format!("{} {}", x.rule.floor, x.recorded.unit);
+        if !floors.contains(&f) {
+            floors.push(f);
+        }
+    }
+    if !floors.is_empty() {
+        let _ = writeln!(
+            s,
+            "Counts with a floor (each client's requests, and the like) are a row of their own: a change must pass their floor ({}) as well as the 2 % minimum effect, so the floor, not the spread, sets the smallest change they catch.\n",
+            floors.join(", ")
+        );
+    }
     let _ = writeln!(
         s,
         "| kind | n | metrics | A/B false verdicts | worst metric | --compare false regressions | worst metric | A/B: smallest change caught | --compare: smallest change caught |"
@@ -360,6 +390,26 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| fixed count | 3 | 1 | 0.0 % | — |"), "{md}");
+    }
+
+    #[test]
+    fn counts_with_a_floor_are_a_row_of_their_own() {
+        // A client's 100 requests a run with a floor of 30: only a shift
+        // past 30 requests is seen (+50 %, where +20 % is 20); the total's
+        // 1,000 without a floor at 3 %. One "count" row would show the
+        // median of the two.
+        let mut client = one(Kind::Count, vec![100.0; 10]);
+        client.rule = Kind::Count.rule(30.0);
+        client.recorded.unit = "requests".into();
+        let series = vec![one(Kind::Count, vec![1000.0; 10]), client];
+        let rows = calibrate(&series, &[3], 20);
+        let names: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
+        assert_eq!(names, ["count", "count with a floor"]);
+        assert_eq!(rows[0].ab_detects, Some(0.03));
+        assert_eq!(rows[1].ab_detects, Some(0.5));
+        let md = markdown(&rows, &series, &[3], 20);
+        assert!(md.contains("their floor (30 requests)"), "{md}");
+        assert!(md.contains("| count with a floor | 3 | 1 |"), "{md}");
     }
 
     #[test]
