@@ -280,20 +280,40 @@ fn detect(x: Option<f64>) -> String {
 /// measure.
 pub fn markdown(rows: &[Row], series: &[Series], rounds: &[usize], trials: usize) -> String {
     let mut s = String::new();
-    let mut sources: Vec<(String, usize)> = Vec::new();
+    // A baseline file and its number of recorded rounds.
+    type Source = (String, usize);
+    let mut sources: Vec<Source> = Vec::new();
     for x in series {
         if !sources.iter().any(|(f, _)| *f == x.from) {
             sources.push((x.from.clone(), x.recorded.samples.len()));
         }
     }
-    let from: Vec<String> = sources
-        .iter()
-        .map(|(f, m)| format!("`{f}` ({m} rounds)"))
-        .collect();
+    // A file with fewer rounds than two halves of the smallest n feeds no
+    // row: named as left out, not as a source.
+    let least = 2 * rounds.iter().min().copied().unwrap_or(1);
+    let (used, short): (Vec<&Source>, Vec<&Source>) =
+        sources.iter().partition(|(_, m)| *m >= least);
+    let names = |v: &[&Source]| {
+        v.iter()
+            .map(|(f, m)| format!("`{f}` ({m} rounds)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut from = match used.is_empty() {
+        true => "no baseline with enough rounds".to_string(),
+        false => names(&used),
+    };
+    if !short.is_empty() {
+        let _ = write!(
+            from,
+            " ({} left out: fewer than the {least} rounds two halves of n = {} need)",
+            names(&short),
+            least / 2
+        );
+    }
     let _ = writeln!(
         s,
-        "From {}; {trials} seeded draws per metric and number of rounds n (a shuffle of the recorded rounds: A/B pairs the first n with the next n; --compare judges the first n against the rest). False: a verdict between runs of the same build. Smallest change caught: the median over the kind's metrics of the smallest shift of the run's recorded values (of {}) called higher in {:.0} % of the draws.\n",
-        from.join(", "),
+        "From {from}; {trials} seeded draws per metric and number of rounds n (a shuffle of the recorded rounds: A/B pairs the first n with the next n; --compare judges the first n against the rest). False: a verdict between runs of the same build. Smallest change caught: the median over the kind's metrics of the smallest shift of the run's recorded values (of {}) called higher in {:.0} % of the draws.\n",
         GRID.iter()
             .map(|d| format!("{:.0} %", d * 100.0))
             .collect::<Vec<_>>()
@@ -407,8 +427,16 @@ mod tests {
         assert_eq!(names, ["count", "count with a floor"]);
         assert_eq!(rows[0].ab_detects, Some(0.03));
         assert_eq!(rows[1].ab_detects, Some(0.5));
+        let mut series = series;
+        let mut short = one(Kind::Count, vec![5.0; 5]);
+        short.from = "short.json".into();
+        series.push(short);
         let md = markdown(&rows, &series, &[3], 20);
         assert!(md.contains("their floor (30 requests)"), "{md}");
+        assert!(
+            md.contains("From `b.json` (10 rounds) (`short.json` (5 rounds) left out: fewer than the 6 rounds two halves of n = 3 need)"),
+            "{md}"
+        );
         assert!(md.contains("| count with a floor | 3 | 1 |"), "{md}");
     }
 
