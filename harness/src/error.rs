@@ -1,6 +1,7 @@
 //! Error kinds that map to the CLI's exit codes (DESIGN.md):
 //! 0 ok, 1 a check or comparison failed, 2 bad input or usage,
-//! 3 the environment is missing something.
+//! 3 the environment is missing something, 4 a comparison could not
+//! judge everything on this machine (nothing regressed).
 //!
 //! Errors travel as `anyhow::Error`; the kinds below are markers placed at
 //! the root of a chain so that `exit_code` can find them under any context.
@@ -50,6 +51,9 @@ pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ENV: i32 = 3;
+/// A comparison that found no regression but could not judge everything
+/// it was asked to on this machine (`bench::core::policy::Comparison`).
+pub const EXIT_UNJUDGED: i32 = 4;
 
 /// The exit code for an error: the first marker found in its chain wins.
 pub fn exit_code(err: &anyhow::Error) -> i32 {

@@ -9,6 +9,7 @@ pub mod input;
 pub mod install;
 pub mod k8s;
 pub mod lifecycle;
+pub mod load;
 pub mod logs;
 pub mod machine;
 pub mod metrics;

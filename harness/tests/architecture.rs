@@ -29,7 +29,7 @@ const LAYERS: &[&[&str]] = &[
     &["k8s"],
     &[
         "lib", "inotify", "input", "yaml", "error", "paths", "output", "poll", "signal",
-        "progress", "logs", "stats", "timings", "machine", "pki",
+        "progress", "logs", "stats", "timings", "machine", "pki", "load",
     ],
 ];
 

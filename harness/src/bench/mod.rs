@@ -14,3 +14,48 @@ pub mod merge;
 pub mod on_cluster;
 pub mod saved;
 pub mod thor;
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::core::metric::{Driver, Spec};
+
+    /// Every workload's metric declarations (cron's figures are not yet
+    /// declared metrics: they are judged over rounds only).
+    fn every_spec() -> Vec<(&'static str, Spec)> {
+        let mut all: Vec<(&'static str, Spec)> = Vec::new();
+        all.extend(
+            crate::bench::thor::metrics::metrics()
+                .into_iter()
+                .map(|m| ("thor", m.spec)),
+        );
+        all.extend(
+            crate::bench::measure::result::metrics()
+                .into_iter()
+                .map(|m| ("measure", m.spec)),
+        );
+        all.extend(
+            crate::bench::gang::metrics()
+                .into_iter()
+                .map(|m| ("gang", m.spec)),
+        );
+        all
+    }
+
+    /// What drives a metric decides how a stored baseline judges it on
+    /// another machine (bench::core::across): none may go undeclared.
+    #[test]
+    fn every_metric_declares_what_drives_it() {
+        let all = every_spec();
+        assert!(all.len() > 40, "{}", all.len());
+        let undeclared: Vec<String> = all
+            .iter()
+            .filter(|(_, s)| s.driver == Driver::Undeclared)
+            .map(|(w, s)| format!("{w}: {}", s.key))
+            .collect();
+        assert!(undeclared.is_empty(), "no driver declared: {undeclared:?}");
+        // And the check sees one that is not.
+        let bare = Spec::new("x", "x", "requests");
+        assert_eq!(bare.driver, Driver::Undeclared);
+        assert_eq!(bare.drive_of("x"), None);
+    }
+}

@@ -116,9 +116,14 @@ pub struct MeasureArgs {
     /// regression.
     #[arg(long)]
     pub compare: bool,
-    /// With --compare: judge counts and sizes only.
+    /// With --compare: latencies, times and CPU shown, not judged; counts
+    /// are judged by what drives them wherever this runs.
     #[arg(long, requires = "compare")]
     pub counts_only: bool,
+    /// Keep N of this machine's CPUs busy beside every run (N processes
+    /// spinning, stopped when the runs end): a busier machine on demand.
+    #[arg(long, value_name = "N")]
+    pub load: Option<u32>,
     /// Store this run as the baseline measure-NAME.
     #[arg(long)]
     pub record: bool,
@@ -168,6 +173,9 @@ impl MeasureArgs {
 }
 
 pub async fn measure(args: &MeasureArgs) -> Result<i32> {
+    if let Some(n) = args.load {
+        harness::load::check(n)?;
+    }
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, measure_here(args)).await;
     }
@@ -386,7 +394,16 @@ async fn measure_here(args: &MeasureArgs) -> Result<i32> {
     }
     let work = measure::measure(&opts);
     let made = Made::Prefixed(&opts.cluster_prefix);
-    let result = match or_tear_down(work, &opts.provider, made).await? {
+    let load = args.load.map(harness::load::Load::start).transpose()?;
+    if let Some(l) = &load {
+        eprintln!(
+            "harness: {} CPU(s) kept busy beside the runs (--load)",
+            l.cores()
+        );
+    }
+    let result = or_tear_down(work, &opts.provider, made).await;
+    drop(load);
+    let result = match result? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
@@ -441,12 +458,12 @@ fn finish(
     if let Some(root) = &root {
         if args.compare {
             let c = policy::compare(root, &result.figures, args.counts_only, &args.out)?;
-            print!(
-                "{}",
-                compare_report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
-            );
-            if c.regressed() {
-                code = error::EXIT_FAILED;
+            print!("{}", compare_report::compare_markdown(&c));
+            let summary = compare_report::summary(&c);
+            eprint!("{summary}");
+            harness::bench::core::report::files::lead_with(&result.figures, &args.out, &summary)?;
+            if code == 0 {
+                code = c.exit_code();
             }
         }
         if args.record {

@@ -16,6 +16,11 @@ use harness::bench::thor::result::ModeResult;
 
 use crate::cli::changes::ChangesArgs;
 
+/// The most rounds `report calibrate` draws at (each draw judges them
+/// once per shift of the grid) and the most draws per metric and n.
+const MAX_ROUNDS: usize = 50;
+const MAX_TRIALS: usize = 10_000;
+
 #[derive(Subcommand, Debug)]
 pub enum ReportCommand {
     /// The headline table: each JobSet mode ÷ baseline from recorded
@@ -55,6 +60,10 @@ pub enum ReportCommand {
         /// Seeded draws per metric and number of rounds.
         #[arg(long, default_value_t = 200)]
         trials: usize,
+        /// Numbers of runs the cross-machine table (the baselines' runs
+        /// under other conditions, each held out in turn) measures at.
+        #[arg(long, value_delimiter = ',', default_value = "1,3,5")]
+        across_rounds: Vec<usize>,
     },
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
@@ -163,12 +172,16 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             files,
             rounds,
             trials,
+            across_rounds,
         } => {
-            use harness::bench::core::calibrate;
-            if rounds.iter().any(|n| *n < 2) || *trials == 0 {
-                return Err(harness::error::bad_input(
-                    "report calibrate: --rounds are 2 or more each, --trials at least 1",
-                ));
+            use harness::bench::core::{calibrate, calibrate_across};
+            if rounds.iter().any(|n| !(2..=MAX_ROUNDS).contains(n))
+                || across_rounds.iter().any(|n| !(1..=MAX_ROUNDS).contains(n))
+                || !(1..=MAX_TRIALS).contains(trials)
+            {
+                return Err(harness::error::bad_input(format!(
+                    "report calibrate: --rounds are 2 to {MAX_ROUNDS} each, --across-rounds 1 to {MAX_ROUNDS}, --trials 1 to {MAX_TRIALS}"
+                )));
             }
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let named: Vec<(String, harness::bench::core::baseline::Baseline)> =
@@ -180,6 +193,12 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             let series = calibrate::series(&named);
             let rows = calibrate::calibrate(&series, rounds, *trials);
             print!("{}", calibrate::markdown(&rows, &series, rounds, *trials));
+            let across = calibrate_across::series(&named);
+            let rows = calibrate_across::calibrate(&across, across_rounds, *trials);
+            print!(
+                "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
+                calibrate_across::markdown(&rows, &named, *trials)
+            );
             Ok(0)
         }
         ReportCommand::Spread { files } => {

@@ -12,7 +12,7 @@ use harness::bench::core::report::{compare as compare_report, files, markdown};
 use harness::bench::core::shard::Shard;
 use harness::bench::thor::{self, ThorBenchOptions};
 use harness::cluster::{Ask, Provider};
-use harness::error::{self, bad_input};
+use harness::error::bad_input;
 use harness::metrics::pprof;
 use harness::workload::thor::Mode;
 
@@ -47,17 +47,29 @@ pub struct BenchThorArgs {
     /// join with `harness report merge` into the result one run gives.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// Compare with the stored baseline; exit 1 on a regression.
+    /// Compare with the stored baseline: exit 1 on a regression, 4 when
+    /// nothing regressed but a verdict could not be given on this machine
+    /// (compare-summary.md says which and what would give one). On the
+    /// baseline's kind of machine (CPUs, CPU model, memory), quiet, every
+    /// metric is judged against its recorded runs; elsewhere what the
+    /// workload's pace or the clock drives is judged against the band the
+    /// baseline measured across machines and loads (--record-band).
     #[arg(long)]
     pub compare: bool,
-    /// With --compare: judge counts and sizes only; latencies, wall times,
-    /// CPU and the counts that follow the machine's timing (HPCC's
-    /// identities' polls, everyone else's requests, the run total) are
-    /// shown but cannot fail. Without it they are judged only when this
-    /// machine is the kind that recorded the baseline (CPUs, CPU model,
-    /// memory) and was quiet while each run was measured.
+    /// With --compare: latencies, wall times and CPU are shown but not
+    /// judged; counts are judged by what drives them wherever this runs.
     #[arg(long, requires = "compare")]
     pub counts_only: bool,
+    /// Add these runs to the stored baseline's band across machines and
+    /// loads (its `across`): run them on another machine, or beside a
+    /// load (--load), with the baseline's build. Refused on the baseline's
+    /// own kind of machine, quiet (that is --record's).
+    #[arg(long, conflicts_with = "record")]
+    pub record_band: bool,
+    /// Keep N of this machine's CPUs busy beside every run (N processes
+    /// spinning, stopped when the runs end): a busier machine on demand.
+    #[arg(long, value_name = "N")]
+    pub load: Option<u32>,
     /// Store this run as the baseline.
     #[arg(long)]
     pub record: bool,
@@ -112,6 +124,9 @@ pub struct BenchThorArgs {
 }
 
 pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
+    if let Some(n) = args.load {
+        harness::load::check(n)?;
+    }
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, bench_thor_here(args)).await;
     }
@@ -333,10 +348,13 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
         return Ok(0);
     }
     if let Some(dir) = &args.from {
-        if !(args.compare || args.record) {
+        if !(args.compare || args.record || args.record_band) {
             return Err(bad_input(
-                "--from judges or records saved runs: add --compare or --record",
+                "--from judges or records saved runs: add --compare, --record or --record-band",
             ));
+        }
+        if args.load.is_some() {
+            return Err(bad_input("--load runs beside new runs, not with --from"));
         }
         let result = thor::saved::matching(dir, &pre.scenario)?;
         eprintln!(
@@ -347,7 +365,16 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
         return judge_and_record(args, root.as_deref(), &result);
     }
     let made = Made::Prefixed(&opts.cluster_prefix);
-    let result = match or_tear_down(thor::bench_thor(&opts), &opts.provider, made).await? {
+    let load = args.load.map(harness::load::Load::start).transpose()?;
+    if let Some(l) = &load {
+        eprintln!(
+            "harness: {} CPU(s) kept busy beside the runs (--load)",
+            l.cores()
+        );
+    }
+    let result = or_tear_down(thor::bench_thor(&opts), &opts.provider, made).await;
+    drop(load);
+    let result = match result? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
@@ -368,13 +395,19 @@ fn judge_and_record(
     if let Some(root) = root {
         if args.compare {
             let c = policy::compare(root, result, args.counts_only, &args.out)?;
-            print!(
-                "{}",
-                compare_report::compare_markdown(&c.verdicts, &c.baseline, &c.timing)
+            print!("{}", compare_report::compare_markdown(&c));
+            let summary = compare_report::summary(&c);
+            eprint!("{summary}");
+            std::fs::create_dir_all(&args.out)?;
+            files::lead_with(result, &args.out, &summary)?;
+            code = c.exit_code();
+        }
+        if args.record_band {
+            let (path, c) = policy::record_band(root, result)?;
+            eprintln!(
+                "added to the band across machines and loads of {}: {c}",
+                path.display()
             );
-            if c.regressed() {
-                code = error::EXIT_FAILED;
-            }
         }
         if args.record {
             let path = policy::record(root, result, &args.scenario)?;

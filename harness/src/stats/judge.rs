@@ -257,7 +257,7 @@ pub fn fmt_ratio(x: f64) -> String {
 }
 
 /// A relative effect as a percentage to 2 significant digits.
-fn pct(d: f64) -> String {
+pub fn pct(d: f64) -> String {
     let p = d * 100.0;
     if p < 10.0 {
         format!("{p:.1} %")

@@ -22,7 +22,7 @@ pub use change::{
 pub use describe::{Spread, median, quantile_sorted, spread};
 pub use family::{FAMILY_ALPHA, Family, holm};
 pub use judge::{
-    CONFIDENCE, Direction, Judged, Method, POWER, Ratio, Rule, fmt_ratio, judge, verdict,
+    CONFIDENCE, Direction, Judged, Method, POWER, Ratio, Rule, fmt_ratio, judge, pct, verdict,
 };
 #[cfg(test)]
 pub use order::synthetic;

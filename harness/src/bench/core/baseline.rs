@@ -65,6 +65,12 @@ pub struct Baseline {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<crate::bench::core::disk::Disk>,
+    /// Runs of the scenario under other conditions than the recorded
+    /// runs' (another machine, CPU hogs beside it), in the order their
+    /// values were appended to each metric's `across`
+    /// (`bench::core::across`). Absent in files without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub across: Vec<crate::bench::core::condition::Condition>,
 }
 
 /// Err (bad input) when `r` was measured with other capabilities than
@@ -99,6 +105,10 @@ pub struct Metric {
     /// v2: every recorded run's value, in run order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<f64>,
+    /// Its value in each run of the baseline's `across` conditions, in
+    /// their order: the band across machines and loads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub across: Vec<f64>,
 }
 
 /// How far a new value may move before it counts as a change (v1).
@@ -203,6 +213,28 @@ impl Baseline {
                         out.push((
                             at(&["samples"]),
                             format!("{x} is not a finite, non-negative number"),
+                        ));
+                    }
+                    if let Some(x) = m.across.iter().find(|x| !x.is_finite() || **x < 0.0) {
+                        out.push((
+                            at(&["across"]),
+                            format!("{x} is not a finite, non-negative number"),
+                        ));
+                    }
+                    if !m.across.is_empty() && self.across.is_empty() {
+                        out.push((
+                            at(&["across"]),
+                            "values across conditions, but the baseline names no condition (its `across`)".into(),
+                        ));
+                    }
+                    let runs: usize = self.across.iter().filter_map(|c| c.runs.get(mode)).sum();
+                    if m.across.len() > runs {
+                        out.push((
+                            at(&["across"]),
+                            format!(
+                                "{} values across conditions, more than the {runs} runs its conditions name for {mode}",
+                                m.across.len()
+                            ),
                         ));
                     }
                     continue;
@@ -410,6 +442,7 @@ pub fn from_result<R: Run>(r: &Results<R>, scenario_file: &str) -> Baseline {
                             kind: m.spec.kind.stored(),
                             tolerance: Tolerance::default(),
                             samples: Vec::new(),
+                            across: Vec::new(),
                         });
                     }
                 }
@@ -436,6 +469,7 @@ pub fn from_result<R: Run>(r: &Results<R>, scenario_file: &str) -> Baseline {
         capabilities: r.capabilities.as_ref().map(|c| c.comparable()),
         machine: r.machine.clone(),
         disk: crate::bench::core::disk::of(r),
+        across: Vec::new(),
     }
 }
 

@@ -38,7 +38,7 @@ pub const GRID: [f64; 9] = [0.01, 0.03, 0.06, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0];
 /// The share of draws a shift must be caught in to count as seen.
 pub const GOAL: f64 = 0.8;
 /// The draws' seed (the recorded runs decide the rest).
-const SEED: u64 = 0x6361_6c69_6272_6174; // "calibrat"
+pub(crate) const SEED: u64 = 0x6361_6c69_6272_6174; // "calibrat"
 
 /// One metric of one mode of one baseline, as the rule judges it.
 pub struct Series {
@@ -164,7 +164,7 @@ pub fn kind_name(k: Kind) -> &'static str {
 /// floor (each client's requests) apart from the counts without one —
 /// their floor, not their spread, decides what they can see, and the
 /// median of one class would hide the other's.
-const CLASSES: [&str; 7] = [
+pub(crate) const CLASSES: [&str; 7] = [
     "fixed count",
     "count",
     FLOORED_COUNT,
@@ -174,7 +174,7 @@ const CLASSES: [&str; 7] = [
     "latency",
 ];
 
-const FLOORED_COUNT: &str = "count with a floor";
+pub(crate) const FLOORED_COUNT: &str = "count with a floor";
 
 /// The class of `s` in the table.
 fn class(s: &Series) -> &'static str {
@@ -185,7 +185,7 @@ fn class(s: &Series) -> &'static str {
 }
 
 /// The smallest δ of GRID caught in GOAL of `draws` (None past it).
-fn smallest(caught: &[usize; GRID.len()], draws: usize) -> Option<f64> {
+pub(crate) fn smallest(caught: &[usize; GRID.len()], draws: usize) -> Option<f64> {
     GRID.iter()
         .zip(caught)
         .find(|(_, c)| **c as f64 >= GOAL * draws as f64)
@@ -194,7 +194,7 @@ fn smallest(caught: &[usize; GRID.len()], draws: usize) -> Option<f64> {
 
 /// The median of smallest-δ values, None (beyond the grid) counted as
 /// the largest.
-fn median_detect(v: &[Option<f64>]) -> Option<f64> {
+pub(crate) fn median_detect(v: &[Option<f64>]) -> Option<f64> {
     let mut v: Vec<f64> = v.iter().map(|x| x.unwrap_or(f64::INFINITY)).collect();
     if v.is_empty() {
         return None;
@@ -265,11 +265,11 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
     rows
 }
 
-fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-fn detect(x: Option<f64>) -> String {
+pub(crate) fn detect(x: Option<f64>) -> String {
     match x {
         Some(d) => format!("{:.0} %", d * 100.0),
         None => format!("> {:.0} %", GRID[GRID.len() - 1] * 100.0),
@@ -384,6 +384,7 @@ mod tests {
             kind,
             rule: kind.rule(0.0),
             recorded: Metric {
+                across: Vec::new(),
                 value: stats::median(&samples),
                 unit: String::new(),
                 kind: kind.stored(),

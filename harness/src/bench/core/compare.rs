@@ -11,44 +11,77 @@
 //! scenario fixes (`MetricKind::Exact`) pass only inside the recorded
 //! runs' range (equal, when every recorded run agreed).
 //!
+//! Where the run's machine is not the baseline's kind, or was busy
+//! ([`Place`]), a metric the workload's pace or the clock drives
+//! (`metric::Drive`) is judged against the band measured across machines
+//! and loads instead (`bench::core::across`), a clocked one per second of
+//! its window everywhere; a verdict is withheld ([`Status::Withheld`])
+//! only where that band is missing or too wide, and says why and the
+//! smallest change it could have seen.
+//!
 //! A v1 baseline (one value, a hand-set tolerance) is judged as it was,
 //! and every row says it came from a single-value baseline. A mode the
 //! run did not measure is "not compared"; a metric of the run the
 //! baseline lacks is reported as "not in the baseline".
 
+use crate::bench::core::across::{self, Against, Withheld};
 use crate::bench::core::baseline::{Baseline, Metric};
-use crate::bench::core::metric::{self as declared, MetricKind, Spec, Views, spec_of};
+use crate::bench::core::metric::{self as declared, Drive, MetricKind, Spec, Views, spec_of};
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
 use crate::bench::core::thin;
 pub use crate::bench::core::verdict::{Status, Verdict};
 use crate::stats::{self, Direction};
 
-/// The run's values of `name` in `mode`, one per repeat.
+/// The run's values of `name` in `mode`, one per repeat, each with its
+/// run's window length (`wall_s`).
 fn run_samples<R: Run>(
     metrics: &[declared::Metric<R>],
     r: &Results<R>,
     mode: &str,
     name: &str,
-) -> Option<Vec<f64>> {
+) -> Option<Vec<(f64, f64)>> {
     let runs = r.modes.get(mode)?.runs();
-    let v: Vec<f64> = runs
+    let v: Vec<(f64, f64)> = runs
         .iter()
-        .filter_map(|x| declared::value_of(metrics, x, name))
+        .filter_map(|x| declared::value_of(metrics, x, name).map(|v| (v, x.figures().wall_s)))
         .collect();
     (!v.is_empty()).then_some(v)
 }
 
-/// Why metric `name` follows the machine's timing (its declaration's
-/// `time_bound`); None for the metrics that do not.
-pub fn time_bound(specs: &[Spec], name: &str) -> Option<&'static str> {
-    spec_of(specs, name).and_then(|s| s.time_bound_of(name))
+/// What drives metric `name` (its declaration's `driver`); a metric
+/// without one is taken as paced (a test keeps every metric declared).
+pub fn drive(specs: &[Spec], name: &str) -> Drive {
+    spec_of(specs, name)
+        .and_then(|s| s.drive_of(name))
+        .unwrap_or(Drive::Pace("no driver declared"))
+}
+
+/// Where a run set is judged against its baseline.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Place {
+    /// None: on the baseline's kind of machine, quiet — every metric is
+    /// judged against its recorded runs' band. Some(why not): what the
+    /// pace or the clock drives is judged against the band across
+    /// machines and loads (`bench::core::across`).
+    pub unlike: Option<String>,
+}
+
+impl Place {
+    /// The baseline's kind of machine, quiet.
+    pub const ALIKE: Place = Place { unlike: None };
+}
+
+/// Check a run against a baseline as on its own kind of machine, quiet
+/// ([`compare_at`]).
+pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
+    compare_at(b, r, &Place::ALIKE)
 }
 
 /// Check a run against a baseline, metric by metric, after what the
 /// workload judges of the run set on its own (`Run::own_verdicts`: Thor's
-/// calls against the scenario's plan).
-pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
+/// calls against the scenario's plan), at `place`.
+pub fn compare_at<R: Run>(b: &Baseline, r: &Results<R>, place: &Place) -> Vec<Verdict> {
     let declared = R::metrics();
     let specs: Vec<Spec> = declared.iter().map(|m| m.spec).collect();
     let mut out = R::own_verdicts(r);
@@ -87,12 +120,13 @@ pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
                 continue;
             };
             let current = run_samples(&declared, r, mode, name);
+            let values = |c: &[(f64, f64)]| c.iter().map(|(x, _)| *x).collect::<Vec<f64>>();
             let mut v = Verdict {
                 mode: mode.clone(),
                 metric: name.clone(),
                 kind: m.kind,
                 baseline: m.value,
-                current: current.as_deref().map(stats::median),
+                current: current.as_deref().map(|c| stats::median(&values(c))),
                 pass: true,
                 status: Status::Ok,
                 judged: None,
@@ -105,18 +139,27 @@ pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
                     v.note = "not measured in this run".into();
                 }
                 Some(cur) if m.samples.is_empty() || b.single_value() => {
-                    let (pass, note) = judge_v1(m, stats::median(&cur));
+                    let (pass, note) = judge_v1(m, stats::median(&values(&cur)));
                     v.pass = pass;
                     v.status = if pass { Status::Ok } else { Status::Regressed };
                     v.note = format!("single-value baseline: {note}");
                 }
-                Some(cur) => judge_samples(&mut v, spec.rule(), m, &cur),
+                Some(cur) if m.kind == MetricKind::Exact => judge_exact(&mut v, m, &values(&cur)),
+                Some(cur) => {
+                    let d = drive(&specs, name);
+                    judged_at(&mut v, (b, mode, m), spec, d, place, &cur);
+                }
             }
             if v.current.is_some()
                 && let Some(why) = r.modes.get(mode).and_then(|s| {
                     thin::too_thin(s.runs().iter().map(|x| &x.figures().window), name)
                 })
             {
+                // Too few requests above the p99 to judge it anywhere: not
+                // this machine's doing, so not withheld here.
+                if v.status == Status::Withheld {
+                    v.status = Status::Ok;
+                }
                 not_judged(&mut v, &why);
             }
             out.push(v);
@@ -182,6 +225,7 @@ fn with_absent_members<R: Run>(
         let zero = Metric {
             value: 0.0,
             samples: vec![0.0; sibling.samples.len()],
+            across: vec![0.0; sibling.across.len()],
             ..sibling.clone()
         };
         out.insert(name, zero);
@@ -201,9 +245,67 @@ pub fn band_of(samples: &[f64]) -> f64 {
 }
 
 /// What `--compare` says of runs `cur` against the recorded metric `m`
-/// under `rule` (the calibration's question).
+/// under `rule`, on the baseline's kind of machine (the calibration's
+/// question).
 pub fn status_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Status {
-    let mut v = Verdict {
+    verdict_against(m, rule, cur).status
+}
+
+/// The verdict of runs `cur` against the recorded metric `m` under
+/// `rule`, on the baseline's kind of machine.
+fn verdict_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Verdict {
+    let mut v = blank(m, cur);
+    if m.kind == MetricKind::Exact {
+        judge_exact(&mut v, m, cur);
+        return v;
+    }
+    let against = Against {
+        up: band_of(&m.samples),
+        down: 0.0,
+        width: 0.0,
+        samples: m.samples.clone(),
+        across: false,
+        runs: m.samples.len(),
+        per_second: false,
+    };
+    judge_against(&mut v, rule, &against, cur, ("", &m.unit));
+    v
+}
+
+/// What `--compare` says of runs `cur` against the recorded metric `m`
+/// whose band across machines and loads is `across` (values of other
+/// conditions, not per second), on a machine unlike the baseline's: its
+/// status and, when withheld, why (the calibration's cross-machine
+/// question).
+pub fn status_across(
+    m: &Metric,
+    kind: crate::bench::core::metric::Kind,
+    rule: stats::Rule,
+    cur: &[f64],
+) -> Status {
+    let mut v = blank(m, cur);
+    let b = Baseline {
+        schema: crate::bench::core::baseline::SCHEMA.into(),
+        provider: String::new(),
+        k8s_minor: String::new(),
+        scenario: String::new(),
+        recorded: String::new(),
+        harness_version: String::new(),
+        modes: Default::default(),
+        capabilities: None,
+        machine: None,
+        disk: None,
+        across: Vec::new(),
+    };
+    match across::band(&b, "", m, Drive::Pace(""), kind, rule.floor, false) {
+        Ok(against) => judge_against(&mut v, rule, &against, cur, ("", &m.unit)),
+        Err(w) => withhold(&mut v, rule, &w, cur),
+    }
+    v.status
+}
+
+fn blank(m: &Metric, cur: &[f64]) -> Verdict {
+    Verdict {
         mode: String::new(),
         metric: String::new(),
         kind: m.kind,
@@ -213,68 +315,163 @@ pub fn status_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Status {
         status: Status::Ok,
         judged: None,
         note: String::new(),
-    };
-    judge_samples(&mut v, rule, m, cur);
-    v.status
+    }
 }
 
-fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) {
+/// A count the scenario fixes: inside the recorded runs' range.
+fn judge_exact(v: &mut Verdict, m: &Metric, cur: &[f64]) {
     let base = stats::spread(&m.samples);
-    if m.kind == MetricKind::Exact {
-        let outside: Vec<f64> = cur
-            .iter()
-            .copied()
-            .filter(|x| *x < base.min || *x > base.max)
-            .collect();
-        v.pass = outside.is_empty();
-        v.status = if v.pass {
-            Status::Ok
-        } else {
-            Status::Regressed
-        };
-        let recorded = if base.min == base.max {
-            crate::bench::core::charts::fmt_num(base.min)
-        } else {
-            format!("{}–{}", base.min, base.max)
-        };
-        v.note = match v.pass {
-            true => format!("exact: {recorded} as recorded"),
-            false => format!(
-                "exact count: {} where {} runs recorded {recorded}",
-                outside
-                    .iter()
-                    .map(|x| crate::bench::core::charts::fmt_num(*x))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                base.n
-            ),
-        };
-        return;
+    let outside: Vec<f64> = cur
+        .iter()
+        .copied()
+        .filter(|x| *x < base.min || *x > base.max)
+        .collect();
+    v.pass = outside.is_empty();
+    v.status = if v.pass {
+        Status::Ok
+    } else {
+        Status::Regressed
+    };
+    let recorded = if base.min == base.max {
+        crate::bench::core::charts::fmt_num(base.min)
+    } else {
+        format!("{}–{}", base.min, base.max)
+    };
+    v.note = match v.pass {
+        true => format!("exact: {recorded} as recorded"),
+        false => format!(
+            "exact count: {} where {} runs recorded {recorded}",
+            outside
+                .iter()
+                .map(|x| crate::bench::core::charts::fmt_num(*x))
+                .collect::<Vec<_>>()
+                .join(", "),
+            base.n
+        ),
+    };
+}
+
+/// Metric `m` of `mode` in baseline `b`, judged at `place` by what drives
+/// it: against the recorded runs' band where the workload alone drives it
+/// or the machine is the baseline's kind and quiet, else against the band
+/// across machines and loads — per second of the window where the clock
+/// drives it, and withheld where that band is missing or too wide.
+fn judged_at(
+    v: &mut Verdict,
+    (b, mode, m): (&Baseline, &str, &Metric),
+    spec: &Spec,
+    d: Drive,
+    place: &Place,
+    cur: &[(f64, f64)],
+) {
+    let alike = place.unlike.is_none();
+    let per_s = |c: &[(f64, f64)]| c.iter().map(|(x, w)| x / w.max(1e-9)).collect::<Vec<f64>>();
+    let clocked = matches!(d, Drive::Clock(_));
+    let values: Vec<f64> = if clocked {
+        per_s(cur)
+    } else {
+        cur.iter().map(|(x, _)| *x).collect()
+    };
+    let mut rule = spec.rule();
+    if clocked {
+        let wall = stats::median(&cur.iter().map(|(_, w)| *w).collect::<Vec<f64>>());
+        rule.floor /= wall.max(1e-9);
     }
-    let band = band_of(&m.samples);
-    // The run against the top of the baseline's band: its runs raised by
-    // the band. "higher" than that is a regression.
-    let raised: Vec<f64> = m.samples.iter().map(|x| x * (1.0 + band)).collect();
+    let text = |a: &Against| a.text(m.samples.len(), b.across.len());
+    match across::band(b, mode, m, d, spec.kind, spec.floor, alike) {
+        Ok(against) => {
+            if clocked {
+                v.baseline = stats::median(&against.samples);
+                v.current = Some(stats::median(&values));
+            }
+            let unit = if clocked {
+                format!("{}/s", m.unit)
+            } else {
+                m.unit.clone()
+            };
+            judge_against(v, rule, &against, &values, (&text(&against), &unit));
+        }
+        Err(w) => {
+            if let Some(a) = &w.against
+                && clocked
+            {
+                v.baseline = stats::median(&a.samples);
+                v.current = Some(stats::median(&values));
+            }
+            withhold(v, rule, &w, &values);
+        }
+    }
+}
+
+/// Withhold `v`'s verdict for `w`, saying the smallest change it could
+/// have seen against the band it had (when it had one).
+fn withhold(v: &mut Verdict, rule: stats::Rule, w: &Withheld, cur: &[f64]) {
+    let seen = w.against.as_ref().and_then(|a| {
+        let raised = raise(&a.samples, a);
+        let j = stats::judge(&raised, cur, false, rule)?;
+        let d = j.detectable.filter(|d| d.is_finite())?;
+        Some((1.0 + a.up) * (1.0 + d) - 1.0)
+    });
+    v.pass = true;
+    v.status = Status::Withheld;
+    v.judged = None;
+    v.note = format!(
+        "withheld here: {}{}",
+        w.why,
+        match seen {
+            Some(s) => format!(
+                "; the smallest change it could have seen here: +{}",
+                stats::pct(s)
+            ),
+            None => String::new(),
+        }
+    );
+}
+
+/// The recorded runs raised to the top of the band.
+fn raise(samples: &[f64], a: &Against) -> Vec<f64> {
+    let median = stats::median(samples);
+    samples
+        .iter()
+        .map(|x| {
+            if median > 0.0 {
+                x * (1.0 + a.up)
+            } else {
+                x + a.width
+            }
+        })
+        .collect()
+}
+
+fn judge_against(
+    v: &mut Verdict,
+    stated: stats::Rule,
+    a: &Against,
+    cur: &[f64],
+    (why, unit): (&str, &str),
+) {
+    let raised = raise(&a.samples, a);
     let Some(mut j) = stats::judge(&raised, cur, false, stated) else {
         return;
     };
-    // Reported against the baseline itself.
-    let unraised = stats::judge(&m.samples, cur, false, stated);
-    if let Some(u) = unraised {
+    // Reported against the baseline itself; "lower" only below the band's
+    // bottom (the recorded runs themselves where the band is theirs).
+    let lowered: Vec<f64> = a.samples.iter().map(|x| x * (1.0 - a.down)).collect();
+    let unraised = stats::judge(&a.samples, cur, false, stated);
+    let below = stats::judge(&lowered, cur, false, stated);
+    if let (Some(u), Some(l)) = (unraised, below) {
         // The interval shown is against the recorded runs themselves; the
         // p and what it could see are the test that decided (against the
-        // band's top for "higher", the runs themselves for "lower").
+        // band's top for "higher", its bottom for "lower").
         j.ratio = u.ratio;
-        if j.verdict != Direction::Higher && u.verdict == Direction::Lower {
-            j.p_value = u.p_value;
-            j.detectable = u.detectable;
+        if j.verdict != Direction::Higher && l.verdict == Direction::Lower {
+            j.p_value = l.p_value;
+            j.detectable = l.detectable;
         }
         // Only "higher" is judged against the band's top: a run below
-        // that top is lower than the baseline itself, or no different
-        // (a run inside the band is not "lower" because the raised runs
-        // are higher).
+        // that top is lower than the band's bottom, or no different.
         if j.verdict != Direction::Higher {
-            j.verdict = match u.verdict {
+            j.verdict = match l.verdict {
                 Direction::Lower => Direction::Lower,
                 _ => Direction::Same,
             };
@@ -293,12 +490,10 @@ fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) 
         }
     );
     let why = format!(
-        "band +{:.1} % from {} recorded runs (min effect {:.0} %{})",
-        band * 100.0,
-        base.n,
+        "{why} (min effect {:.0} %{})",
         stated.min_effect * 100.0,
         if stated.floor > 0.0 {
-            format!(", floor {} {}", stated.floor, m.unit)
+            format!(", floor {} {unit}", stated.floor)
         } else {
             String::new()
         }
@@ -319,22 +514,18 @@ fn judge_samples(v: &mut Verdict, stated: stats::Rule, m: &Metric, cur: &[f64]) 
     }
 }
 
-/// Keep the verdicts that depend on the machine's speed as information
-/// only — latencies, and the counts that follow the machine's timing
-/// (each declaration's `time_bound`: HPCC's polls, everyone else's requests): they
-/// pass, and their note says what they would have been. For runs on a
-/// machine unlike (or busier than) the one that recorded the baseline
-/// (`bench --compare --counts-only`, the `cargo test` smoke suite).
-pub fn counts_only(specs: &[Spec], verdicts: &mut [Verdict]) {
+/// Show latencies, times and CPU without judging them, as asked
+/// (`bench --compare --counts-only`): they pass, their note says what
+/// they would have been. A count is judged by what drives it wherever
+/// it runs ([`compare_at`]).
+pub fn counts_only(verdicts: &mut [Verdict]) {
     for v in verdicts.iter_mut() {
-        let what = match v.kind {
-            MetricKind::Latency => "latency",
-            _ => match time_bound(specs, &v.metric) {
-                Some(why) => why,
-                None => continue,
-            },
-        };
-        not_judged(v, what);
+        if v.kind == MetricKind::Latency {
+            if v.status == Status::Withheld {
+                v.status = Status::Ok;
+            }
+            not_judged(v, "latency");
+        }
     }
 }
 
@@ -472,34 +663,77 @@ mod tests {
         };
         assert!(p99(1500.0).pass && p99(1500.0).note.contains("within the noise"));
         assert!(!p99(1800.0).pass);
-        // Not judging latency: the regression passes and says so; so do the
-        // total and everyone else's requests, which follow the machine's
-        // timing, each with its reason.
+        // Not judging latency (--counts-only): the regression passes and
+        // says so; the counts are still judged.
         let mut v = compare(&base, &sample_result(390, 1800.0));
-        counts_only(&specs::<ModeResult>(), &mut v);
+        counts_only(&mut v);
         let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
         assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
-        let t = v.iter().find(|v| v.metric == "api_requests_total").unwrap();
-        assert!(
-            t.pass
-                && t.note.starts_with(
-                    "not judged (polls and controllers' requests follow the machine's timing, would regress)"
-                ),
-            "{t:#?}"
-        );
-        let o = v.iter().find(|v| v.metric == thor::OTHERS).unwrap();
-        assert!(
-            o.pass
-                && o.note.starts_with(
-                    "not judged (controllers' requests follow how their queues coalesced events, would regress)"
-                ),
-            "{o:#?}"
-        );
-        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+        let failed: Vec<&str> = v
+            .iter()
+            .filter(|v| !v.pass)
+            .map(|v| v.metric.as_str())
+            .collect();
+        assert_eq!(failed, [thor::OTHERS, "api_requests_total"], "{v:#?}");
+    }
+
+    /// `r` with the rest of the machine at `cores` in every run.
+    fn beside(mut r: ThorResult, cores: f64) -> ThorResult {
+        use crate::metrics::usage::{OTHERS, Usage};
+        for s in r.modes.values_mut() {
+            for run in std::iter::once(&mut s.result).chain(s.repeats.iter_mut()) {
+                let wall = run.run.wall_s;
+                let u = Usage {
+                    cpu_s: cores * wall,
+                    ..Default::default()
+                };
+                run.run.window.resources.insert(OTHERS.into(), u);
+            }
+        }
+        r
+    }
+
+    fn unlike() -> Place {
+        Place {
+            unlike: Some("another machine".into()),
+        }
     }
 
     #[test]
-    fn where_latency_is_not_judged_neither_are_the_counts_that_follow_timing_but_the_plan_is() {
+    fn each_metric_is_judged_by_what_drives_it() {
+        let specs = specs::<ModeResult>();
+        for m in [
+            "thor_agent_requests",
+            "thor_agent_calls.get-job",
+            "thor_agent_calls.get-jobset",
+            "eclccserver_calls.list-pods",
+            "api_requests_total",
+            "etcd_writes_total",
+            "api_requests_by_client.jobset-controller",
+            "api_requests_by_client_request.jobset-controller: update jobsets/status",
+            "watch_events.jobs.batch",
+            thor::OTHERS,
+        ] {
+            assert!(matches!(drive(&specs, m), Drive::Pace(_)), "{m}");
+        }
+        for m in [
+            "thor_agent_calls.replace",
+            "thor_agent_writes",
+            "objects_created.pods",
+            "pods_created",
+        ] {
+            assert_eq!(drive(&specs, m), Drive::Workload, "{m}");
+        }
+        for m in [
+            "watch_events.leases.coordination.k8s.io",
+            "api_requests_by_client_request.kwok-controller: update leases",
+        ] {
+            assert!(matches!(drive(&specs, m), Drive::Clock(_)), "{m}");
+        }
+    }
+
+    #[test]
+    fn on_another_machine_a_paced_count_is_judged_against_the_band_across_machines() {
         // The busy machine's smoke (measured): jobset-gang's Thor identity
         // polled 3 more times, the run total +6 %; nobody else moved.
         let base = from_result(&run_set(10, 1, UNCHANGED), "s.yaml");
@@ -507,55 +741,135 @@ mod tests {
             extra_thor: 0.125,
             ..UNCHANGED
         };
-        let mut v = compare(&base, &run_set(3, 2, slower));
+        let v = compare(&base, &run_set(3, 2, slower));
         let judged: Vec<&str> = v
             .iter()
             .filter(|v| !v.pass)
             .map(|v| v.metric.as_str())
             .collect();
         assert!(judged.contains(&"thor_agent_requests"), "{judged:?}");
-        counts_only(&specs::<ModeResult>(), &mut v);
-        assert!(v.iter().all(|v| v.pass), "{v:#?}");
-        for m in [
-            "thor_agent_requests",
-            "thor_agent_calls.get-job",
-            "thor_agent_calls.get-jobset",
-            "eclccserver_calls.list-pods",
-            "api_requests_total",
-            thor::OTHERS,
-        ] {
-            assert!(time_bound(&specs::<ModeResult>(), m).is_some(), "{m}");
-        }
-        for m in [
-            "thor_agent_calls.replace",
-            "thor_agent_writes",
-            "etcd_writes_total",
-        ] {
-            assert_eq!(time_bound(&specs::<ModeResult>(), m), None, "{m}");
-        }
-        // Everyone else's requests +10 %: a regression where timings are
-        // judged (the recording machine), information where they are not.
-        let mut r = run_set(3, 2, UNCHANGED);
+        // Another machine, and the baseline holds no runs off its own:
+        // withheld, and said why — never a bare "not judged".
+        let v = compare_at(&base, &run_set(3, 2, slower), &unlike());
+        let row = v
+            .iter()
+            .find(|v| v.metric == "thor_agent_requests")
+            .unwrap();
+        assert_eq!((row.status, row.pass), (Status::Withheld, true), "{row:#?}");
+        assert!(
+            row.note.contains("holds no runs from another machine"),
+            "{row:#?}"
+        );
+        // The plan's calls and the exact counts are judged anywhere.
+        assert!(
+            v.iter()
+                .any(|v| v.metric == "pods_created" && v.status == Status::Ok),
+            "{v:#?}"
+        );
+        // With a slightly slower machine's runs in the band (HPCC polls
+        // 3 % more there), its runs are no regression…
+        let bit = Shape {
+            extra_thor: 0.03,
+            ..UNCHANGED
+        };
+        let mut wide = base.clone();
+        crate::bench::core::across::add(&mut wide, &beside(run_set(5, 3, bit), 1.9)).unwrap();
+        let v = compare_at(&wide, &run_set(3, 2, bit), &unlike());
+        let row = v
+            .iter()
+            .find(|v| v.metric == "thor_agent_requests")
+            .unwrap();
+        assert!(row.pass && row.status != Status::Withheld, "{row:#?}");
+        assert!(
+            row.note.contains("band across machines and loads"),
+            "{row:#?}"
+        );
+        // …and everyone else's requests +10 % on top of it is caught there.
+        let mut r = run_set(3, 2, bit);
         for s in r.modes.values_mut() {
             for run in &mut s.repeats {
                 run.run.window.api_requests_total += 150;
             }
         }
-        let mut v = compare(&base, &r);
-        // (The run total moves +6 %, inside one mode's band.)
+        let v = compare_at(&wide, &r, &unlike());
         let failed: Vec<&str> = v
             .iter()
-            .filter(|v| !v.pass && v.metric != "api_requests_total")
+            .filter(|v| !v.pass)
             .map(|v| v.metric.as_str())
             .collect();
-        assert_eq!(failed, [thor::OTHERS, thor::OTHERS], "{v:#?}");
-        counts_only(&specs::<ModeResult>(), &mut v);
-        assert!(v.iter().all(|v| v.pass), "{v:#?}");
-        let others: Vec<&Verdict> = v.iter().filter(|v| v.metric == thor::OTHERS).collect();
         assert!(
-            others.len() == 2 && others.iter().all(|v| v.note.contains("would regress")),
-            "{others:#?}"
+            failed.iter().filter(|m| **m == thor::OTHERS).count() == 2,
+            "{v:#?}"
         );
+    }
+
+    #[test]
+    fn a_band_too_wide_withholds_and_says_what_it_could_have_seen() {
+        let base = from_result(&run_set(10, 1, UNCHANGED), "s.yaml");
+        let mut wide = base.clone();
+        let much = Shape {
+            extra_thor: 0.6,
+            ..UNCHANGED
+        };
+        crate::bench::core::across::add(&mut wide, &beside(run_set(3, 4, much), 1.9)).unwrap();
+        let v = compare_at(&wide, &run_set(3, 2, UNCHANGED), &unlike());
+        let row = v
+            .iter()
+            .find(|v| v.metric == "thor_agent_requests")
+            .unwrap();
+        assert_eq!(row.status, Status::Withheld, "{row:#?}");
+        assert!(
+            row.note.contains("wider than the +10 %")
+                && row
+                    .note
+                    .contains("the smallest change it could have seen here: +"),
+            "{row:#?}"
+        );
+    }
+
+    #[test]
+    fn a_clocked_count_is_judged_per_second_of_its_window() {
+        // Lease watch events at 0.8 a second; a run whose window is 8 %
+        // longer has 8 % more of them, and is no different per second.
+        let lease = "watch_events.leases.coordination.k8s.io";
+        let with_leases = |n: usize, seed: u64, longer: f64| {
+            let mut r = run_set(n, seed, UNCHANGED);
+            for s in r.modes.values_mut() {
+                for run in std::iter::once(&mut s.result).chain(s.repeats.iter_mut()) {
+                    run.run.wall_s = (31.0 * longer).round();
+                    let events = (0.8 * run.run.wall_s).round() as u64;
+                    run.run.window.watch_events.insert(
+                        "leases.coordination.k8s.io".into(),
+                        crate::metrics::figures::WatchEvents { events, bytes: 0 },
+                    );
+                }
+            }
+            r
+        };
+        let base = from_result(&with_leases(10, 1, 1.0), "s.yaml");
+        let v = compare(&base, &with_leases(3, 2, 1.08));
+        let row = v.iter().find(|v| v.metric == lease).unwrap();
+        assert!(row.pass, "{row:#?}");
+        assert!(row.note.contains("per second of the window"), "{row:#?}");
+        // Twice as many a second is caught.
+        let mut r = with_leases(3, 2, 1.08);
+        for s in r.modes.values_mut() {
+            for run in &mut s.repeats {
+                let w = run
+                    .run
+                    .window
+                    .watch_events
+                    .get_mut("leases.coordination.k8s.io")
+                    .unwrap();
+                w.events *= 2;
+            }
+        }
+        let v = compare(&base, &r);
+        let row = v
+            .iter()
+            .find(|v| v.metric == lease && v.mode == "baseline")
+            .unwrap();
+        assert!(!row.pass, "{row:#?}");
     }
 
     /// Noise of one smoke run, per figure (relative, uniform ±): HPCC's
@@ -789,9 +1103,9 @@ mod tests {
             assert_eq!(failed, [KCM_WAIT.key, KCM_WAIT.key], "{t}");
             let row = v.iter().find(|v| v.metric == KCM_WAIT.key).unwrap();
             assert!(row.note.starts_with("higher: ×"), "{}", row.note);
-            // Not judged where latencies are not (another machine).
+            // Not judged with --counts-only.
             let mut v = v;
-            counts_only(&specs::<ModeResult>(), &mut v);
+            counts_only(&mut v);
             assert!(v.iter().all(|v| v.pass));
         }
     }
@@ -974,22 +1288,10 @@ mod tests {
             kind: MetricKind::Latency,
             tolerance: Tolerance::default(),
             samples: vec![100.0, 95.0, 170.0, 98.0, 102.0, 100.0, 101.0, 99.0],
+            across: Vec::new(),
         };
-        let verdict = |cur: &[f64]| {
-            let mut v = Verdict {
-                mode: "jobset".into(),
-                metric: "wall_s".into(),
-                kind: m.kind,
-                baseline: m.value,
-                current: None,
-                pass: true,
-                status: Status::Ok,
-                judged: None,
-                note: String::new(),
-            };
-            judge_samples(&mut v, crate::bench::core::figures::WALL.rule(), &m, cur);
-            v
-        };
+        let verdict =
+            |cur: &[f64]| verdict_against(&m, crate::bench::core::figures::WALL.rule(), cur);
         let above = verdict(&[103.0, 104.0, 103.5]);
         assert!(above.pass, "{above:#?}");
         assert_eq!(above.judged.unwrap().verdict, Direction::Same, "{above:#?}");

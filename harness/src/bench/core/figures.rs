@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::core::metric::{Kind, Metric, Spec, TimeBound, Views};
+use crate::bench::core::metric::{self, Driver, Kind, Metric, Spec, Views};
 use crate::metrics::WindowFigures;
 use crate::metrics::percentiles::Percentiles;
 
@@ -65,6 +65,14 @@ fn slo_member(row: &crate::metrics::slo::SloRow) -> String {
 /// SLO classes with fewer calls in a run are not kept in a baseline.
 const SLO_MIN_CALLS: u64 = 20;
 
+/// Why a time, a latency or CPU seconds differ between machines.
+pub const MACHINE: &str = "a time is the machine's speed and load";
+/// Why etcd's writes and bytes do: controllers' status writes coalesce,
+/// and lease renewals are among them.
+const WRITES: &str = "status writes coalesce and leases renew with the clock";
+/// Why a peak RSS does.
+const MEMORY: &str = "memory follows how much work was in hand at once";
+
 /// Requests, everyone's but the harness's.
 pub const API_REQUESTS: Spec = Spec::new(
     "api_requests_total",
@@ -73,7 +81,7 @@ pub const API_REQUESTS: Spec = Spec::new(
 )
 .short("API requests")
 .views(ALL)
-.time_bound(TimeBound::Yes(
+.driver(Driver::Pace(
     "polls and controllers' requests follow the machine's timing",
 ));
 pub const ETCD_WRITES: Spec = Spec::new(
@@ -81,11 +89,13 @@ pub const ETCD_WRITES: Spec = Spec::new(
     "etcd writes (puts + deletes)",
     "writes",
 )
+.driver(Driver::Pace(WRITES))
 .short("etcd writes")
 .views(ALL);
 /// What etcd stored, in bytes (etcd's total put size): larger objects
 /// cost more than their count says.
 pub const ETCD_BYTES: Spec = Spec::new("etcd.put_bytes", "etcd bytes written", "bytes")
+    .driver(Driver::Pace(WRITES))
     .short("etcd bytes written")
     .kind(Kind::Bytes, 0.0)
     .views(ALL.without_row());
@@ -95,29 +105,37 @@ pub const CPU: Spec = Spec::new(
     "kube-apiserver + etcd CPU (s)",
     "cpu-s",
 )
+.driver(Driver::Pace(MACHINE))
 .short("kube-apiserver + etcd CPU seconds")
 .kind(Kind::Cpu, 2.0)
 .cost()
 .views(ALL);
-pub const OBJECTS_SUM: Spec =
-    Spec::new("objects_created", "objects created", "objects").views(Views::ROW);
+pub const OBJECTS_SUM: Spec = Spec::new("objects_created", "objects created", "objects")
+    .driver(Driver::Workload)
+    .views(Views::ROW);
 pub const PODS: Spec = Spec::new("pods_created", "pods created", "pods")
+    .driver(Driver::Workload)
     .kind(Kind::Fixed, 0.0)
     .views(JUDGED_ROW);
 pub const CONTAINERS: Spec = Spec::new("containers_created", "containers created", "containers")
+    .driver(Driver::Workload)
     .kind(Kind::Fixed, 0.0)
     .views(JUDGED_ROW);
 pub const POD_P50: Spec = Spec::new("pod_startup_ms.p50", "pod start-up p50 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 1000.0)
     .views(Views::ROW);
 pub const POD_P99: Spec = Spec::new("pod_startup_ms.p99", "pod start-up p99 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 1000.0)
     .views(JUDGED_ROW);
 /// API latency per request class.
 pub const API_LATENCY: Spec = Spec::new("api_latency_ms.{}.p99", "API latency p99 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 50.0)
     .views(Views::JUDGED.and(Views::KEPT).and(Views::ROUNDS));
 pub const WALL: Spec = Spec::new("wall_s", "mode wall time (s)", "s")
+    .driver(Driver::Pace(MACHINE))
     .short("wall time")
     .kind(Kind::Time, 5.0)
     .views(ALL);
@@ -126,14 +144,17 @@ pub const APISERVER_RSS: Spec = Spec::new(
     "peak kube-apiserver RSS (MiB)",
     "MiB",
 )
+.driver(Driver::Pace(MEMORY))
 .cost()
 .views(Views::ROW);
 pub const ETCD_RSS: Spec = Spec::new("rss_peak_mib.etcd", "peak etcd RSS (MiB)", "MiB")
+    .driver(Driver::Pace(MEMORY))
     .cost()
     .views(Views::ROW);
 /// Objects created per resource (events are recorded with rate limiting
 /// and aggregation: their count is not a property of the workload).
 pub const OBJECTS: Spec = Spec::new("objects_created.{}", "objects created", "objects")
+    .driver(Driver::Workload)
     .kind(Kind::Fixed, 0.0)
     .views(Views::KEPT)
     .missing_is_zero();
@@ -146,11 +167,13 @@ pub const KCM_WAIT: Spec = Spec::new(
     "kube-controller-manager's wait on its own QPS limit (s)",
     "s",
 )
+.driver(Driver::Pace(MACHINE))
 .kind(Kind::Time, 1.0)
 .views(Views::JUDGED.and(Views::KEPT));
 /// Per (verb, resource, scope) SLO classes with enough calls for a p99 to
 /// mean something; the bucket edges make anything under 250 ms noise.
 pub const SLO_P99: Spec = Spec::new("api_slo_p99_ms.{}", "SLO class p99 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 250.0)
     .views(Views::KEPT)
     .missing_is_zero();
@@ -164,6 +187,7 @@ pub const JOB_START_P50: Spec = Spec::new(
     "{} created → started p50 (ms)",
     "ms",
 )
+.driver(Driver::Pace(MACHINE))
 .kind(Kind::Latency, 1000.0)
 .views(Views::ROW);
 pub const JOB_START_P99: Spec = Spec::new(
@@ -171,6 +195,7 @@ pub const JOB_START_P99: Spec = Spec::new(
     "{} created → started p99 (ms)",
     "ms",
 )
+.driver(Driver::Pace(MACHINE))
 .kind(Kind::Latency, 1000.0)
 .views(LIFECYCLE);
 /// Created → its first pod Ready.
@@ -179,6 +204,7 @@ pub const JOB_READY_P99: Spec = Spec::new(
     "{} created → first pod ready p99 (ms)",
     "ms",
 )
+.driver(Driver::Pace(MACHINE))
 .kind(Kind::Latency, 1000.0)
 .views(LIFECYCLE);
 /// Started → Complete or Failed: the workload's own run time besides
@@ -188,6 +214,7 @@ pub const JOB_FINISH_P99: Spec = Spec::new(
     "{} started → finished p99 (ms)",
     "ms",
 )
+.driver(Driver::Pace(MACHINE))
 .kind(Kind::Time, 1000.0)
 .views(LIFECYCLE);
 /// Watch events the API server sent to its watchers, and their bytes:
@@ -199,6 +226,7 @@ pub const JOB_FINISH_P99: Spec = Spec::new(
 /// because every provider serves it (the API server's own metrics), and
 /// it is what a JobSet's larger objects cost beyond their writes.
 pub const WATCH_EVENTS: Spec = Spec::new("watch_events_total", "watch events sent", "events")
+    .driver(Driver::Pace(metric::WATCHERS))
     .views(
         Views::JUDGED
             .and(Views::KEPT)
@@ -207,6 +235,7 @@ pub const WATCH_EVENTS: Spec = Spec::new("watch_events_total", "watch events sen
     );
 pub const WATCH_BYTES: Spec =
     Spec::new("watch_event_bytes_total", "watch event bytes sent", "bytes")
+        .driver(Driver::Pace(metric::WATCHERS))
         .kind(Kind::Bytes, 0.0)
         .views(
             Views::JUDGED
@@ -216,6 +245,7 @@ pub const WATCH_BYTES: Spec =
         );
 /// Per resource: which resource's watchers a change of events is.
 pub const WATCH_EVENTS_BY: Spec = Spec::new("watch_events.{}", "watch events sent", "events")
+    .driver(Driver::Watches)
     .views(Views::KEPT)
     .missing_is_zero();
 
@@ -236,6 +266,21 @@ const CLIENT_FLOOR: f64 = 30.0;
 /// "client: verb resource": what the client that moved was doing.
 pub const BY_CLIENT_TOP: Spec = per_client("api_requests_by_client_top.{}", "top request of {}");
 
+/// Each client's requests by "verb resource" ("client: verb resource"):
+/// what the client that moved was doing, judged past the client floor; a
+/// lease's follow the clock, so they are compared per second.
+pub const BY_CLIENT_REQUEST: Spec = Spec::new(
+    "api_requests_by_client_request.{}",
+    "API requests of {}",
+    "requests",
+)
+.kind(Kind::Count, CLIENT_FLOOR)
+.views(Views::KEPT)
+.driver(Driver::Requests(CLIENT_PACE))
+.missing_is_zero();
+/// Why a client's requests differ between machines.
+const CLIENT_PACE: &str = "a client's polls, leases and resyncs follow the machine's timing";
+
 /// A family of per-client request counts: judged past the client floor,
 /// kept in baselines, following the machine's timing, 0 where a client
 /// made no request.
@@ -243,9 +288,7 @@ const fn per_client(key: &'static str, label: &'static str) -> Spec {
     Spec::new(key, label, "requests")
         .kind(Kind::Count, CLIENT_FLOOR)
         .views(Views::JUDGED.and(Views::KEPT))
-        .time_bound(TimeBound::Yes(
-            "a client's polls, leases and resyncs follow the machine's timing",
-        ))
+        .driver(Driver::Pace(CLIENT_PACE))
         .missing_is_zero()
 }
 
@@ -419,6 +462,16 @@ pub fn common() -> Common {
                                 _ => Some((k, *v)),
                             })?;
                     Some((format!("{c}: {req}"), n as f64))
+                })
+                .collect()
+        }),
+        Metric::each(BY_CLIENT_REQUEST, |r: &RunFigures| {
+            r.window
+                .api_requests_by_client_request
+                .iter()
+                .flat_map(|(c, reqs)| {
+                    reqs.iter()
+                        .map(move |(req, n)| (format!("{c}: {req}"), *n as f64))
                 })
                 .collect()
         }),

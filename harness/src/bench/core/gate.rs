@@ -23,12 +23,12 @@
 use std::collections::BTreeSet;
 
 use crate::bench::core::baseline::Baseline;
-use crate::bench::core::compare::{Status, Verdict};
 use crate::bench::core::disk;
 use crate::bench::core::figures::RunFigures;
 use crate::bench::core::metric::MetricKind;
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
+use crate::bench::core::verdict::{Status, Verdict};
 use crate::metrics::usage::OTHERS;
 
 /// The most CPU (in cores, averaged over a run) the rest of the machine
@@ -147,9 +147,9 @@ pub fn machine_gate<R: Run>(b: &Baseline, r: &Results<R>) -> Result<String, Stri
 #[cfg(test)]
 mod tests {
     use crate::bench::core::baseline::from_result;
-    use crate::bench::core::compare::{Status, Verdict};
     use crate::bench::core::gate::{QUIET_CORES, confirmed, machine_gate, to_confirm};
     use crate::bench::core::metric::MetricKind;
+    use crate::bench::core::verdict::{Status, Verdict};
     use crate::bench::thor::result::sample_result;
     use crate::machine::Machine;
     use crate::metrics::percentiles::Percentiles;

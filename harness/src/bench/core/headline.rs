@@ -301,6 +301,7 @@ mod tests {
 
     fn metric(samples: &[f64]) -> Metric {
         Metric {
+            across: Vec::new(),
             value: stats::median(samples),
             unit: "requests".into(),
             kind: MetricKind::Count,
@@ -326,6 +327,7 @@ mod tests {
         Recorded {
             name: "smoke".into(),
             baseline: Baseline {
+                across: Vec::new(),
                 schema: "harness.baseline/v2".into(),
                 provider: "local".into(),
                 k8s_minor: "1.37".into(),

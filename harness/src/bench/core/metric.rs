@@ -128,21 +128,52 @@ pub enum Group {
     Cost,
 }
 
-/// Whether a count follows the machine's timing rather than only what the
-/// run did: judged against a baseline only where latencies are
-/// (`bench::core::gate`), shown otherwise.
+/// What drives a metric from one run to the next, and so how a stored
+/// baseline judges it on a machine that is not the one that recorded it
+/// (`bench::core::compare`). Every metric declares one; a test fails on
+/// one that does not ([`Driver::Undeclared`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeBound {
-    No,
-    /// Always, for this reason.
-    Yes(&'static str),
-    /// The members of a family of kubectl calls that are polls (`get-…`,
-    /// `list-pods…`): "polls follow the run's length".
-    Polls,
+pub enum Driver {
+    /// Not declared (what [`Spec::new`] starts from).
+    Undeclared,
+    /// The workload alone (objects created, an identity's writes, a call
+    /// the scenario makes): the same on any machine, judged against the
+    /// recorded runs anywhere.
+    Workload,
+    /// The workload's pace on the machine (polls with backoff, controllers'
+    /// requests coalesced in their queues, status updates; every time and
+    /// latency): on a machine unlike the baseline's, or a busy one, judged
+    /// against the band measured across machines and loads.
+    Pace(&'static str),
+    /// The clock (lease renewals and their watch events, resyncs): grows
+    /// with the window, so judged per second of the window it was counted
+    /// in.
+    Clock(&'static str),
+    /// A family of kubectl calls: the polls (`get-…`, `list-pods…`) are
+    /// paced ([`POLLS`]), every other call is the workload's.
+    Calls,
+    /// Watch events per resource: a lease's follow the clock
+    /// ([`LEASES`]), every other resource's the pace ([`WATCHERS`]).
+    Watches,
+    /// A family of a client's requests by "verb resource": a lease's
+    /// follow the clock ([`LEASES`]), the rest this reason's pace.
+    Requests(&'static str),
 }
 
-/// The reason [`TimeBound::Polls`] gives.
+/// What drives one metric, a family member's resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drive {
+    Workload,
+    Pace(&'static str),
+    Clock(&'static str),
+}
+
+/// Why kubectl polls are paced.
 pub const POLLS: &str = "polls follow the run's length";
+/// Why a lease's watch events follow the clock.
+pub const LEASES: &str = "leases are renewed every few seconds";
+/// Why other watch events follow the pace.
+pub const WATCHERS: &str = "a change reaches every watcher, and status updates coalesce";
 
 /// Everything about a metric but how a run reads it: what renderers and
 /// the baseline policy need where there is no run (a stored baseline).
@@ -162,7 +193,7 @@ pub struct Spec {
     pub floor: f64,
     pub group: Group,
     pub views: Views,
-    pub time_bound: TimeBound,
+    pub driver: Driver,
     /// A family member the run did not have counts 0 (a call not made, an
     /// object kind not created) rather than "not measured".
     pub missing_is_zero: bool,
@@ -180,7 +211,7 @@ impl Spec {
             floor: 0.0,
             group: Group::Work,
             views: Views::NONE,
-            time_bound: TimeBound::No,
+            driver: Driver::Undeclared,
             missing_is_zero: false,
         }
     }
@@ -208,11 +239,8 @@ impl Spec {
         }
     }
 
-    pub const fn time_bound(self, t: TimeBound) -> Spec {
-        Spec {
-            time_bound: t,
-            ..self
-        }
+    pub const fn driver(self, driver: Driver) -> Spec {
+        Spec { driver, ..self }
     }
 
     pub const fn missing_is_zero(self) -> Spec {
@@ -260,21 +288,44 @@ impl Spec {
         self.kind.rule(self.floor)
     }
 
-    /// Why metric `name` (this one, or a member) follows the machine's
-    /// timing; None when it does not.
-    pub fn time_bound_of(&self, name: &str) -> Option<&'static str> {
-        match self.time_bound {
-            TimeBound::No => None,
-            TimeBound::Yes(why) => Some(why),
-            TimeBound::Polls => {
-                let (pre, _) = self.key.split_once("{}").unwrap_or((self.key, ""));
-                let call = name.strip_prefix(pre).unwrap_or(name);
-                ["get-", "list-pods"]
-                    .iter()
-                    .any(|p| call.starts_with(p))
-                    .then_some(POLLS)
+    /// What drives metric `name` (this one, or a member); None where
+    /// nothing was declared.
+    pub fn drive_of(&self, name: &str) -> Option<Drive> {
+        let member = || {
+            let (pre, post) = self.key.split_once("{}").unwrap_or((self.key, ""));
+            name.strip_prefix(pre)
+                .and_then(|m| m.strip_suffix(post))
+                .unwrap_or(name)
+        };
+        Some(match self.driver {
+            Driver::Undeclared => return None,
+            Driver::Workload => Drive::Workload,
+            Driver::Pace(why) => Drive::Pace(why),
+            Driver::Clock(why) => Drive::Clock(why),
+            Driver::Calls => {
+                let call = member();
+                if ["get-", "list-pods"].iter().any(|p| call.starts_with(p)) {
+                    Drive::Pace(POLLS)
+                } else {
+                    Drive::Workload
+                }
             }
-        }
+            Driver::Watches => {
+                if member().starts_with("leases.") {
+                    Drive::Clock(LEASES)
+                } else {
+                    Drive::Pace(WATCHERS)
+                }
+            }
+            Driver::Requests(why) => {
+                let m = member();
+                if m.ends_with(" leases") || m.contains(" leases/") {
+                    Drive::Clock(LEASES)
+                } else {
+                    Drive::Pace(why)
+                }
+            }
+        })
     }
 }
 
@@ -414,7 +465,7 @@ mod tests {
             Metric::each(
                 Spec::new("calls.{}", "calls", "requests")
                     .views(Views::KEPT)
-                    .time_bound(TimeBound::Polls)
+                    .driver(Driver::Calls)
                     .missing_is_zero(),
                 |r: &R| r.calls.clone(),
             ),
@@ -425,6 +476,19 @@ mod tests {
                 |_: &R| vec![("mutating".into(), 7.0)],
             ),
         ]
+    }
+
+    #[test]
+    fn watch_events_of_leases_follow_the_clock_and_the_rest_the_pace() {
+        let w = Spec::new("watch_events.{}", "w", "events").driver(Driver::Watches);
+        assert_eq!(
+            w.drive_of("watch_events.leases.coordination.k8s.io"),
+            Some(Drive::Clock(LEASES))
+        );
+        assert_eq!(
+            w.drive_of("watch_events.jobs.batch"),
+            Some(Drive::Pace(WATCHERS))
+        );
     }
 
     #[test]
@@ -463,8 +527,12 @@ mod tests {
         assert_eq!(value_of(&l, &r, "calls.delete"), Some(0.0));
         assert_eq!(value_of(&l, &r, "lat.read-only.p99"), None);
         assert_eq!(value_of(&l, &r, "nothing"), None);
-        assert_eq!(l[1].spec.time_bound_of("calls.get-job"), Some(POLLS));
-        assert_eq!(l[1].spec.time_bound_of("calls.create"), None);
+        assert_eq!(
+            l[1].spec.drive_of("calls.get-job"),
+            Some(Drive::Pace(POLLS))
+        );
+        assert_eq!(l[1].spec.drive_of("calls.create"), Some(Drive::Workload));
+        assert_eq!(l[0].spec.drive_of("a_total"), None, "not declared");
         assert_eq!(l[2].spec.rule(), Rule::latency(50.0));
         assert_eq!(l[0].spec.rule(), Rule::COUNT);
     }

@@ -6,12 +6,15 @@
 //! history and the README's answer; the renderers (`report`). Thor,
 //! `measure`, gang and cron are workloads that bring their own metrics.
 
+pub mod across;
 pub mod answer;
 pub mod baseline;
 pub mod behind;
 pub mod calibrate;
+pub mod calibrate_across;
 pub mod charts;
 pub mod compare;
+pub mod condition;
 pub mod disk;
 pub mod figures;
 pub mod gate;

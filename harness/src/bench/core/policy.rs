@@ -8,30 +8,18 @@ use anyhow::Result;
 
 use crate::bench::core::report::compare as report;
 use crate::bench::core::result::Results;
-use crate::bench::core::result::{Run, specs};
+use crate::bench::core::result::Run;
 use crate::bench::core::{baseline, compare, gate};
 
-/// A run checked against its stored baseline.
-pub struct Comparison {
-    pub baseline: PathBuf,
-    pub verdicts: Vec<compare::Verdict>,
-    /// Ok(why) the machine-bound figures were judged, Err(why) they were
-    /// only shown (`bench::core::gate`).
-    pub timing: std::result::Result<String, String>,
-}
-
-impl Comparison {
-    pub fn regressed(&self) -> bool {
-        self.verdicts.iter().any(|v| !v.pass)
-    }
-}
+pub use crate::bench::core::verdict::Comparison;
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`. Latencies and the counts that follow the machine's timing are
-/// judged only on a quiet machine alike the baseline's (gate),
-/// and never with `counts_only`; otherwise they are shown but not judged
-/// (compare::counts_only). Writes compare.md and compare-junit.xml into
-/// `out`.
+/// `root`: every metric against its recorded runs on a quiet machine of
+/// the baseline's kind (gate); elsewhere what the pace or the clock
+/// drives against the band across machines and loads
+/// (`compare::compare_at`). With `counts_only` latencies, times and CPU
+/// are shown, not judged. Writes compare.md, compare-summary.md and
+/// compare-junit.xml into `out`.
 pub fn compare<R: Run>(
     root: &Path,
     r: &Results<R>,
@@ -41,26 +29,51 @@ pub fn compare<R: Run>(
     let path = baseline::path_for(root, r);
     let base = baseline::load(&path)?;
     baseline::same_capabilities(&base, r, &path)?;
-    let mut verdicts = compare::compare(&base, r);
-    let timing = if counts_only {
-        Err("asked with --counts-only".to_string())
-    } else {
-        gate::machine_gate(&base, r)
+    let timing = gate::machine_gate(&base, r);
+    let place = compare::Place {
+        unlike: timing.clone().err(),
     };
-    if timing.is_err() {
-        compare::counts_only(&specs::<R>(), &mut verdicts);
+    let mut verdicts = compare::compare_at(&base, r, &place);
+    if counts_only {
+        compare::counts_only(&mut verdicts);
     }
-    let md = report::compare_markdown(&verdicts, &path, &timing);
-    crate::output::write_atomic(&out.join("compare.md"), &md)?;
-    crate::output::write_atomic(
-        &out.join("compare-junit.xml"),
-        report::compare_junit(&verdicts),
-    )?;
-    Ok(Comparison {
+    let c = Comparison {
         baseline: path,
         verdicts,
         timing,
-    })
+        across: base.across.clone(),
+        counts_only,
+    };
+    write(&c, out)?;
+    Ok(c)
+}
+
+/// compare.md (every row), compare-summary.md (what a reader needs
+/// first: report.html opens with it, the workflows' job summary shows it)
+/// and compare-junit.xml of `c`, into `out`.
+pub fn write(c: &Comparison, out: &Path) -> Result<()> {
+    crate::output::write_atomic(&out.join("compare.md"), report::compare_markdown(c))?;
+    crate::output::write_atomic(&out.join(report::SUMMARY), report::summary(c))?;
+    crate::output::write_atomic(
+        &out.join("compare-junit.xml"),
+        report::compare_junit(&c.verdicts),
+    )
+}
+
+/// Add `r`'s runs to the band across machines and loads of its stored
+/// baseline (`--record-band`); the file is written atomically. Returns
+/// the path and the condition added.
+pub fn record_band<R: Run>(
+    root: &Path,
+    r: &Results<R>,
+) -> Result<(PathBuf, crate::bench::core::across::Condition)> {
+    let path = baseline::path_for(root, r);
+    let mut base = baseline::load(&path)?;
+    baseline::same_capabilities(&base, r, &path)?;
+    let c = crate::bench::core::across::add(&mut base, r)
+        .map_err(|e| crate::error::bad_input(format!("{}: {e}", path.display())))?;
+    crate::output::write_atomic(&path, serde_json::to_string_pretty(&base)? + "\n")?;
+    Ok((path, c))
 }
 
 /// Store `r` as the baseline under `root`, naming the scenario file
@@ -76,6 +89,29 @@ pub fn record<R: Run>(root: &Path, r: &Results<R>, scenario: &Path) -> Result<Pa
                 .map(Path::to_path_buf)
         })
         .unwrap_or(scenario.to_path_buf());
-    baseline::record(&path, r, &relative.display().to_string())?;
+    let mut b = baseline::from_result(r, &relative.display().to_string());
+    if let Ok(old) = baseline::load(&path)
+        && !old.across.is_empty()
+    {
+        if old.recorded == b.recorded {
+            // The same recorded runs again (a metric declared since): the
+            // band's runs stay, for every metric they had.
+            b.across = old.across.clone();
+            for (mode, metrics) in b.modes.iter_mut() {
+                for (name, m) in metrics.iter_mut() {
+                    if let Some(o) = old.modes.get(mode).and_then(|ms| ms.get(name)) {
+                        m.across = o.across.clone();
+                    }
+                }
+            }
+        } else {
+            eprintln!(
+                "harness: {}: its band across machines and loads ({} condition(s)) is not kept — it was measured beside other recorded runs; add runs to it again with --record-band",
+                path.display(),
+                old.across.len()
+            );
+        }
+    }
+    crate::output::write_atomic(&path, serde_json::to_string_pretty(&b)? + "\n")?;
     Ok(path)
 }

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::bench::core::figures::MACHINE;
 use crate::bench::core::figures::{self, RunFigures};
-use crate::bench::core::metric::{Kind, Metric, POLLS, Spec, TimeBound, Views};
+use crate::bench::core::metric::{Driver, Kind, Metric, POLLS, Spec, Views};
 use crate::bench::core::result::Run;
 use crate::bench::thor::result::{ModeResult, OTHERS, RESULT_SCHEMA, ThorResult, ThorShape};
 
@@ -18,8 +19,9 @@ use crate::bench::thor::result::{ModeResult, OTHERS, RESULT_SCHEMA, ThorResult, 
 /// smoke run by ~5 %. The band comes from the recorded runs' spread.
 const AGENT_REQUESTS: Spec = Spec::new("thor_agent_requests", "… by the Thor identity", "requests")
     .views(SHOWN)
-    .time_bound(TimeBound::Yes(POLLS));
+    .driver(Driver::Pace(POLLS));
 const AGENT_WRITES: Spec = Spec::new("thor_agent_writes", "… of which writes", "requests")
+    .driver(Driver::Workload)
     .kind(Kind::Fixed, 0.0)
     .views(SHOWN);
 const AGENT_PREDICTED: Spec = Spec::new(
@@ -27,22 +29,25 @@ const AGENT_PREDICTED: Spec = Spec::new(
     "the Thor identity's requests as its call list predicts",
     "requests",
 )
+.driver(Driver::Workload)
 .views(Views::HEADLINE.and(Views::JUDGED));
 const ECLCC_REQUESTS: Spec =
     Spec::new("eclccserver_requests", "eclccserver's requests", "requests")
         .views(SHOWN.without_row())
-        .time_bound(TimeBound::Yes(POLLS));
+        .driver(Driver::Pace(POLLS));
 const ECLCC_PREDICTED: Spec = Spec::new(
     "eclccserver_requests_predicted",
     "eclccserver's requests as its call list predicts",
     "requests",
 )
+.driver(Driver::Workload)
 .views(Views::HEADLINE.and(Views::JUDGED));
 const INSTANCE_START: Spec = Spec::new(
     "instance_start_ms.p99",
     "instance start p99 (ms, first pod created → last Running)",
     "ms",
 )
+.driver(Driver::Pace(MACHINE))
 .short("instance start p99")
 .kind(Kind::Latency, 1000.0)
 .views(SHOWN.and(Views::ANSWER));
@@ -51,26 +56,31 @@ const CREATED_PER_S: Spec = Spec::new(
     "worker pods created / s (per instance)",
     "pods/s",
 )
+.driver(Driver::Pace(MACHINE))
 .views(Views::ROW);
 const BOUND_PER_S: Spec = Spec::new(
     "worker_pod_rates.bound_per_s",
     "worker pods bound / s",
     "pods/s",
 )
+.driver(Driver::Pace(MACHINE))
 .views(Views::ROW);
 const RUNNING_PER_S: Spec = Spec::new(
     "worker_pod_rates.running_per_s",
     "worker pods Running / s",
     "pods/s",
 )
+.driver(Driver::Pace(MACHINE))
 .views(Views::ROW);
-const INSTANCE_WALL: Spec =
-    Spec::new("instance_wall_s.p50", "instance wall p50 (s)", "s").views(Views::ROW);
+const INSTANCE_WALL: Spec = Spec::new("instance_wall_s.p50", "instance wall p50 (s)", "s")
+    .driver(Driver::Pace(MACHINE))
+    .views(Views::ROW);
 const CPU_PER_INSTANCE: Spec = Spec::new(
     "apiserver_etcd_cpu_s_per_instance",
     "… per instance",
     "cpu-s",
 )
+.driver(Driver::Pace(MACHINE))
 .cost()
 .views(Views::ROW);
 /// Everyone's requests but HPCC's two identities': the controllers', the
@@ -81,7 +91,7 @@ const CPU_PER_INSTANCE: Spec = Spec::new(
 /// the CI machine, where ten idle runs here spread 1.5 %).
 const OTHERS_SPEC: Spec = Spec::new(OTHERS, "API requests of everyone but HPCC", "requests")
     .views(Views::KEPT)
-    .time_bound(TimeBound::Yes(
+    .driver(Driver::Pace(
         "controllers' requests follow how their queues coalesced events",
     ));
 /// The Thor identity's kubectl calls by kind (polls included): a
@@ -92,12 +102,12 @@ const AGENT_CALLS: Spec = Spec::new(
     "requests",
 )
 .views(Views::JUDGED.and(Views::KEPT))
-.time_bound(TimeBound::Polls)
+.driver(Driver::Calls)
 .missing_is_zero();
 /// eclccserver's identity the same way (its compile Jobs' polls).
 const ECLCC_CALLS: Spec = Spec::new("eclccserver_calls.{}", "eclccserver's calls", "requests")
     .views(Views::JUDGED.and(Views::KEPT))
-    .time_bound(TimeBound::Polls)
+    .driver(Driver::Calls)
     .missing_is_zero();
 
 const SHOWN: Views = Views::HEADLINE

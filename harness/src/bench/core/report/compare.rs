@@ -1,26 +1,26 @@
 //! The Markdown and JUnit renderings of a `--compare`: each metric's
-//! verdict against the stored baseline.
+//! verdict against the stored baseline (compare.md), and what a reader
+//! needs first (compare-summary.md: report.html opens with it, the
+//! workflows put it in the job summary).
 
 use std::fmt::Write;
-use std::path::Path;
 
 use crate::bench::core::charts::fmt_num;
-use crate::bench::core::compare::Verdict;
+use crate::bench::core::verdict::{Comparison, Status, Verdict};
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
-/// The verdict table under a heading, the rule, and whether the
-/// machine-bound figures were judged (`timing`: Ok(why) or Err(why not),
-/// from `bench::core::gate`).
-pub fn compare_markdown(
-    verdicts: &[Verdict],
-    baseline: &Path,
-    timing: &Result<String, String>,
-) -> String {
-    use crate::bench::core::compare::Status;
+/// The summary's file name in an out dir.
+pub const SUMMARY: &str = "compare-summary.md";
+
+/// The verdict table under a heading, the rule, and where it was judged
+/// (`timing`: Ok(why) or Err(why not), from `bench::core::gate`).
+pub fn compare_markdown(c: &Comparison) -> String {
+    let (verdicts, baseline) = (&c.verdicts, &c.baseline);
     let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
     let failed = verdicts.iter().filter(|v| !v.pass).count();
     let mut also = Vec::new();
     for (st, what) in [
+        (Status::Withheld, "withheld here"),
         (Status::Improved, "lower"),
         (Status::NotCompared, "mode(s) not compared"),
         (Status::NotInBaseline, "metric(s) not in the baseline"),
@@ -53,16 +53,8 @@ pub fn compare_markdown(
             crate::bench::core::thin::MIN_REQUESTS
         );
     }
-    let _ = match timing {
-        Ok(why) => writeln!(
-            s,
-            "Latencies, times, CPU and the counts that follow the machine's timing: judged — {why}.\n"
-        ),
-        Err(why) => writeln!(
-            s,
-            "Latencies, times, CPU and the counts that follow the machine's timing: shown, not judged — {why}.\n"
-        ),
-    };
+    s.push_str(&place(c));
+    s.push('\n');
     s.push_str("| mode | metric | baseline | now | verdict |\n|---|---|---:|---:|---|\n");
     let num = |x: f64| {
         if x.is_finite() {
@@ -84,6 +76,7 @@ pub fn compare_markdown(
                 (true, Status::Improved) => "lower",
                 (true, Status::NotCompared) => "not compared",
                 (true, Status::NotInBaseline) => "new",
+                (true, Status::Withheld) => "withheld",
                 _ => "ok",
             },
             v.note
@@ -105,4 +98,201 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
         time: Some(0.0),
         cases,
     }])
+}
+
+/// Where the comparison judged, and against what.
+fn place(c: &Comparison) -> String {
+    let mut s = match &c.timing {
+        Ok(why) => format!(
+            "Judged on the baseline's kind of machine: every metric against its recorded runs — {why}.\n"
+        ),
+        Err(why) => format!(
+            "Not the baseline's machine or not quiet ({why}): what the workload alone drives (objects, an identity's writes, its planned calls) is judged against the recorded runs; what its pace or the clock drives against the band across machines and loads{}.\n",
+            if c.across.is_empty() {
+                ", which this baseline does not hold (record it with `--record-band` on a loaded or another machine)".to_string()
+            } else {
+                format!(
+                    " ({})",
+                    c.across
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        ),
+    };
+    s.push_str("Counts the clock drives (lease renewals and their watch events) are compared per second of their window.\n");
+    if c.counts_only {
+        s.push_str("Latencies, times and CPU: shown, not judged (--counts-only).\n");
+    }
+    s
+}
+
+/// The client family whose members name a client's requests by verb and
+/// resource ("client: verb resource").
+const BY_REQUEST: &str = "api_requests_by_client_request.";
+const BY_CLIENT: &str = "api_requests_by_client.";
+
+/// What moved behind a regressed row: for a client's requests, its
+/// requests by verb × resource that grew most; for a total, the clients
+/// that grew most and theirs. From the rows' medians (baseline → now).
+fn behind(v: &Verdict, all: &[Verdict]) -> String {
+    let grew = |prefix: &str, within: &dyn Fn(&str) -> bool| {
+        let mut rows: Vec<(&str, f64, f64)> = all
+            .iter()
+            .filter(|x| x.mode == v.mode && !x.note.contains("per second of the window"))
+            .filter_map(|x| {
+                let name = x.metric.strip_prefix(prefix)?;
+                let now = x.current?;
+                let was = if x.baseline.is_finite() {
+                    x.baseline
+                } else {
+                    0.0
+                };
+                (within(name) && now > was).then_some((name, was, now))
+            })
+            .collect();
+        rows.sort_by(|a, b| (b.2 - b.1).total_cmp(&(a.2 - a.1)));
+        rows.truncate(2);
+        rows
+    };
+    let requests_of = |client: &str| {
+        let pre = format!("{client}: ");
+        grew(BY_REQUEST, &|n: &str| n.starts_with(&pre))
+            .into_iter()
+            .map(|(n, was, now)| {
+                format!(
+                    "`{}` {} → {}",
+                    n.strip_prefix(&pre).unwrap_or(n),
+                    fmt_num(was),
+                    fmt_num(now)
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    if let Some(client) = v.metric.strip_prefix(BY_CLIENT) {
+        let r = requests_of(client);
+        return if r.is_empty() {
+            String::new()
+        } else {
+            format!(" — its requests that grew most: {}", r.join(", "))
+        };
+    }
+    if v.metric.starts_with("api_requests") && !v.metric.starts_with("api_requests_by_client") {
+        let clients: Vec<String> = grew(BY_CLIENT, &|_| true)
+            .into_iter()
+            .map(|(c, was, now)| {
+                let r = requests_of(c);
+                format!(
+                    "`{c}` {} → {}{}",
+                    fmt_num(was),
+                    fmt_num(now),
+                    if r.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", r.join(", "))
+                    }
+                )
+            })
+            .collect();
+        if !clients.is_empty() {
+            return format!(" — the clients that grew most: {}", clients.join("; "));
+        }
+    }
+    String::new()
+}
+
+/// What a reader needs first: the verdict, what regressed and who is
+/// behind it (client, verb × resource), what could not be judged here
+/// and why, and what would give a verdict.
+pub fn summary(c: &Comparison) -> String {
+    let regressed: Vec<&Verdict> = c.verdicts.iter().filter(|v| !v.pass).collect();
+    let withheld: Vec<&Verdict> = c
+        .verdicts
+        .iter()
+        .filter(|v| v.status == Status::Withheld)
+        .collect();
+    let judged = c
+        .verdicts
+        .iter()
+        .filter(|v| matches!(v.status, Status::Ok | Status::Improved | Status::Regressed))
+        .filter(|v| !v.note.starts_with("not judged"))
+        .count();
+    let mut s = format!(
+        "## Compared with `{}`: {}\n\n",
+        c.baseline.display(),
+        match (regressed.len(), withheld.len()) {
+            (0, 0) => format!("no regressions ({judged} metrics judged)"),
+            (0, w) => format!(
+                "no regressions among {judged} judged; {w} could not be judged here (exit {})",
+                crate::error::EXIT_UNJUDGED
+            ),
+            (r, 0) => format!("{r} regression(s) ({judged} metrics judged)"),
+            (r, w) => format!("{r} regression(s) ({judged} judged); {w} could not be judged here"),
+        }
+    );
+    s.push_str(&place(c));
+    s.push('\n');
+    if !regressed.is_empty() {
+        s.push_str("**Regressed**\n\n");
+        for v in &regressed {
+            let _ = writeln!(
+                s,
+                "- {} `{}`: {} → {}: {}{}",
+                v.mode,
+                v.metric,
+                fmt_num(v.baseline),
+                v.current.map_or("—".into(), fmt_num),
+                v.note,
+                behind(v, &c.verdicts)
+            );
+        }
+        s.push('\n');
+    }
+    if !withheld.is_empty() {
+        let _ = writeln!(s, "**Could not be judged here** ({}):\n", withheld.len());
+        // One line per reason, its metrics named.
+        let mut by_why: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for v in &withheld {
+            let why = v
+                .note
+                .split_once("withheld here: ")
+                .map_or(v.note.as_str(), |(_, w)| w)
+                .split("; the smallest change")
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let why = match why.split_once(" from ") {
+                Some((band, rest)) if band.starts_with("its band across machines") => {
+                    let than = rest.split_once("wider than the ").map_or("", |(_, t)| t);
+                    format!("its band across machines and loads is wider than the {than}")
+                }
+                _ => why,
+            };
+            by_why
+                .entry(why)
+                .or_default()
+                .push(format!("{} `{}`", v.mode, v.metric));
+        }
+        for (why, names) in by_why {
+            let shown: Vec<&String> = names.iter().take(6).collect();
+            let _ = writeln!(
+                s,
+                "- {why}: {}{}",
+                shown
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if names.len() > shown.len() {
+                    format!(" and {} more", names.len() - shown.len())
+                } else {
+                    String::new()
+                }
+            );
+        }
+        s.push_str("\nWhat gives a verdict for them: a baseline of this machine's kind (run the reference build here with `--record`, then `--compare` your change), or an interleaved A/B of the two builds on this machine (`harness measure --variant a='…' --variant b='…'`). Each row of compare.md says the smallest change it could have seen here.\n");
+    }
+    s
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::bench::core::report::cost::write_timelines;
-use crate::bench::core::report::markdown::{html, junit, markdown};
+use crate::bench::core::report::markdown::{html, html_led, junit, markdown};
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
 
@@ -41,4 +41,11 @@ pub fn save_progress<R: Run>(r: &Results<R>, out: &Path) -> Result<()> {
         serde_json::to_string_pretty(r)? + "\n",
     )?;
     write_timelines(r, out)
+}
+
+/// report.html again, opening with a comparison's summary (`--compare`).
+pub fn lead_with<R: Run>(r: &Results<R>, out: &Path, summary: &str) -> Result<PathBuf> {
+    let p = out.join("report.html");
+    crate::output::write_atomic(&p, html_led(std::slice::from_ref(r), summary))?;
+    Ok(p)
 }

@@ -354,12 +354,23 @@ pub fn junit<R: Run>(r: &Results<R>) -> String {
 const DETAIL_START: &str = "\n### API requests by client";
 
 pub fn html<R: Run>(results: &[Results<R>]) -> String {
+    html_led(results, "")
+}
+
+/// report.html opening with `lead` (Markdown: a comparison's summary)
+/// before everything else.
+pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
     let mut s = String::from(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
     );
     // The answer first: each result's headline table, its repeats with
     // intervals and verdicts (and contention); charts and the detail
     // tables after.
+    if !lead.is_empty() {
+        s.push_str("<section id=\"comparison\">\n");
+        s.push_str(&inline(&md_tables_to_html(lead)));
+        s.push_str("</section>\n");
+    }
     let mds: Vec<String> = results.iter().map(markdown).collect();
     let split = |md: &str| md.find(DETAIL_START).unwrap_or(md.len());
     for md in &mds {
@@ -480,6 +491,35 @@ fn ranged<R: Run>(
 
 /// Minimal Markdown → HTML for the report's own output (headings, tables,
 /// list items, paragraphs).
+/// Markdown's `code` and **bold** in escaped HTML text, as tags (pairs
+/// in order; an odd one left as it is).
+fn inline(html: &str) -> String {
+    let pair = |s: &str, mark: &str, open: &str, close: &str| {
+        let parts: Vec<&str> = s.split(mark).collect();
+        if parts.len() < 3 {
+            return s.to_string();
+        }
+        let mut out = String::new();
+        let pairs = (parts.len() - 1) / 2 * 2;
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                out.push_str(match (i <= pairs, i % 2) {
+                    (true, 1) => open,
+                    (true, _) => close,
+                    (false, _) => mark,
+                });
+            }
+            out.push_str(p);
+        }
+        out
+    };
+    html.lines()
+        .map(|l| pair(&pair(l, "**", "<b>", "</b>"), "`", "<code>", "</code>"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
 fn md_tables_to_html(md: &str) -> String {
     let mut out = String::new();
     let mut in_table = false;
@@ -518,4 +558,15 @@ fn md_tables_to_html(md: &str) -> String {
         out.push_str("</table>\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn code_and_bold_become_tags_and_an_odd_mark_stays() {
+        assert_eq!(
+            super::inline("<p>**Regressed** `a` and `b` then ` alone</p>"),
+            "<p><b>Regressed</b> <code>a</code> and <code>b</code> then ` alone</p>\n"
+        );
+    }
 }
