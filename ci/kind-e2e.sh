@@ -134,6 +134,8 @@ step "Thor smoke benchmark vs baseline" \
     tail -n 30 "$out/ecl.txt"
     echo '```'
   fi
+  [ -f "$out/bench/compare-summary.md" ] && cat "$out/bench/compare-summary.md"
+  echo
   [ -f "$out/bench/report.md" ] && cat "$out/bench/report.md"
   echo
   [ -f "$out/bench/compare.md" ] && cat "$out/bench/compare.md"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The local-provider job: .ci/run (toolchains, fmt, clippy, binaries,
 # validate, cargo test --workspace), then the Thor smoke benchmark compared
-# with its stored baseline (counts judged; latencies shown, not judged: the
-# baseline was recorded on another machine), reports in $REPORTS (default reports/local):
-# result.json, report.md, report.html, junit.xml, compare.md,
-# compare-junit.xml. The Markdown goes to the job's summary page.
+# with its stored baseline (counts judged by what drives them, against the
+# band across machines and loads where this runner is not the recording
+# machine; latencies shown, not judged), reports in $REPORTS (default
+# reports/local): result.json, report.md, report.html, junit.xml,
+# compare.md, compare-summary.md, compare-junit.xml. The comparison's
+# summary leads the job's summary page; exit 4 ("could not judge
+# everything here") is a warning there, not a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${REPORTS:-reports/local}
@@ -23,9 +26,15 @@ cargo run --locked --release -q -p harness -- \
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   {
     echo "## Thor smoke benchmark (local provider)"
+    [ -f "$out/bench/compare-summary.md" ] && cat "$out/bench/compare-summary.md"
+    echo
     [ -f "$out/bench/report.md" ] && cat "$out/bench/report.md"
     echo
     [ -f "$out/bench/compare.md" ] && cat "$out/bench/compare.md"
   } >>"$GITHUB_STEP_SUMMARY"
+fi
+if [ "$status" = 4 ]; then
+  echo "::warning title=Thor smoke vs baseline::some verdicts could not be given on this runner (see compare-summary.md)"
+  status=0
 fi
 exit "$status"

@@ -117,9 +117,13 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
         ]);
         let o = run(&args)?;
         let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap_or_default();
+        let summary = std::fs::read_to_string(cmp.join("compare-summary.md")).unwrap_or_default();
+        eprint!("{summary}");
+        // No regression; a verdict the band across machines could not give
+        // on this machine (exit 4) is said in the summary, not a failure.
         ensure!(
-            o.status.success(),
-            "the merged rounds against the recorded baseline: {}\n{md}",
+            o.status.success() || o.status.code() == Some(harness::error::EXIT_UNJUDGED),
+            "the merged rounds against the recorded baseline: {}\n{summary}\n{md}",
             o.status
         );
         let exact = md.matches("exact:").count();
