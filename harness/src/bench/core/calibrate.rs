@@ -178,7 +178,12 @@ pub(crate) const FLOORED_COUNT: &str = "count with a floor";
 
 /// The class of `s` in the table.
 fn class(s: &Series) -> &'static str {
-    match (s.kind, s.rule.floor > 0.0) {
+    class_of(s.kind, s.rule)
+}
+
+/// The table's class of a metric of `kind` judged by `rule`.
+pub(crate) fn class_of(kind: Kind, rule: Rule) -> &'static str {
+    match (kind, rule.floor > 0.0) {
         (Kind::Count, true) => FLOORED_COUNT,
         (k, _) => kind_name(k),
     }

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use crate::bench::core::across::per_second;
 use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::calibrate::{
-    CLASSES, FLOORED_COUNT, GOAL, GRID, SEED, detect, kind_name, median_detect, pct, smallest,
+    CLASSES, GOAL, GRID, SEED, class_of, detect, median_detect, pct, smallest,
 };
 use crate::bench::core::compare::{Status, status_across};
 use crate::bench::core::figures::WALL;
@@ -46,10 +46,7 @@ pub struct Series {
 
 /// The table's class of a series.
 fn class(s: &Series) -> &'static str {
-    match (s.kind, s.rule.floor > 0.0) {
-        (Kind::Count, true) => FLOORED_COUNT,
-        (k, _) => kind_name(k),
-    }
+    class_of(s.kind, s.rule)
 }
 
 /// `values` cut into each condition's runs of `mode`; None when they do

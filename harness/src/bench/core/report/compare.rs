@@ -171,6 +171,30 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
             })
             .collect::<Vec<_>>()
     };
+    // etcd's writes are the API's writes: the clients' write requests
+    // that grew most stand behind them.
+    if v.metric == crate::bench::core::figures::ETCD_WRITES.key
+        || v.metric == crate::bench::core::figures::ETCD_BYTES.key
+    {
+        let writes: Vec<String> = grew(BY_REQUEST, &|n: &str| {
+            n.split_once(": ").is_some_and(|(_, req)| {
+                ["create ", "update ", "patch ", "delete "]
+                    .iter()
+                    .any(|w| req.starts_with(w))
+            })
+        })
+        .into_iter()
+        .map(|(n, was, now)| format!("`{n}` {} → {}", fmt_num(was), fmt_num(now)))
+        .collect();
+        return if writes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " — the write requests that grew most: {}",
+                writes.join(", ")
+            )
+        };
+    }
     if let Some(client) = v.metric.strip_prefix(BY_CLIENT) {
         let r = requests_of(client);
         return if r.is_empty() {
@@ -295,4 +319,128 @@ pub fn summary(c: &Comparison) -> String {
         s.push_str("\nWhat gives a verdict for them: a baseline of this machine's kind (run the reference build here with `--record`, then `--compare` your change), or an interleaved A/B of the two builds on this machine (`harness measure --variant a='…' --variant b='…'`). Each row of compare.md says the smallest change it could have seen here.\n");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::core::metric::MetricKind;
+
+    fn row(metric: &str, was: f64, now: f64, status: Status, note: &str) -> Verdict {
+        Verdict {
+            mode: "jobset".into(),
+            metric: metric.into(),
+            kind: MetricKind::Count,
+            baseline: was,
+            current: Some(now),
+            pass: status != Status::Regressed,
+            status,
+            judged: None,
+            note: note.into(),
+        }
+    }
+
+    fn comparison(verdicts: Vec<Verdict>) -> Comparison {
+        Comparison {
+            baseline: "baselines/local/1.37/smoke.json".into(),
+            verdicts,
+            timing: Err("another machine".into()),
+            across: Vec::new(),
+            counts_only: false,
+        }
+    }
+
+    #[test]
+    fn the_summary_names_the_client_its_request_and_what_was_withheld() {
+        let c = comparison(vec![
+            row(
+                "api_requests_others",
+                226.0,
+                261.0,
+                Status::Regressed,
+                "higher",
+            ),
+            row(
+                "api_requests_by_client.jobset-controller",
+                23.0,
+                58.0,
+                Status::Regressed,
+                "higher",
+            ),
+            row(
+                "api_requests_by_client_request.jobset-controller: list jobsets",
+                0.0,
+                35.0,
+                Status::Regressed,
+                "higher",
+            ),
+            row(
+                "api_requests_by_client_request.jobset-controller: update jobsets/status",
+                17.0,
+                18.0,
+                Status::Ok,
+                "ok",
+            ),
+            row(
+                "etcd_writes_total",
+                199.0,
+                233.0,
+                Status::Regressed,
+                "higher",
+            ),
+            row(
+                "api_requests_by_client_request.jobset-controller: update jobs",
+                4.0,
+                38.0,
+                Status::Ok,
+                "ok",
+            ),
+            row(
+                "wall_s",
+                30.0,
+                31.0,
+                Status::Withheld,
+                "withheld here: its band across machines and loads is +80.0 % from 35 runs, wider than the +50 % it must be seen at; the smallest change it could have seen here: +120 %",
+            ),
+        ]);
+        assert_eq!(c.exit_code(), crate::error::EXIT_FAILED);
+        let s = summary(&c);
+        assert!(
+            s.contains("4 regression(s)") && s.contains("1 could not be judged here"),
+            "{s}"
+        );
+        assert!(
+            s.contains("the clients that grew most: `jobset-controller` 23 → 58 (`list jobsets` 0 → 35, `update jobs` 4 → 38)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("its requests that grew most: `list jobsets` 0 → 35, `update jobs` 4 → 38"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "the write requests that grew most: `jobset-controller: update jobs` 4 → 38"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("- its band across machines and loads is wider than the +50 % it must be seen at: jobset `wall_s`"),
+            "{s}"
+        );
+        assert!(s.contains("What gives a verdict for them"), "{s}");
+        // Nothing regressed, something withheld: exit 4.
+        let c = comparison(vec![row(
+            "wall_s",
+            30.0,
+            31.0,
+            Status::Withheld,
+            "withheld here: x",
+        )]);
+        assert_eq!(c.exit_code(), crate::error::EXIT_UNJUDGED);
+        assert!(summary(&c).contains("(exit 4)"));
+        assert_eq!(
+            comparison(vec![row("x", 1.0, 1.0, Status::Ok, "ok")]).exit_code(),
+            0
+        );
+    }
 }
