@@ -1,5 +1,5 @@
-//! Error kinds that map to the CLI's exit codes (DESIGN.md):
-//! 0 ok, 1 a check or comparison failed, 2 bad input or usage,
+//! Error kinds that map to the CLI's exit codes (the book:
+//! docs/src/troubleshooting.md, "Exit codes"): 0 ok, 1 a check or comparison failed, 2 bad input or usage,
 //! 3 the environment is missing something, 4 a comparison could not
 //! judge everything on this machine (nothing regressed).
 //!

@@ -1,5 +1,5 @@
 //! The top-level command: clap's parser over every subcommand, and its
-//! dispatch to each subcommand's module, mapping errors to DESIGN.md's
+//! dispatch to each subcommand's module, mapping errors to the book's (docs/src/troubleshooting.md)
 //! exit codes.
 
 use anyhow::Result;

@@ -1,5 +1,6 @@
 //! The command line: parse (clap), call the library, print, and exit with
-//! DESIGN.md's codes. Not part of the library: `main.rs` owns it.
+//! the exit codes of the book (docs/src/troubleshooting.md). Not part of
+//! the library: `main.rs` owns it.
 
 mod answer;
 mod args;

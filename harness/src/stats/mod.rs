@@ -1,5 +1,5 @@
 //! How sure an answer is: the one rule every benchmark and `--compare`
-//! use (DESIGN.md "Repeats, intervals, verdicts"). A metric's runs are
+//! use (the book: docs/src/baselines.md). A metric's runs are
 //! summarised by their spread (`describe`); two sets of runs are compared
 //! by the ratio B/A with a Student t interval, a p-value, the smallest
 //! change the comparison could see and a verdict (`judge`, where the

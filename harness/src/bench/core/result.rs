@@ -1,5 +1,5 @@
-//! The Result of any benchmark (DESIGN.md's contract): where and what
-//! ran, each mode's runs with their typical run, spreads, statistics and
+//! The Result of any benchmark (the contract of the book's
+//! docs/src/reports.md): where and what ran, each mode's runs with their typical run, spreads, statistics and
 //! ratios to the reference mode, and how the runs were ordered. One value
 //! per run set; renderers and the baseline policy read it, never the
 //! orchestrator. The JSON keys are documented in docs/src/reports.md and

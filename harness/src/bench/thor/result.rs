@@ -13,7 +13,7 @@ use crate::bench::core::result::Results;
 use crate::metrics::Percentiles;
 use crate::metrics::pods::PodRates;
 
-/// One run of one mode (the headline keys are DESIGN.md's).
+/// One run of one mode (the headline keys are those of docs/src/reports.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModeResult {
     /// What every run has: its mode, the window's figures, pods created
