@@ -142,39 +142,27 @@ fn seeded(client: &str, request: &str, extra: u64) -> tempfile::TempDir {
     let add = |v: &mut serde_json::Value, n: u64| {
         *v = serde_json::json!(v.as_u64().unwrap_or(0) + n);
     };
+    let fault = |run: &mut serde_json::Value| {
+        add(&mut run["api_requests_total"], extra);
+        add(&mut run["api_requests"][request], extra);
+        add(&mut run["api_requests_by_client"][client], extra);
+        add(
+            &mut run["api_requests_by_client_request"][client][request],
+            extra,
+        );
+        if write {
+            add(&mut run["etcd_writes_total"], extra);
+            add(&mut run["etcd"]["puts"], extra);
+        }
+    };
     for (mode, m) in r["modes"].as_object_mut().unwrap() {
         if mode == "baseline" {
             continue;
         }
-        // Every run, and the typical run its summary holds.
-        let mut runs: Vec<&mut serde_json::Value> = vec![];
-        let (result, repeats) = {
-            let o = m.as_object_mut().unwrap();
-            let mut result = None;
-            let mut repeats = None;
-            for (k, v) in o.iter_mut() {
-                match k.as_str() {
-                    "result" => result = Some(v),
-                    "repeats" => repeats = Some(v),
-                    _ => {}
-                }
-            }
-            (result.unwrap(), repeats.unwrap())
-        };
-        runs.push(result);
-        runs.extend(repeats.as_array_mut().unwrap().iter_mut());
-        for run in runs {
-            add(&mut run["api_requests_total"], extra);
-            add(&mut run["api_requests"][request], extra);
-            add(&mut run["api_requests_by_client"][client], extra);
-            add(
-                &mut run["api_requests_by_client_request"][client][request],
-                extra,
-            );
-            if write {
-                add(&mut run["etcd_writes_total"], extra);
-                add(&mut run["etcd"]["puts"], extra);
-            }
+        // The typical run its summary holds, and every run.
+        fault(&mut m["result"]);
+        for run in m["repeats"].as_array_mut().unwrap() {
+            fault(run);
         }
     }
     let dir = tempfile::tempdir().unwrap();

@@ -129,93 +129,120 @@ pub fn band(
 ) -> std::result::Result<Against, Withheld> {
     let walls = b.modes.get(mode).and_then(|ms| ms.get(WALL.key));
     let clocked = matches!(drive, Drive::Clock(_));
+    let unaligned = |why: &str| Withheld {
+        why: why.into(),
+        against: None,
+    };
     let recorded = if clocked {
         walls
             .and_then(|w| per_second(&m.samples, &w.samples))
-            .ok_or_else(|| Withheld {
-                why: "its recorded runs do not say their windows' lengths, so it cannot be put per second (record the baseline again)".into(),
-                against: None,
-            })?
+            .ok_or_else(|| unaligned("its recorded runs do not say their windows' lengths, so it cannot be put per second (record the baseline again)"))?
     } else {
         m.samples.clone()
     };
-    let median = stats::median(&recorded);
-    let off_machine = !alike && !matches!(drive, Drive::Workload);
-    let others = if off_machine {
-        if m.across.is_empty() {
-            return Err(Withheld {
-                why: "the baseline holds no runs from another machine or under load, so how far this machine alone moves it is not known".into(),
-                against: None,
-            });
-        }
-        if clocked {
+    if alike || matches!(drive, Drive::Workload) {
+        return Ok(own(recorded, clocked));
+    }
+    let (others, floor) = if clocked {
+        let others = if m.across.is_empty() {
+            Vec::new()
+        } else {
             walls
                 .and_then(|w| per_second(&m.across, &w.across))
-                .ok_or_else(|| Withheld {
-                    why: "its runs across machines do not line up with their windows' lengths"
-                        .into(),
-                    against: None,
+                .ok_or_else(|| {
+                    unaligned("its runs across machines do not line up with their windows' lengths")
                 })?
-        } else {
-            m.across.clone()
-        }
+        };
+        let wall = walls.map_or(1.0, |w| stats::median(&w.samples).max(1e-9));
+        (others, floor / wall)
     } else {
-        Vec::new()
+        (m.across.clone(), floor)
     };
-    let all: Vec<f64> = recorded.iter().chain(&others).copied().collect();
+    across(recorded, &others, kind, floor, clocked)
+}
+
+/// The recorded runs' own band: what a metric is judged against on the
+/// baseline's kind of machine, quiet, and wherever the workload alone
+/// drives it.
+pub fn own(recorded: Vec<f64>, per_second: bool) -> Against {
+    let s = stats::spread(&recorded);
+    let up = if s.median > 0.0 {
+        (s.max / s.median - 1.0).max(0.0)
+    } else {
+        0.0
+    };
+    Against {
+        up,
+        // "lower" is judged against the recorded runs themselves, as
+        // "higher" against their top.
+        down: 0.0,
+        width: (s.max - s.median).max(0.0),
+        runs: recorded.len(),
+        samples: recorded,
+        across: false,
+        per_second,
+    }
+}
+
+/// The band of the recorded runs with the runs of other conditions
+/// (`others`, in the same unit; `floor` too): Err (withheld) where there
+/// are none, or where it is wider than the change a metric of `kind` must
+/// be seen at, than its floor and than the recorded runs' own band.
+pub fn across(
+    recorded: Vec<f64>,
+    others: &[f64],
+    kind: Kind,
+    floor: f64,
+    per_second: bool,
+) -> std::result::Result<Against, Withheld> {
+    if others.is_empty() {
+        return Err(Withheld {
+            why: "the baseline holds no runs from another machine or under load, so how far this machine alone moves it is not known".into(),
+            against: None,
+        });
+    }
+    let median = stats::median(&recorded);
+    let own = stats::spread(&recorded).max - median;
+    let all: Vec<f64> = recorded.iter().chain(others).copied().collect();
     let s = stats::spread(&all);
     let rel = |x: f64| if median > 0.0 { x / median } else { 0.0 };
     let against = Against {
         up: rel(s.max - median).max(0.0),
-        // On the baseline's machine "lower" is judged against the recorded
-        // runs themselves, as "higher" against their top.
-        down: if off_machine {
-            rel(median - s.min).max(0.0)
-        } else {
-            0.0
-        },
+        down: rel(median - s.min).max(0.0),
         width: (s.max - median).max(0.0),
         samples: recorded,
-        across: off_machine,
+        across: true,
         runs: all.len(),
-        per_second: clocked,
+        per_second,
     };
-    if off_machine {
-        let floor = if clocked {
-            floor / walls.map_or(1.0, |w| stats::median(&w.samples).max(1e-9))
-        } else {
-            floor
-        };
-        // A band no wider than the recorded runs' own is no blinder here
-        // than on the recording machine: judged, as it is there.
-        let own = stats::spread(&against.samples).max - median;
-        let allowed = (must_see(kind) * median).max(floor).max(own);
-        if against.width > allowed {
-            let seen_at = if allowed == must_see(kind) * median {
-                format!("+{:.0} % it must be seen at", must_see(kind) * 100.0)
-            } else if allowed == floor {
-                format!(
-                    "noise floor of {} it must be seen at",
-                    crate::bench::core::charts::fmt_num(floor)
-                )
-            } else {
-                "recorded runs' own band".to_string()
-            };
-            return Err(Withheld {
-                against: Some(against.clone()),
-                why: format!(
-                    "its band across machines and loads is +{} from {} runs, wider than the {seen_at}",
-                    if median > 0.0 {
-                        format!("{:.1} %", against.up * 100.0)
-                    } else {
-                        crate::bench::core::charts::fmt_num(against.width)
-                    },
-                    against.runs,
-                ),
-            });
-        }
+    // A band no wider than the recorded runs' own is no blinder here than
+    // on the recording machine: judged, as it is there.
+    let allowed = (must_see(kind) * median).max(floor).max(own);
+    if against.width <= allowed {
+        return Ok(against);
     }
-    Ok(against)
+    let seen_at = if allowed == must_see(kind) * median {
+        format!("+{:.0} % it must be seen at", must_see(kind) * 100.0)
+    } else if allowed == floor {
+        format!(
+            "noise floor of {} it must be seen at",
+            crate::bench::core::charts::fmt_num(floor)
+        )
+    } else {
+        "recorded runs' own band".to_string()
+    };
+    Err(Withheld {
+        why: format!(
+            "its band across machines and loads is +{} from {} runs, wider than the {seen_at}",
+            if median > 0.0 {
+                format!("{:.1} %", against.up * 100.0)
+            } else {
+                crate::bench::core::charts::fmt_num(against.width)
+            },
+            against.runs,
+        ),
+        against: Some(against),
+    })
 }
 
 /// Add the runs of `r` to baseline `b`'s band across machines and loads:

@@ -259,15 +259,7 @@ fn verdict_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Verdict {
         judge_exact(&mut v, m, cur);
         return v;
     }
-    let against = Against {
-        up: band_of(&m.samples),
-        down: 0.0,
-        width: 0.0,
-        samples: m.samples.clone(),
-        across: false,
-        runs: m.samples.len(),
-        per_second: false,
-    };
+    let against = across::own(m.samples.clone(), false);
     judge_against(&mut v, rule, &against, cur, ("", &m.unit));
     v
 }
@@ -284,20 +276,7 @@ pub fn status_across(
     cur: &[f64],
 ) -> Status {
     let mut v = blank(m, cur);
-    let b = Baseline {
-        schema: crate::bench::core::baseline::SCHEMA.into(),
-        provider: String::new(),
-        k8s_minor: String::new(),
-        scenario: String::new(),
-        recorded: String::new(),
-        harness_version: String::new(),
-        modes: Default::default(),
-        capabilities: None,
-        machine: None,
-        disk: None,
-        across: Vec::new(),
-    };
-    match across::band(&b, "", m, Drive::Pace(""), kind, rule.floor, false) {
+    match across::across(m.samples.clone(), &m.across, kind, rule.floor, false) {
         Ok(against) => judge_against(&mut v, rule, &against, cur, ("", &m.unit)),
         Err(w) => withhold(&mut v, rule, &w, cur),
     }
@@ -364,42 +343,34 @@ fn judged_at(
     place: &Place,
     cur: &[(f64, f64)],
 ) {
-    let alike = place.unlike.is_none();
-    let per_s = |c: &[(f64, f64)]| c.iter().map(|(x, w)| x / w.max(1e-9)).collect::<Vec<f64>>();
     let clocked = matches!(d, Drive::Clock(_));
-    let values: Vec<f64> = if clocked {
-        per_s(cur)
-    } else {
-        cur.iter().map(|(x, _)| *x).collect()
-    };
+    let values: Vec<f64> = cur
+        .iter()
+        .map(|(x, w)| if clocked { x / w.max(1e-9) } else { *x })
+        .collect();
     let mut rule = spec.rule();
     if clocked {
         let wall = stats::median(&cur.iter().map(|(_, w)| *w).collect::<Vec<f64>>());
         rule.floor /= wall.max(1e-9);
     }
-    let text = |a: &Against| a.text(m.samples.len(), b.across.len());
-    match across::band(b, mode, m, d, spec.kind, spec.floor, alike) {
+    let judged = across::band(b, mode, m, d, spec.kind, spec.floor, place.unlike.is_none());
+    // A clocked metric's medians are shown per second, as judged.
+    let against = judged.as_ref().map_or_else(|w| w.against.as_ref(), Some);
+    if let Some(a) = against.filter(|a| a.per_second) {
+        v.baseline = stats::median(&a.samples);
+        v.current = Some(stats::median(&values));
+    }
+    match judged {
         Ok(against) => {
-            if clocked {
-                v.baseline = stats::median(&against.samples);
-                v.current = Some(stats::median(&values));
-            }
             let unit = if clocked {
                 format!("{}/s", m.unit)
             } else {
                 m.unit.clone()
             };
-            judge_against(v, rule, &against, &values, (&text(&against), &unit));
+            let text = against.text(m.samples.len(), b.across.len());
+            judge_against(v, rule, &against, &values, (&text, &unit));
         }
-        Err(w) => {
-            if let Some(a) = &w.against
-                && clocked
-            {
-                v.baseline = stats::median(&a.samples);
-                v.current = Some(stats::median(&values));
-            }
-            withhold(v, rule, &w, &values);
-        }
+        Err(w) => withhold(v, rule, &w, &values),
     }
 }
 
@@ -434,7 +405,9 @@ fn raise(samples: &[f64], a: &Against) -> Vec<f64> {
     samples
         .iter()
         .map(|x| {
-            if median > 0.0 {
+            // The recorded runs' own band of a median of 0 is none (as
+            // `band_of` says); a band across machines adds its reach.
+            if median > 0.0 || !a.across {
                 x * (1.0 + a.up)
             } else {
                 x + a.width
