@@ -46,6 +46,7 @@ fn renderable(file: &Path) -> bool {
             "harness.thor-result/v1"
                 | "harness.measure-result/v1"
                 | "harness.cron-load/v1"
+                | "harness.cron-load/v2"
                 | "harness.gang-latency/v1"
         )
     )
@@ -190,10 +191,9 @@ fn every_committed_result_derives_the_same_figures_from_its_runs() {
         match harness::bench::saved::read(dir, "test").expect("read") {
             harness::bench::saved::Saved::Thor(r) => derives_the_same(&file, *r),
             harness::bench::saved::Saved::Measure(r) => derives_the_same(&file, r.figures),
-            // Their figures are their rounds' own, not derived by the core.
-            harness::bench::saved::Saved::Gang(_) | harness::bench::saved::Saved::Cron(_) => {
-                continue;
-            }
+            harness::bench::saved::Saved::Cron(r) => derives_the_same(&file, *r),
+            // Its figures are its rounds' own, not derived by the core.
+            harness::bench::saved::Saved::Gang(_) => continue,
         }
         seen += 1;
     }

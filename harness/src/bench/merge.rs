@@ -42,14 +42,14 @@ pub fn merge_dirs(dirs: &[&Path]) -> Result<Saved> {
             Saved::Thor(r) => thor.push(Part { from, result: *r }),
             Saved::Measure(m) => measured.push((from, *m)),
             Saved::Gang(g) => gang.push((from, *g)),
-            Saved::Cron(c) => cron.push((from, *c)),
+            Saved::Cron(c) => cron.push(Part { from, result: *c }),
         }
     }
     if !gang.is_empty() {
         return Ok(Saved::Gang(Box::new(crate::bench::gang::merge(gang)?)));
     }
     if !cron.is_empty() {
-        return Ok(Saved::Cron(Box::new(crate::bench::cron::merge(cron)?)));
+        return Ok(Saved::Cron(Box::new(merge(cron)?)));
     }
     if !thor.is_empty() {
         return Ok(Saved::Thor(Box::new(merge(thor)?)));

@@ -19,8 +19,7 @@ pub mod thor;
 mod tests {
     use crate::bench::core::metric::{Driver, Spec};
 
-    /// Every workload's metric declarations (cron's figures are not yet
-    /// declared metrics: they are judged over rounds only).
+    /// Every workload's metric declarations.
     fn every_spec() -> Vec<(&'static str, Spec)> {
         let mut all: Vec<(&'static str, Spec)> = Vec::new();
         all.extend(
@@ -37,6 +36,11 @@ mod tests {
             crate::bench::gang::metrics()
                 .into_iter()
                 .map(|m| ("gang", m.spec)),
+        );
+        all.extend(
+            crate::bench::cron::result::metrics()
+                .into_iter()
+                .map(|m| ("cron", m.spec)),
         );
         all
     }

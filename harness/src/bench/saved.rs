@@ -15,7 +15,7 @@ pub enum Saved {
     Thor(Box<ThorResult>),
     Measure(Box<MeasureResult>),
     Gang(Box<crate::bench::gang::GangBenchResult>),
-    Cron(Box<crate::bench::cron::CronBenchResult>),
+    Cron(Box<crate::bench::cron::result::CronResult>),
 }
 
 /// The file a benchmark's out dir keeps its result in (`bench thor` and
@@ -58,7 +58,12 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
             Ok(Saved::Measure(serde_json::from_str(&text).map_err(at)?))
         }
         crate::bench::gang::SCHEMA => Ok(Saved::Gang(serde_json::from_str(&text).map_err(at)?)),
-        crate::bench::cron::SCHEMA => Ok(Saved::Cron(serde_json::from_str(&text).map_err(at)?)),
+        crate::bench::cron::result::SCHEMA => {
+            Ok(Saved::Cron(serde_json::from_str(&text).map_err(at)?))
+        }
+        crate::bench::cron::v1::SCHEMA => Ok(Saved::Cron(Box::new(
+            crate::bench::cron::v1::read(&text).map_err(at)?,
+        ))),
         other => Err(bad_input(format!(
             "{what}: {}: schema {other:?} is not a result this harness renders ({} or {})",
             file.display(),
@@ -105,11 +110,7 @@ impl Saved {
             Saved::Gang(r) => {
                 r.over_rounds = crate::bench::gang::judged_over_rounds(r.rounds, &r.releases)?;
             }
-            Saved::Cron(r) => {
-                if !r.rounds.is_empty() {
-                    r.over_rounds = crate::bench::cron::over_rounds(&r.rounds);
-                }
-            }
+            Saved::Cron(r) => again(r.as_mut()),
         }
         Ok(())
     }
@@ -120,7 +121,7 @@ impl Saved {
             Saved::Thor(r) => crate::bench::core::report::markdown::markdown(r),
             Saved::Measure(r) => crate::bench::measure::report::markdown(r),
             Saved::Gang(r) => crate::bench::gang::markdown(r),
-            Saved::Cron(r) => crate::bench::cron::markdown(r),
+            Saved::Cron(r) => crate::bench::core::report::markdown::markdown(r),
         }
     }
 
@@ -131,7 +132,7 @@ impl Saved {
             Saved::Thor(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
             Saved::Measure(r) => crate::bench::measure::report::write_all(r, dir),
             Saved::Gang(r) => crate::bench::gang::write(r, dir),
-            Saved::Cron(r) => crate::bench::cron::write(r, dir),
+            Saved::Cron(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
         }
     }
 
@@ -140,8 +141,9 @@ impl Saved {
         let junit = match self {
             Saved::Thor(r) => crate::bench::core::report::markdown::junit(r),
             Saved::Measure(r) => crate::bench::core::report::markdown::junit(&r.figures),
-            // Their own files say it all.
-            Saved::Gang(_) | Saved::Cron(_) => return self.write_all(dir),
+            Saved::Cron(r) => crate::bench::core::report::markdown::junit(r),
+            // Its own files say it all.
+            Saved::Gang(_) => return self.write_all(dir),
         };
         let files = [("report.md", self.markdown()), ("junit.xml", junit)];
         let mut out = Vec::new();

@@ -60,7 +60,7 @@ pub struct BenchCronArgs {
     /// the shards' out dirs.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// Where the reports go (cron-load.json, cron-load.md).
+    /// Where the reports go (result.json, report.md, report.html, junit.xml).
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
     /// Use this binary: NAME=PATH. Repeatable.
@@ -136,10 +136,14 @@ async fn cron(args: &BenchCronArgs) -> Result<i32> {
         shard: args.shard,
     };
     opts.check()?;
-    run_local_bench(bench_cron(&opts), &opts.cluster_name, |r| {
-        use harness::bench::cron::{markdown, write};
-        Ok((write(r, &args.out)?, markdown(r)))
-    })
+    run_local_bench(
+        bench_cron(&opts, Some(&args.out)),
+        &opts.cluster_name,
+        |r| {
+            use harness::bench::core::report::{files::write_all, markdown::markdown};
+            Ok((write_all(r, &args.out)?, markdown(r)))
+        },
+    )
     .await
 }
 
