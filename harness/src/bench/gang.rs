@@ -138,6 +138,10 @@ pub struct GangBenchResult {
     /// A merged run set's shards (`report merge`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<MergedShard>,
+    /// Rounds of the run set no shard brought (`report merge`), 0-based:
+    /// said in the report, never dropped silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_rounds: Vec<usize>,
     /// With rounds: each metric per release and size over them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub over_rounds: Vec<SizeRounds>,
@@ -298,6 +302,7 @@ pub async fn bench_gang(opts: &GangBenchOptions) -> Result<GangBenchResult> {
             of: opts.rounds as usize,
         }),
         merged: Vec::new(),
+        lost_rounds: Vec::new(),
         over_rounds,
     })
 }
@@ -409,8 +414,22 @@ pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
             )));
         }
     }
+    let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+    for (from, r) in &parts {
+        let k = r.shard.as_ref().map_or(0, |s| s.k);
+        if let Some(was) = seen.insert(k, from) {
+            return Err(bad_input(format!(
+                "report merge: shard {k} given twice ({was} and {from})"
+            )));
+        }
+    }
     let mut releases: Vec<ReleaseLatency> =
         parts.iter().flat_map(|(_, r)| r.releases.clone()).collect();
+    let brought: std::collections::BTreeSet<usize> =
+        releases.iter().map(|r| r.round as usize).collect();
+    let lost_rounds: Vec<usize> = (0..first.shard.as_ref().map_or(0, |s| s.of))
+        .filter(|i| !brought.contains(i))
+        .collect();
     releases.sort_by_key(|r| r.round);
     let over_rounds = judged_over_rounds(first.rounds, &releases)?;
     Ok(GangBenchResult {
@@ -428,6 +447,7 @@ pub fn merge(parts: Vec<(String, GangBenchResult)>) -> Result<GangBenchResult> {
             })
             .collect(),
         releases,
+        lost_rounds,
         over_rounds,
         ..first.clone()
     })
@@ -486,6 +506,14 @@ pub fn markdown(r: &GangBenchResult) -> String {
         pools.join("; "),
         latency::latency_table(&rows)
     );
+    if !r.lost_rounds.is_empty() {
+        let lost: Vec<String> = r.lost_rounds.iter().map(|i| (i + 1).to_string()).collect();
+        let _ = write!(
+            md,
+            "\n**Rounds no shard brought: {}** — the figures are of the other rounds only.\n",
+            lost.join(", ")
+        );
+    }
     if let Some(first) = r.over_rounds.first() {
         let rows: Vec<(Vec<String>, &MetricRounds)> = r
             .over_rounds
@@ -617,6 +645,7 @@ mod tests {
             seed: Some(9),
             shard: None,
             merged: Vec::new(),
+            lost_rounds: Vec::new(),
             over_rounds: o,
         };
         let md = markdown(&r);
@@ -624,5 +653,48 @@ mod tests {
         assert!(md.contains("| 1.37.1 (round 5) | 8 |"), "{md}");
         assert_eq!(md.matches("1.36.4: 1 nodes").count(), 1, "{md}");
         assert!(md.contains("↑ +"), "{md}");
+    }
+
+    #[test]
+    fn a_shard_given_twice_is_refused_and_a_missing_one_said() {
+        let shard = |k: u32, rounds: std::ops::Range<u32>| GangBenchResult {
+            schema: SCHEMA.into(),
+            harness_version: "0".into(),
+            started: String::new(),
+            releases: rounds
+                .clone()
+                .map(|i| run("1.37.1", i, 100.0, 100))
+                .collect(),
+            rounds: 3,
+            seed: Some(9),
+            shard: Some(ShardOf {
+                k,
+                n: 2,
+                first: rounds.start as usize,
+                of: 3,
+            }),
+            merged: Vec::new(),
+            lost_rounds: Vec::new(),
+            over_rounds: Vec::new(),
+        };
+        let whole = merge(vec![
+            ("a".into(), shard(1, 0..2)),
+            ("b".into(), shard(2, 2..3)),
+        ])
+        .unwrap();
+        assert_eq!(whole.releases.len(), 3);
+        assert!(whole.lost_rounds.is_empty());
+        let e = merge(vec![
+            ("a".into(), shard(1, 0..2)),
+            ("a2".into(), shard(1, 0..2)),
+        ])
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("shard 1 given twice (a and a2)"),
+            "{e:#}"
+        );
+        let part = merge(vec![("a".into(), shard(1, 0..2))]).unwrap();
+        assert_eq!(part.lost_rounds, [2]);
+        assert!(markdown(&part).contains("**Rounds no shard brought: 3**"));
     }
 }
