@@ -48,6 +48,7 @@ fn renderable(file: &Path) -> bool {
                 | "harness.cron-load/v1"
                 | "harness.cron-load/v2"
                 | "harness.gang-latency/v1"
+                | "harness.gang-latency/v2"
         )
     )
 }
@@ -192,8 +193,7 @@ fn every_committed_result_derives_the_same_figures_from_its_runs() {
             harness::bench::saved::Saved::Thor(r) => derives_the_same(&file, *r),
             harness::bench::saved::Saved::Measure(r) => derives_the_same(&file, r.figures),
             harness::bench::saved::Saved::Cron(r) => derives_the_same(&file, *r),
-            // Its figures are its rounds' own, not derived by the core.
-            harness::bench::saved::Saved::Gang(_) => continue,
+            harness::bench::saved::Saved::Gang(r) => derives_the_same(&file, *r),
         }
         seen += 1;
     }

@@ -1,8 +1,8 @@
 //! `harness report merge`: the shards of one run set, read back whatever
 //! their benchmark (by schema), joined into the result one run would give
 //! (`bench::core::merge`) — a `measure` run set's workload runs beside
-//! its figures, in round order; gang's and cron's rounds by their own
-//! merge (their results keep the shapes they had).
+//! its figures, in round order; Thor's, gang's and cron's by the core's
+//! merge alone.
 
 use std::path::Path;
 
@@ -41,12 +41,12 @@ pub fn merge_dirs(dirs: &[&Path]) -> Result<Saved> {
         match s {
             Saved::Thor(r) => thor.push(Part { from, result: *r }),
             Saved::Measure(m) => measured.push((from, *m)),
-            Saved::Gang(g) => gang.push((from, *g)),
+            Saved::Gang(g) => gang.push(Part { from, result: *g }),
             Saved::Cron(c) => cron.push(Part { from, result: *c }),
         }
     }
     if !gang.is_empty() {
-        return Ok(Saved::Gang(Box::new(crate::bench::gang::merge(gang)?)));
+        return Ok(Saved::Gang(Box::new(merge(gang)?)));
     }
     if !cron.is_empty() {
         return Ok(Saved::Cron(Box::new(merge(cron)?)));

@@ -33,7 +33,7 @@ mod tests {
                 .map(|m| ("measure", m.spec)),
         );
         all.extend(
-            crate::bench::gang::metrics()
+            crate::bench::gang::result::metrics()
                 .into_iter()
                 .map(|m| ("gang", m.spec)),
         );

@@ -14,13 +14,14 @@ use crate::error::bad_input;
 pub enum Saved {
     Thor(Box<ThorResult>),
     Measure(Box<MeasureResult>),
-    Gang(Box<crate::bench::gang::GangBenchResult>),
+    Gang(Box<crate::bench::gang::result::GangResult>),
     Cron(Box<crate::bench::cron::result::CronResult>),
 }
 
-/// The file a benchmark's out dir keeps its result in (`bench thor` and
-/// `measure`: result.json; `bench gang`: gang-latency.json; `bench cron`:
-/// cron-load.json), the first found.
+/// The file a benchmark's out dir keeps its result in (result.json; a
+/// `bench gang` or `bench cron` out dir written before they were
+/// workloads of the core: gang-latency.json, cron-load.json), the first
+/// found.
 fn result_file(dir: &Path) -> PathBuf {
     ["result.json", "gang-latency.json", "cron-load.json"]
         .iter()
@@ -57,7 +58,13 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
         crate::bench::measure::result::SCHEMA => {
             Ok(Saved::Measure(serde_json::from_str(&text).map_err(at)?))
         }
-        crate::bench::gang::SCHEMA => Ok(Saved::Gang(serde_json::from_str(&text).map_err(at)?)),
+        crate::bench::gang::result::SCHEMA => {
+            Ok(Saved::Gang(serde_json::from_str(&text).map_err(at)?))
+        }
+        crate::bench::gang::v1::SCHEMA => Ok(Saved::Gang(Box::new(
+            crate::bench::gang::v1::read(&text)
+                .map_err(|e| bad_input(format!("{what}: {}: {e:#}", file.display())))?,
+        ))),
         crate::bench::cron::result::SCHEMA => {
             Ok(Saved::Cron(serde_json::from_str(&text).map_err(at)?))
         }
@@ -65,10 +72,17 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
             crate::bench::cron::v1::read(&text).map_err(at)?,
         ))),
         other => Err(bad_input(format!(
-            "{what}: {}: schema {other:?} is not a result this harness renders ({} or {})",
+            "{what}: {}: schema {other:?} is not a result this harness renders ({})",
             file.display(),
-            crate::bench::thor::result::RESULT_SCHEMA,
-            crate::bench::measure::result::SCHEMA
+            [
+                crate::bench::thor::result::RESULT_SCHEMA,
+                crate::bench::measure::result::SCHEMA,
+                crate::bench::gang::result::SCHEMA,
+                crate::bench::gang::v1::SCHEMA,
+                crate::bench::cron::result::SCHEMA,
+                crate::bench::cron::v1::SCHEMA,
+            ]
+            .join(", ")
         ))),
     }
 }
@@ -79,8 +93,7 @@ impl Saved {
     /// metric declared since the result was saved, derived from its runs
     /// (the figures it has keep the values it was saved with), each mode's
     /// ratios to the reference and the statistics block's method
-    /// (Thor, measure), the releases' rounds (gang), the rounds' spreads
-    /// (cron). The runs themselves are kept as they were measured.
+    /// (every workload: Thor, measure, gang, cron). The runs themselves are kept as they were measured.
     pub fn rejudge(&mut self) -> Result<()> {
         fn again<R: crate::bench::core::result::Run>(
             r: &mut crate::bench::core::result::Results<R>,
@@ -107,9 +120,7 @@ impl Saved {
         match self {
             Saved::Thor(r) => again(r.as_mut()),
             Saved::Measure(r) => again(&mut r.figures),
-            Saved::Gang(r) => {
-                r.over_rounds = crate::bench::gang::judged_over_rounds(r.rounds, &r.releases)?;
-            }
+            Saved::Gang(r) => again(r.as_mut()),
             Saved::Cron(r) => again(r.as_mut()),
         }
         Ok(())
@@ -120,7 +131,7 @@ impl Saved {
         match self {
             Saved::Thor(r) => crate::bench::core::report::markdown::markdown(r),
             Saved::Measure(r) => crate::bench::measure::report::markdown(r),
-            Saved::Gang(r) => crate::bench::gang::markdown(r),
+            Saved::Gang(r) => crate::bench::core::report::markdown::markdown(r),
             Saved::Cron(r) => crate::bench::core::report::markdown::markdown(r),
         }
     }
@@ -131,7 +142,7 @@ impl Saved {
         match self {
             Saved::Thor(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
             Saved::Measure(r) => crate::bench::measure::report::write_all(r, dir),
-            Saved::Gang(r) => crate::bench::gang::write(r, dir),
+            Saved::Gang(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
             Saved::Cron(r) => crate::bench::core::report::files::write_all(r.as_ref(), dir),
         }
     }
@@ -142,8 +153,7 @@ impl Saved {
             Saved::Thor(r) => crate::bench::core::report::markdown::junit(r),
             Saved::Measure(r) => crate::bench::core::report::markdown::junit(&r.figures),
             Saved::Cron(r) => crate::bench::core::report::markdown::junit(r),
-            // Its own files say it all.
-            Saved::Gang(_) => return self.write_all(dir),
+            Saved::Gang(r) => crate::bench::core::report::markdown::junit(r),
         };
         let files = [("report.md", self.markdown()), ("junit.xml", junit)];
         let mut out = Vec::new();

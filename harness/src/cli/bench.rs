@@ -105,7 +105,7 @@ pub struct BenchGangArgs {
     /// --control-plane`).
     #[arg(long = "control-plane", default_value = "default", value_parser = parse_profile)]
     pub control_plane: Profile,
-    /// Where the reports go (gang-latency.json, gang-latency.md).
+    /// Where the reports go (result.json, report.md, report.html, junit.xml).
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
     /// Use this binary: NAME=PATH. Repeatable.
@@ -171,10 +171,14 @@ async fn gang(args: &BenchGangArgs) -> Result<i32> {
         control_plane: ControlPlane::of(args.control_plane),
     };
     opts.check()?;
-    run_local_bench(bench_gang(&opts), &opts.cluster_prefix, |r| {
-        use harness::bench::gang::{markdown, write};
-        Ok((write(r, &args.out)?, markdown(r)))
-    })
+    run_local_bench(
+        bench_gang(&opts, Some(&args.out)),
+        &opts.cluster_prefix,
+        |r| {
+            use harness::bench::core::report::{files::write_all, markdown::markdown};
+            Ok((write_all(r, &args.out)?, markdown(r)))
+        },
+    )
     .await
 }
 

@@ -68,8 +68,8 @@ pub enum ReportCommand {
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
     History(HistoryArgs),
-    /// Join the shards of one run set (`bench thor` or `measure` with
-    /// `--shard K/N` and one --seed, each shard's out dir) into the result,
+    /// Join the shards of one run set (`bench thor`, `measure`, `bench
+    /// gang` or `bench cron` with `--shard K/N` and one --seed, each shard's out dir) into the result,
     /// report, intervals and verdicts one run would give: refused when they
     /// are not shards of one run set (it says what differs); a round no
     /// shard brought is said, never dropped.

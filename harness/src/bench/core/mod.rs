@@ -22,7 +22,6 @@ pub mod headline;
 pub mod history;
 pub mod merge;
 pub mod metric;
-pub mod over_rounds;
 pub mod policy;
 pub mod report;
 pub mod result;

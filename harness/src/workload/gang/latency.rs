@@ -67,6 +67,27 @@ const ATTEMPT_DURATION: &str = "scheduler_podgroup_scheduling_attempt_duration_s
 const ALGORITHM_DURATION: &str = "scheduler_podgroup_scheduling_algorithm_duration_seconds";
 
 /// What the scheduler's metrics say happened between two scrapes.
+/// The typical figures of one size over several runs (not empty): its
+/// percentiles and window combined (`metrics::combine`); the scheduler's
+/// podgroup figures, pod rates and samples are each run's own, not
+/// combined (left empty).
+pub fn typical(runs: &[&SizeFigures]) -> SizeFigures {
+    use crate::metrics::combine::Combine;
+    let of = |f: fn(&SizeFigures) -> &Percentiles| {
+        Percentiles::combine(&runs.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
+    SizeFigures {
+        size: runs[0].size,
+        repeats: runs[0].repeats,
+        samples_ms: Vec::new(),
+        last_created_to_last_bound_ms: of(|r| &r.last_created_to_last_bound_ms),
+        first_created_to_last_bound_ms: of(|r| &r.first_created_to_last_bound_ms),
+        scheduler: SchedulerFigures::default(),
+        window: WindowFigures::combine(&runs.iter().map(|r| &r.window).collect::<Vec<_>>()),
+        pod_rates: PodRates::default(),
+    }
+}
+
 pub fn scheduler_figures(before: &[Sample], after: &[Sample]) -> SchedulerFigures {
     let mut results: Vec<String> = after
         .iter()
