@@ -19,7 +19,8 @@ use crate::cli::interrupt::{Made, or_tear_down};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh local clusters.
+    /// HPCC Thor's Kubernetes lifecycle, per mode, on fresh clusters of a
+    /// provider (local, kind) or on an existing cluster.
     Thor(Box<crate::cli::thor::BenchThorArgs>),
     /// Gang placement latency: gangs of N pods on a fresh local cluster per
     /// Kubernetes minor (that release's gang feature set).

@@ -134,8 +134,9 @@ fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
     Ok(std::env::join_paths(dirs).unwrap_or_default())
 }
 
-/// Every variant × `repeat` on fresh local clusters. `result.json` is
-/// rewritten as each run finishes.
+/// Every variant × `repeat` on the target (a fresh cluster of the
+/// provider per run, or the existing cluster attached once).
+/// `result.json` is rewritten as each run finishes.
 pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     writable(&opts.out)?;
     // Where the runs go; an existing cluster is attached to and probed
@@ -260,8 +261,13 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
             if let AnyCluster::Kind(c) = on.get() {
                 result.figures.k8s_version = c.state.k8s_version.clone();
             }
-            let (mode, mut run, timeline, where_) = one_run(on, &ctx, tokens.path()).await?;
-            run.cluster = where_;
+            let Ran {
+                figures: mode,
+                mut run,
+                timeline,
+                place,
+            } = one_run(on, &ctx, tokens.path()).await?;
+            run.cluster = place;
             step.done(&format!(
                 "exit {}, {:.1} s; {} API requests, {} etcd writes",
                 run.exit_code,
@@ -291,8 +297,17 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     Ok(result)
 }
 
-/// A run's figures, its workload's outcome, its timeline, and where it ran.
-type Ran = (RunFigures, WorkloadRun, Timeline, String);
+/// One finished run.
+struct Ran {
+    /// What the control plane did in its window.
+    figures: RunFigures,
+    /// The workload's outcome (exit code, wall time, output).
+    run: WorkloadRun,
+    timeline: Timeline,
+    /// Where it ran: the cluster's name, or "namespace <ns>" on an
+    /// existing cluster.
+    place: String,
+}
 
 /// One run on its cluster: its place there (the workload's identity, and
 /// on an existing cluster a namespace of its own: `dir` holds the token
@@ -344,7 +359,12 @@ async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Re
     };
     let (mut mode, run, timeline) = on.finish(r, &what).await?;
     mode.window.rename_clients(same);
-    Ok((mode, run, timeline, where_))
+    Ok(Ran {
+        figures: mode,
+        run,
+        timeline,
+        place: where_,
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! `harness bench thor`: each mode of a scenario on a fresh local cluster,
-//! the Thor drivers inside one measurement window, as one Result
+//! `harness bench thor`: each mode of a scenario on the target (a fresh
+//! cluster of the chosen provider per run, or an existing cluster), the
+//! Thor drivers inside one measurement window, as one Result
 //! (`result`), rendered by `report` and judged against a stored baseline by
 //! `baseline`.
 
