@@ -73,6 +73,103 @@ pub fn write_reports(
     Ok(vec![json, md])
 }
 
+/// A path as the file system resolves it, for comparing an output with
+/// the inputs: canonical where it exists; else its nearest existing
+/// ancestor canonical and the rest joined on. Err(ancestor) when that
+/// ancestor is not a directory (nothing can be made under it).
+fn resolved(p: &Path) -> std::result::Result<std::path::PathBuf, std::path::PathBuf> {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(at) {
+            if !rest.is_empty() && !c.is_dir() {
+                return Err(at.to_path_buf());
+            }
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return Ok(out);
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return Ok(abs),
+        }
+    }
+}
+
+/// What a command writes: one directory (`Dir`) or one file (`File`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    Dir,
+    File,
+}
+
+/// Outputs never touch inputs (the book: docs/src/troubleshooting.md):
+/// refuse `out` (given as `flag`) when it is, contains or lies inside any
+/// of `inputs` (each `(flag, path)`; compared canonicalized, an input that
+/// does not exist is the reader's to refuse), or when it cannot be made
+/// as `kind` — an existing file or device where a directory goes, a
+/// directory or device where a file goes, or a path under a file. Bad
+/// input (exit 2) naming both paths; it reads nothing, so every command
+/// that writes calls it before its first heavy step.
+pub fn check_out(flag: &str, out: &Path, kind: Out, inputs: &[(&str, &Path)]) -> Result<()> {
+    let shown = out.display();
+    let o = resolved(out).map_err(|file| {
+        crate::error::bad_input(format!(
+            "{flag} {shown}: lies under {}, which is not a directory",
+            file.display()
+        ))
+    })?;
+    if let Ok(m) = std::fs::metadata(&o) {
+        let bad = match kind {
+            Out::Dir if !m.is_dir() => Some("a directory"),
+            Out::File if !m.is_file() => Some("a regular file"),
+            _ => None,
+        };
+        if let Some(want) = bad {
+            let is = if m.is_dir() {
+                "a directory"
+            } else if m.is_file() {
+                "a file"
+            } else {
+                "a device, FIFO or socket"
+            };
+            return Err(crate::error::bad_input(format!(
+                "{flag} {shown}: is {is}; it must be {want} (or not exist yet)"
+            )));
+        }
+    }
+    for (in_flag, input) in inputs {
+        let Ok(i) = resolved(input) else { continue };
+        if !i.exists() {
+            continue;
+        }
+        let relation = if o == i {
+            "is"
+        } else if o.starts_with(&i) {
+            "lies inside"
+        } else if i.starts_with(&o) {
+            "contains"
+        } else {
+            continue;
+        };
+        let in_flag = match in_flag.is_empty() {
+            true => String::new(),
+            false => format!("{in_flag} "),
+        };
+        return Err(crate::error::bad_input(format!(
+            "{flag} {shown}: {relation} the input {in_flag}{}; what a command writes never touches what it reads: give another {flag}",
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Write `bytes` to `path` atomically, creating its directory.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let dir = path
@@ -266,6 +363,44 @@ mod tests {
         assert!(x.contains("<property name=\"k\" value=\"v&amp;\"/>"), "{x}");
         assert!(x.contains("<system-out>seen</system-out>"), "{x}");
         assert!(!x.chars().any(|c| (c as u32) < 0x20 && c != '\n'), "{x}");
+    }
+
+    #[test]
+    fn an_out_that_touches_an_input_or_cannot_be_made_is_refused() {
+        use crate::error::{EXIT_USAGE, exit_code};
+        let d = tempfile::tempdir().unwrap();
+        let s1 = d.path().join("s1");
+        std::fs::create_dir_all(s1.join("runs")).unwrap();
+        std::fs::write(s1.join("result.json"), "{}").unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let refused = |out: &Path, kind: Out, inputs: &[(&str, &Path)], says: &str| {
+            let e = check_out("--out", out, kind, inputs).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_USAGE, "{e:#}");
+            let m = format!("{e:#}");
+            assert!(
+                m.contains(says) && m.contains(&out.display().to_string()),
+                "{m}"
+            );
+        };
+        let inputs: &[(&str, &Path)] = &[("", &s1)];
+        refused(&s1, Out::Dir, inputs, "is the input");
+        refused(&s1.join("runs/new"), Out::Dir, inputs, "lies inside");
+        refused(d.path(), Out::Dir, inputs, "contains");
+        // Spelled another way: the same directory.
+        refused(
+            &d.path().join("s1/runs/.."),
+            Out::Dir,
+            inputs,
+            "is the input",
+        );
+        refused(&file, Out::Dir, &[], "is a file");
+        refused(&file.join("sub"), Out::Dir, &[], "lies under");
+        refused(&s1, Out::File, &[], "is a directory");
+        refused(Path::new("/dev/null"), Out::Dir, &[], "device");
+        check_out("--out", &d.path().join("merged/new"), Out::Dir, inputs).unwrap();
+        check_out("--out", &d.path().join("s2"), Out::Dir, inputs).unwrap();
+        check_out("--out", &file, Out::File, &[("", &s1)]).unwrap();
     }
 
     #[test]
