@@ -83,11 +83,7 @@ pub fn main() -> i32 {
     // A bad limit is refused once, up front (not ignored, not blamed on
     // the first file read).
     if let Err(e) = harness::input::max_bytes() {
-        eprintln!(
-            "error: {}",
-            harness::output::terminal_safe(&format!("{e:#}"))
-        );
-        return error::exit_code(&e);
+        return report_error(&e);
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -98,16 +94,19 @@ pub fn main() -> i32 {
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
-        Err(e) => {
-            // Values from files and flags travel in errors: no raw
-            // control characters on the terminal.
-            eprintln!(
-                "error: {}",
-                harness::output::terminal_safe(&format!("{e:#}"))
-            );
-            error::exit_code(&e)
-        }
+        Err(e) => report_error(&e),
     }
+}
+
+/// The one way a command says an error: `error: ` and the chain on
+/// stderr, without raw control characters (values from files and flags
+/// travel in errors); its exit code.
+pub fn report_error(e: &anyhow::Error) -> i32 {
+    eprintln!(
+        "error: {}",
+        harness::output::terminal_safe(&format!("{e:#}"))
+    );
+    error::exit_code(e)
 }
 
 async fn run(cli: Cli) -> Result<i32> {
