@@ -213,9 +213,7 @@ pub async fn run(a: &BenchAnswerArgs) -> Result<i32> {
         let c = match bench_thor(args).await {
             Ok(c) => c,
             // Said as every command says an error; the matrix goes on.
-            Err(e) => {
-                crate::cli::command::report_error(&e.context(format!("set {}", s.name(&root))))
-            }
+            Err(e) => crate::cli::errors::report(&e.context(format!("set {}", s.name(&root)))),
         };
         took.push((s.name(&root), t.elapsed(), c));
         // Interrupted: what the set started is torn down; the matrix stops.

@@ -83,7 +83,7 @@ pub fn main() -> i32 {
     // A bad limit is refused once, up front (not ignored, not blamed on
     // the first file read).
     if let Err(e) = harness::input::max_bytes() {
-        return report_error(&e);
+        return crate::cli::errors::report(&e);
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -94,19 +94,8 @@ pub fn main() -> i32 {
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
-        Err(e) => report_error(&e),
+        Err(e) => crate::cli::errors::report(&e),
     }
-}
-
-/// The one way a command says an error: `error: ` and the chain on
-/// stderr, without raw control characters (values from files and flags
-/// travel in errors); its exit code.
-pub fn report_error(e: &anyhow::Error) -> i32 {
-    eprintln!(
-        "error: {}",
-        harness::output::terminal_safe(&format!("{e:#}"))
-    );
-    error::exit_code(e)
 }
 
 async fn run(cli: Cli) -> Result<i32> {

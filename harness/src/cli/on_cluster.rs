@@ -62,7 +62,7 @@ pub async fn in_pod(
 ) -> Result<i32> {
     let code = match round.await {
         Ok(code) => code,
-        Err(e) => crate::cli::command::report_error(&e),
+        Err(e) => crate::cli::errors::report(&e),
     };
     harness::bench::on_cluster::collect::hold(out, code, hold_s)
 }
