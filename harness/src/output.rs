@@ -79,27 +79,31 @@ pub fn write_reports(
 /// ancestor is not a directory (nothing can be made under it).
 fn resolved(p: &Path) -> std::result::Result<std::path::PathBuf, std::path::PathBuf> {
     let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut rest = Vec::new();
-    let mut at = abs.as_path();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(at) {
-            if !rest.is_empty() && !c.is_dir() {
-                return Err(at.to_path_buf());
-            }
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
-            }
-            return Ok(out);
+    let parts: Vec<std::path::Component> = abs.components().collect();
+    // The longest prefix that exists, canonical; the rest after it.
+    for n in (1..=parts.len()).rev() {
+        let head: std::path::PathBuf = parts[..n].iter().collect();
+        let Ok(c) = std::fs::canonicalize(&head) else {
+            continue;
+        };
+        if n < parts.len() && !c.is_dir() {
+            return Err(head);
         }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                at = parent;
+        // What does not exist yet holds no symlink: its `..` is lexical
+        // (`new/../s1` is `s1`).
+        let mut out = c;
+        for r in &parts[n..] {
+            match r {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                r => out.push(r),
             }
-            _ => return Ok(abs),
         }
+        return Ok(out);
     }
+    Ok(abs)
 }
 
 /// What a command writes: one directory (`Dir`) or one file (`File`).

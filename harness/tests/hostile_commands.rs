@@ -209,6 +209,11 @@ fn corpus(w: &World) -> Vec<Case> {
             "is the input",
         ),
         (
+            "is an input, spelled new/../s1",
+            p("new/../s1"),
+            "is the input",
+        ),
+        (
             "lies inside an input",
             p("s1/runs/new"),
             "lies inside the input",
