@@ -174,6 +174,22 @@ pub fn check_out(flag: &str, out: &Path, kind: Out, inputs: &[(&str, &Path)]) ->
     Ok(())
 }
 
+/// Run `work`, which writes into the directory `out`; when it fails, an
+/// `out` that did not exist before and is still empty is removed (a
+/// refused or failed command leaves nothing behind; what it wrote stays).
+pub async fn removing_empty_out<T>(
+    out: &Path,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let existed = std::fs::symlink_metadata(out).is_ok();
+    let r = work.await;
+    if r.is_err() && !existed {
+        // Only an empty directory is removed; anything else fails here.
+        let _ = std::fs::remove_dir(out);
+    }
+    r
+}
+
 /// Write `bytes` to `path` atomically, creating its directory.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let dir = path

@@ -180,10 +180,13 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, measure_here(args)).await;
     }
-    if args.on_cluster.on_cluster {
-        return measure_on_cluster(args).await;
-    }
-    measure_here(args).await
+    let work = async {
+        if args.on_cluster.on_cluster {
+            return measure_on_cluster(args).await;
+        }
+        measure_here(args).await
+    };
+    harness::output::removing_empty_out(&args.out, work).await
 }
 
 /// `measure --on-cluster`: the rounds as the pods of an Indexed Job, each

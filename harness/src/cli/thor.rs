@@ -131,10 +131,13 @@ pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, bench_thor_here(args)).await;
     }
-    if args.on_cluster.on_cluster {
-        return bench_thor_on_cluster(args).await;
-    }
-    bench_thor_here(args).await
+    let work = async {
+        if args.on_cluster.on_cluster {
+            return bench_thor_on_cluster(args).await;
+        }
+        bench_thor_here(args).await
+    };
+    harness::output::removing_empty_out(&args.out, work).await
 }
 
 /// `bench thor --on-cluster`: the rounds as the pods of an Indexed Job,
