@@ -180,12 +180,12 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, measure_here(args)).await;
     }
-    let work = async {
-        if args.on_cluster.on_cluster {
-            return measure_on_cluster(args).await;
-        }
-        measure_here(args).await
-    };
+    // Boxed: a run's future is large, and a test's thread stack small.
+    let work: std::pin::Pin<Box<dyn std::future::Future<Output = Result<i32>> + '_>> =
+        match args.on_cluster.on_cluster {
+            true => Box::pin(measure_on_cluster(args)),
+            false => Box::pin(measure_here(args)),
+        };
     harness::output::removing_empty_out(&args.out, work).await
 }
 

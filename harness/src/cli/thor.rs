@@ -131,12 +131,12 @@ pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, bench_thor_here(args)).await;
     }
-    let work = async {
-        if args.on_cluster.on_cluster {
-            return bench_thor_on_cluster(args).await;
-        }
-        bench_thor_here(args).await
-    };
+    // Boxed: a run's future is large, and a test's thread stack small.
+    let work: std::pin::Pin<Box<dyn std::future::Future<Output = Result<i32>> + '_>> =
+        match args.on_cluster.on_cluster {
+            true => Box::pin(bench_thor_on_cluster(args)),
+            false => Box::pin(bench_thor_here(args)),
+        };
     harness::output::removing_empty_out(&args.out, work).await
 }
 
