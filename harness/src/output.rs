@@ -125,7 +125,7 @@ pub fn check_out(flag: &str, out: &Path, kind: Out, inputs: &[(&str, &Path)]) ->
     let shown = out.display();
     let o = resolved(out).map_err(|file| {
         crate::error::bad_input(format!(
-            "{flag} {shown}: lies under {}, which is not a directory",
+            "{flag} {shown}: not writable: it lies under {}, which is not a directory",
             file.display()
         ))
     })?;
@@ -144,7 +144,7 @@ pub fn check_out(flag: &str, out: &Path, kind: Out, inputs: &[(&str, &Path)]) ->
                 "a device, FIFO or socket"
             };
             return Err(crate::error::bad_input(format!(
-                "{flag} {shown}: is {is}; it must be {want} (or not exist yet)"
+                "{flag} {shown}: not writable: it is {is}; it must be {want} (or not exist yet)"
             )));
         }
     }

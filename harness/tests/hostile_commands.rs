@@ -219,7 +219,7 @@ fn corpus(w: &World) -> Vec<Case> {
             "lies inside the input",
         ),
         ("contains an input", w.root.clone(), "contains the input"),
-        ("is a regular file", p("a-file"), "is a file"),
+        ("is a regular file", p("a-file"), "it is a file"),
         ("lies under a file", p("a-file/sub"), "not a directory"),
         ("is a device", PathBuf::from("/dev/null"), "device"),
     ];
@@ -326,7 +326,7 @@ fn corpus(w: &World) -> Vec<Case> {
             p("baselines"),
             "contains the input --matrix",
         ),
-        ("is a regular file", p("a-file"), "is a file"),
+        ("is a regular file", p("a-file"), "it is a file"),
         ("is a device", PathBuf::from("/dev/null"), "device"),
     ] {
         cases.push(
@@ -358,7 +358,7 @@ fn corpus(w: &World) -> Vec<Case> {
         .keeps(&p("timed.log")),
     );
     for (how, out, says) in [
-        ("is a directory", p("s2"), "is a directory"),
+        ("it is a directory", p("s2"), "it is a directory"),
         (
             "lies under a file",
             p("a-file/image.tar"),
