@@ -1,7 +1,9 @@
 //! Writing what the harness reports: atomic file writes (temp file in the
 //! same directory, then rename), so a reader never sees half a report,
 //! baseline or state file; XML escaping; and the one JUnit XML writer every
-//! report uses (Thor bench, baseline compare, validate, ECL, gang).
+//! report uses (Thor bench, baseline compare, validate, ECL, gang); and
+//! where a command may write (`check_out`: outputs never touch inputs, the
+//! book's docs/src/troubleshooting.md).
 
 use std::fmt::Write as _;
 use std::path::Path;
