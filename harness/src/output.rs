@@ -1,7 +1,9 @@
 //! Writing what the harness reports: atomic file writes (temp file in the
 //! same directory, then rename), so a reader never sees half a report,
 //! baseline or state file; XML escaping; and the one JUnit XML writer every
-//! report uses (Thor bench, baseline compare, validate, ECL, gang).
+//! report uses (Thor bench, baseline compare, validate, ECL, gang); and
+//! where a command may write (`check_out`: outputs never touch inputs, the
+//! book's docs/src/troubleshooting.md).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -71,6 +73,123 @@ pub fn write_reports(
     write_atomic(&json, serde_json::to_string_pretty(result)? + "\n")?;
     write_atomic(&md, markdown)?;
     Ok(vec![json, md])
+}
+
+/// A path as the file system resolves it, for comparing an output with
+/// the inputs: canonical where it exists; else its nearest existing
+/// ancestor canonical and the rest joined on. Err(ancestor) when that
+/// ancestor is not a directory (nothing can be made under it).
+fn resolved(p: &Path) -> std::result::Result<std::path::PathBuf, std::path::PathBuf> {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let parts: Vec<std::path::Component> = abs.components().collect();
+    // The longest prefix that exists, canonical; the rest after it.
+    for n in (1..=parts.len()).rev() {
+        let head: std::path::PathBuf = parts[..n].iter().collect();
+        let Ok(c) = std::fs::canonicalize(&head) else {
+            continue;
+        };
+        if n < parts.len() && !c.is_dir() {
+            return Err(head);
+        }
+        // What does not exist yet holds no symlink: its `..` is lexical
+        // (`new/../s1` is `s1`).
+        let mut out = c;
+        for r in &parts[n..] {
+            match r {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                r => out.push(r),
+            }
+        }
+        return Ok(out);
+    }
+    Ok(abs)
+}
+
+/// What a command writes: one directory (`Dir`) or one file (`File`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    Dir,
+    File,
+}
+
+/// Outputs never touch inputs (the book: docs/src/troubleshooting.md):
+/// refuse `out` (given as `flag`) when it is, contains or lies inside any
+/// of `inputs` (each `(flag, path)`; compared canonicalized, an input that
+/// does not exist is the reader's to refuse), or when it cannot be made
+/// as `kind` — an existing file or device where a directory goes, a
+/// directory or device where a file goes, or a path under a file. Bad
+/// input (exit 2) naming both paths; it reads nothing, so every command
+/// that writes calls it before its first heavy step.
+pub fn check_out(flag: &str, out: &Path, kind: Out, inputs: &[(&str, &Path)]) -> Result<()> {
+    let shown = out.display();
+    let o = resolved(out).map_err(|file| {
+        crate::error::bad_input(format!(
+            "{flag} {shown}: not writable: it lies under {}, which is not a directory",
+            file.display()
+        ))
+    })?;
+    if let Ok(m) = std::fs::metadata(&o) {
+        let bad = match kind {
+            Out::Dir if !m.is_dir() => Some("a directory"),
+            Out::File if !m.is_file() => Some("a regular file"),
+            _ => None,
+        };
+        if let Some(want) = bad {
+            let is = if m.is_dir() {
+                "a directory"
+            } else if m.is_file() {
+                "a file"
+            } else {
+                "a device, FIFO or socket"
+            };
+            return Err(crate::error::bad_input(format!(
+                "{flag} {shown}: not writable: it is {is}; it must be {want} (or not exist yet)"
+            )));
+        }
+    }
+    for (in_flag, input) in inputs {
+        let Ok(i) = resolved(input) else { continue };
+        if !i.exists() {
+            continue;
+        }
+        let relation = if o == i {
+            "is"
+        } else if o.starts_with(&i) {
+            "lies inside"
+        } else if i.starts_with(&o) {
+            "contains"
+        } else {
+            continue;
+        };
+        let in_flag = match in_flag.is_empty() {
+            true => String::new(),
+            false => format!("{in_flag} "),
+        };
+        return Err(crate::error::bad_input(format!(
+            "{flag} {shown}: {relation} the input {in_flag}{}; what a command writes never touches what it reads: give another {flag}",
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Run `work`, which writes into the directory `out`; when it fails, an
+/// `out` that did not exist before and is still empty is removed (a
+/// refused or failed command leaves nothing behind; what it wrote stays).
+pub async fn removing_empty_out<T>(
+    out: &Path,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let existed = std::fs::symlink_metadata(out).is_ok();
+    let r = work.await;
+    if r.is_err() && !existed {
+        // Only an empty directory is removed; anything else fails here.
+        let _ = std::fs::remove_dir(out);
+    }
+    r
 }
 
 /// Write `bytes` to `path` atomically, creating its directory.
@@ -266,6 +385,44 @@ mod tests {
         assert!(x.contains("<property name=\"k\" value=\"v&amp;\"/>"), "{x}");
         assert!(x.contains("<system-out>seen</system-out>"), "{x}");
         assert!(!x.chars().any(|c| (c as u32) < 0x20 && c != '\n'), "{x}");
+    }
+
+    #[test]
+    fn an_out_that_touches_an_input_or_cannot_be_made_is_refused() {
+        use crate::error::{EXIT_USAGE, exit_code};
+        let d = tempfile::tempdir().unwrap();
+        let s1 = d.path().join("s1");
+        std::fs::create_dir_all(s1.join("runs")).unwrap();
+        std::fs::write(s1.join("result.json"), "{}").unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let refused = |out: &Path, kind: Out, inputs: &[(&str, &Path)], says: &str| {
+            let e = check_out("--out", out, kind, inputs).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_USAGE, "{e:#}");
+            let m = format!("{e:#}");
+            assert!(
+                m.contains(says) && m.contains(&out.display().to_string()),
+                "{m}"
+            );
+        };
+        let inputs: &[(&str, &Path)] = &[("", &s1)];
+        refused(&s1, Out::Dir, inputs, "is the input");
+        refused(&s1.join("runs/new"), Out::Dir, inputs, "lies inside");
+        refused(d.path(), Out::Dir, inputs, "contains");
+        // Spelled another way: the same directory.
+        refused(
+            &d.path().join("s1/runs/.."),
+            Out::Dir,
+            inputs,
+            "is the input",
+        );
+        refused(&file, Out::Dir, &[], "is a file");
+        refused(&file.join("sub"), Out::Dir, &[], "lies under");
+        refused(&s1, Out::File, &[], "is a directory");
+        refused(Path::new("/dev/null"), Out::Dir, &[], "device");
+        check_out("--out", &d.path().join("merged/new"), Out::Dir, inputs).unwrap();
+        check_out("--out", &d.path().join("s2"), Out::Dir, inputs).unwrap();
+        check_out("--out", &file, Out::File, &[("", &s1)]).unwrap();
     }
 
     #[test]

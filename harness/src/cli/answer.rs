@@ -11,7 +11,8 @@ use anyhow::Result;
 use clap::{Args, Parser};
 use harness::bench::core::answer::{self, Set};
 use harness::bench::core::shard::Shard;
-use harness::error::{self, bad_input};
+use harness::error::bad_input;
+use harness::output::{Out, check_out};
 use harness::signal;
 
 use crate::cli::args::parse_shard;
@@ -155,12 +156,13 @@ pub async fn run(a: &BenchAnswerArgs) -> Result<i32> {
     let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
         bad_input("bench answer: run it inside the repository (suites/thor/ and baselines/ are read from there)")
     })?;
+    check_out("--out", &a.out, Out::Dir, &[("--matrix", &a.matrix)])?;
     let matrix = answer::load(&root, &a.matrix)?;
     let mut sets = answer::select(&root, matrix.sets(), &a.only)?;
     if a.missing {
         let mut left = Vec::new();
         for s in sets {
-            if !s.baseline_path(&root)?.is_file() {
+            if !s.recorded(&root)? {
                 left.push(s);
             }
         }
@@ -187,7 +189,7 @@ pub async fn run(a: &BenchAnswerArgs) -> Result<i32> {
             .unwrap_or(&path)
             .display()
             .to_string();
-        let state = if path.is_file() {
+        let state = if s.recorded(&root)? {
             "recorded"
         } else {
             "not recorded"
@@ -210,10 +212,8 @@ pub async fn run(a: &BenchAnswerArgs) -> Result<i32> {
         let t = Instant::now();
         let c = match bench_thor(args).await {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("harness: set {}: {e:#}", s.name(&root));
-                error::exit_code(&e)
-            }
+            // Said as every command says an error; the matrix goes on.
+            Err(e) => crate::cli::errors::report(&e.context(format!("set {}", s.name(&root)))),
         };
         took.push((s.name(&root), t.elapsed(), c));
         // Interrupted: what the set started is torn down; the matrix stops.
@@ -241,6 +241,7 @@ pub async fn run(a: &BenchAnswerArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::error;
 
     fn args(extra: &[&str]) -> BenchAnswerArgs {
         #[derive(Parser)]

@@ -83,11 +83,7 @@ pub fn main() -> i32 {
     // A bad limit is refused once, up front (not ignored, not blamed on
     // the first file read).
     if let Err(e) = harness::input::max_bytes() {
-        eprintln!(
-            "error: {}",
-            harness::output::terminal_safe(&format!("{e:#}"))
-        );
-        return error::exit_code(&e);
+        return crate::cli::errors::report(&e);
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -98,15 +94,7 @@ pub fn main() -> i32 {
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
-        Err(e) => {
-            // Values from files and flags travel in errors: no raw
-            // control characters on the terminal.
-            eprintln!(
-                "error: {}",
-                harness::output::terminal_safe(&format!("{e:#}"))
-            );
-            error::exit_code(&e)
-        }
+        Err(e) => crate::cli::errors::report(&e),
     }
 }
 

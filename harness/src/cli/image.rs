@@ -45,6 +45,15 @@ pub struct ImageBuildArgs {
 pub async fn run(c: &ImageCommand) -> Result<i32> {
     let ImageCommand::Build(a) = c;
     let release = harness::k8s::K8sRelease::parse(&a.k8s_version)?;
+    // Every flag is checked before a binary is resolved or a layer built:
+    // the reference (its tag is the image's own unless it names one), and
+    // where the archive goes.
+    if let Some(r) = &a.push {
+        harness::tools::push::parse_reference(r, "latest")?;
+    }
+    if let Some(out) = &a.out {
+        harness::output::check_out("--out", out, harness::output::Out::File, &[])?;
+    }
     let root = harness::paths::repo_root(&std::env::current_dir()?).ok_or_else(|| {
         harness::error::bad_input(
             "image build reads the scenarios in suites/thor/: run from inside the repository",
@@ -63,18 +72,37 @@ pub async fn run(c: &ImageCommand) -> Result<i32> {
         .out
         .as_ref()
         .and_then(|o| o.parent().map(PathBuf::from))
-        .unwrap_or_else(|| harness::paths::cache_dir().join("images"));
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| match &a.out {
+            Some(_) => PathBuf::from("."),
+            None => harness::paths::cache_dir().join("images"),
+        });
     let (archive, name) = harness::bench::on_cluster::image::build(&contents, &dir)?;
     let to = match &a.push {
-        Some(r) => Some(harness::tools::push::parse_reference(
+        Some(r) => match harness::tools::push::parse_reference(
             r,
             name.rsplit(':').next().unwrap_or("latest"),
-        )?),
+        ) {
+            Ok(to) => Some(to),
+            Err(e) => {
+                // Nothing half-made is left: the archive goes with the
+                // command that failed.
+                let _ = std::fs::remove_file(&archive);
+                return Err(e);
+            }
+        },
         None => None,
     };
     let archive = match &a.out {
         Some(out) => {
-            std::fs::rename(&archive, out)?;
+            if let Err(e) = std::fs::rename(&archive, out) {
+                let _ = std::fs::remove_file(&archive);
+                return Err(anyhow::Error::new(e).context(format!(
+                    "moving {} to {}",
+                    archive.display(),
+                    out.display()
+                )));
+            }
             out.clone()
         }
         None => archive,

@@ -16,6 +16,7 @@ use harness::cluster::{Ask, Provider};
 use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::error::{self, bad_input};
 use harness::k8s::K8sRelease;
+use harness::output::{Out, check_out};
 
 use crate::cli::args::{parse_bins, parse_profile, parse_shard};
 use crate::cli::interrupt::{Made, or_tear_down};
@@ -179,17 +180,20 @@ pub async fn measure(args: &MeasureArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, measure_here(args)).await;
     }
-    if args.on_cluster.on_cluster {
-        return measure_on_cluster(args).await;
-    }
-    measure_here(args).await
+    // Boxed: a run's future is large, and a test's thread stack small.
+    let work: std::pin::Pin<Box<dyn std::future::Future<Output = Result<i32>> + '_>> =
+        match args.on_cluster.on_cluster {
+            true => Box::pin(measure_on_cluster(args)),
+            false => Box::pin(measure_here(args)),
+        };
+    harness::output::removing_empty_out(&args.out, work).await
 }
 
 /// `measure --on-cluster`: the rounds as the pods of an Indexed Job, each
 /// with the local provider inside it, the files the workload reads in a
 /// ConfigMap (`bench::on_cluster::inputs`), merged here.
 async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
-    use harness::bench::on_cluster::{image, inputs::Inputs, job, run};
+    use harness::bench::on_cluster::{inputs::Inputs, job, run};
     let t = &args.target;
     if t.provider != crate::cli::provider::ProviderName::Local
         || t.real_node
@@ -212,6 +216,10 @@ async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
     let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
     let mut files = Inputs::default();
     let pod_args = pod_args(args, seed, job::OUT, &mut files)?;
+    // The kubeconfig read and its server reached, and the out dir
+    // checked, before anything is written or resolved.
+    let existing = on_cluster::cluster(&args.target).await?;
+    check_out_dir(args)?;
     let kueue = args.kueue || args.kueue_perf.is_some();
     let extra: Vec<harness::tools::Component> = [
         (kueue, harness::tools::Component::Kueue),
@@ -223,14 +231,13 @@ async fn measure_on_cluster(args: &MeasureArgs) -> Result<i32> {
     .into_iter()
     .filter_map(|(want, c)| want.then_some(c))
     .collect();
-    let existing = args.target.existing.options()?;
     let on = run::OnCluster {
         kubeconfig: existing.kubeconfig.clone(),
         context: existing.context.clone(),
         run_id: harness::cluster::existing::site::new_run_id(),
         image: args.on_cluster.image.clone(),
         push: args.on_cluster.push.clone(),
-        contents: image::contents(k8s, &extra, &root).await?,
+        contents: on_cluster::contents(&args.on_cluster, k8s, &extra, &root).await?,
         shards: args.repeat,
         parallel: args.on_cluster.parallel,
         args: pod_args,
@@ -315,10 +322,44 @@ fn pod_args(
     Ok(v)
 }
 
+/// `--out` touches none of the files the workload or the run reads
+/// (--apply, --kueue-perf, a variant's @DIR, --bin, --kubeconfig) and can
+/// be made a directory.
+fn check_out_dir(args: &MeasureArgs) -> Result<()> {
+    let bins = parse_bins(&args.bins)?;
+    let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(d) = &args.apply {
+        inputs.push(("--apply", d));
+    }
+    if let Some(c) = &args.kueue_perf {
+        inputs.push(("--kueue-perf", c));
+    }
+    for v in &args.variants {
+        if let Some((_, rest)) = v.split_once('=')
+            && let Some(dir) = rest.strip_prefix('@')
+        {
+            inputs.push(("--variant", std::path::Path::new(dir)));
+        }
+    }
+    if let Some(k) = &args.target.existing.kubeconfig {
+        inputs.push(("--kubeconfig", k));
+    }
+    inputs.extend(bins.values().map(|p| ("--bin", p.as_path())));
+    check_out("--out", &args.out, Out::Dir, &inputs)
+}
+
 /// `measure` on clusters of its provider, here.
 async fn measure_here(args: &MeasureArgs) -> Result<i32> {
     let variants = args.variants()?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
+    if args.repeat == 0 {
+        return Err(bad_input("--repeat 0: must be at least 1"));
+    }
+    // A shard is checked before anything is resolved or written.
+    if let Some(sh) = args.shard {
+        sh.check(args.repeat, args.seed)?;
+    }
+    check_out_dir(args)?;
     if args.timeout == 0 || args.nodes == Some(0) || args.node_pods == Some(0) {
         return Err(bad_input("--timeout, --nodes and --node-pods must be ≥ 1"));
     }

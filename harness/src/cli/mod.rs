@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod changes;
 mod command;
+mod errors;
 mod image;
 mod interrupt;
 mod measure;

@@ -62,10 +62,7 @@ pub async fn in_pod(
 ) -> Result<i32> {
     let code = match round.await {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("harness: {e:#}");
-            harness::error::exit_code(&e)
-        }
+        Err(e) => crate::cli::errors::report(&e),
     };
     harness::bench::on_cluster::collect::hold(out, code, hold_s)
 }
@@ -77,6 +74,35 @@ pub fn check(a: &OnClusterArgs) -> Result<()> {
         harness::tools::push::parse_reference(p, "latest")?;
     }
     Ok(())
+}
+
+/// The cluster of --kubeconfig, read (exit 2 when it is not a
+/// kubeconfig) and its server reached (exit 3, naming the server and the
+/// file, within seconds) before anything is built, resolved or written.
+pub async fn cluster(target: &crate::cli::provider::ProviderArgs) -> Result<ExistingOptions> {
+    let existing = target.existing.options()?;
+    harness::cluster::client::reachable(&existing.kubeconfig, existing.context.as_deref()).await?;
+    Ok(existing)
+}
+
+/// What a built image would hold: found or built here only when the
+/// image is built here (no --image); with --image nothing is resolved.
+pub async fn contents(
+    a: &OnClusterArgs,
+    k8s: harness::k8s::K8sRelease,
+    extra: &[harness::tools::Component],
+    root: &std::path::Path,
+) -> Result<harness::bench::on_cluster::image::Contents> {
+    match &a.image {
+        Some(_) => Ok(harness::bench::on_cluster::image::Contents {
+            k8s,
+            binaries: Vec::new(),
+            modules: Vec::new(),
+            files: Vec::new(),
+            root: root.to_path_buf(),
+        }),
+        None => harness::bench::on_cluster::image::contents(k8s, extra, root).await,
+    }
 }
 
 /// Run `on`'s rounds as a Job, remove its namespace (at the end, or on

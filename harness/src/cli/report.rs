@@ -13,6 +13,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use harness::bench::core::{headline, history};
 use harness::bench::thor::result::ModeResult;
+use harness::output::{Out, check_out};
 
 use crate::cli::changes::ChangesArgs;
 
@@ -143,8 +144,9 @@ pub struct HistoryArgs {
     /// Order the results by their `started` time instead of as given.
     #[arg(long)]
     pub by_started: bool,
-    /// Where to write history.md, history.html and history.json.
-    #[arg(long, default_value = ".")]
+    /// Where to write history.md, history.html and history.json (not a
+    /// directory that holds the results: outputs never touch inputs).
+    #[arg(long, default_value = "bench-out/history")]
     pub out: PathBuf,
 }
 
@@ -218,6 +220,8 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             use harness::timings;
             if let Some(out) = &a.record {
                 let logs: Vec<&std::path::Path> = a.files.iter().map(PathBuf::as_path).collect();
+                let inputs: Vec<(&str, &std::path::Path)> = logs.iter().map(|p| ("", *p)).collect();
+                check_out("--record", out, Out::File, &inputs)?;
                 let r = timings::record(a.title.as_deref().unwrap_or_default(), &logs)?;
                 timings::write(out, &r)?;
                 print!("{}", timings::markdown(&r));
@@ -234,6 +238,8 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
         }
         ReportCommand::Merge { dirs, out } => {
             let paths: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+            let inputs: Vec<(&str, &std::path::Path)> = paths.iter().map(|p| ("", *p)).collect();
+            check_out("--out", out, Out::Dir, &inputs)?;
             let merged = harness::bench::merge::merge_dirs(&paths)?;
             for f in merged.write_all(out)? {
                 eprintln!("wrote {}", f.display());
@@ -272,6 +278,9 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             Ok(0)
         }
         ReportCommand::History(a) => {
+            let inputs: Vec<(&str, &std::path::Path)> =
+                a.dirs.iter().map(|p| ("", p.as_path())).collect();
+            check_out("--out", &a.out, Out::Dir, &inputs)?;
             let entries = history::load::<ModeResult>(&a.dirs, a.by_started)?;
             let h = history::history(&entries);
             for x in &h.series {

@@ -14,6 +14,7 @@ use harness::bench::thor::{self, ThorBenchOptions};
 use harness::cluster::{Ask, Provider};
 use harness::error::bad_input;
 use harness::metrics::pprof;
+use harness::output::{Out, check_out};
 use harness::workload::thor::Mode;
 
 use crate::cli::args::{parse_bins, parse_shard};
@@ -130,10 +131,13 @@ pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
     if let Some(hold_s) = args.on_cluster.hold {
         return on_cluster::in_pod(&args.out, hold_s, bench_thor_here(args)).await;
     }
-    if args.on_cluster.on_cluster {
-        return bench_thor_on_cluster(args).await;
-    }
-    bench_thor_here(args).await
+    // Boxed: a run's future is large, and a test's thread stack small.
+    let work: std::pin::Pin<Box<dyn std::future::Future<Output = Result<i32>> + '_>> =
+        match args.on_cluster.on_cluster {
+            true => Box::pin(bench_thor_on_cluster(args)),
+            false => Box::pin(bench_thor_here(args)),
+        };
+    harness::output::removing_empty_out(&args.out, work).await
 }
 
 /// `bench thor --on-cluster`: the rounds as the pods of an Indexed Job,
@@ -168,6 +172,10 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
             ))
         })?
         .to_path_buf();
+    // The kubeconfig read and its server reached, and the out dir
+    // checked, before anything is written or resolved.
+    let existing = on_cluster::cluster(&args.target).await?;
+    check_out_dir(args)?;
     let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
     let mut pod_args: Vec<String> = vec![
         "bench".into(),
@@ -215,7 +223,6 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
         .iter()
         .filter_map(|m| Mode::parse(m))
         .any(|m| m.needs_kueue());
-    let existing = args.target.existing.options()?;
     let run_id = harness::cluster::existing::site::new_run_id();
     let on = run::OnCluster {
         kubeconfig: existing.kubeconfig.clone(),
@@ -223,7 +230,8 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
         run_id: run_id.clone(),
         image: args.on_cluster.image.clone(),
         push: args.on_cluster.push.clone(),
-        contents: image::contents(
+        contents: on_cluster::contents(
+            &args.on_cluster,
             k8s,
             if kueue {
                 &[harness::tools::Component::Kueue]
@@ -262,8 +270,24 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
 /// stands in for the file's own run.
 const KEYED_OVERRIDES: &[&str] = &["cluster.k8sMinor"];
 
+/// `--out` touches none of the run's inputs (the scenario, --from, --bin
+/// and --kubeconfig files) and can be made a directory.
+fn check_out_dir(args: &BenchThorArgs) -> Result<()> {
+    let bins = parse_bins(&args.bins)?;
+    let mut inputs: Vec<(&str, &std::path::Path)> = vec![("--scenario", &args.scenario)];
+    if let Some(d) = &args.from {
+        inputs.push(("--from", d));
+    }
+    if let Some(k) = &args.target.existing.kubeconfig {
+        inputs.push(("--kubeconfig", k));
+    }
+    inputs.extend(bins.values().map(|p| ("--bin", p.as_path())));
+    check_out("--out", &args.out, Out::Dir, &inputs)
+}
+
 /// `bench thor` with the clusters of its provider.
 async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
+    check_out_dir(args)?;
     let modes = if args.modes.is_empty() {
         None
     } else {

@@ -73,6 +73,51 @@ async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::
     Ok(config)
 }
 
+/// How long `reachable` waits for the server's port to accept.
+pub const REACH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Read the kubeconfig (bad input when it is not one, exit 2) and open a
+/// TCP connection to its server within `REACH_TIMEOUT`: a server that
+/// does not answer is the environment's (exit 3), named with its URL and
+/// the kubeconfig, in seconds rather than after a discovery's wait.
+pub async fn reachable(path: &Path, context: Option<&str>) -> Result<()> {
+    let config = config_for_context(path, context)
+        .await
+        .map_err(|e| crate::error::bad_input(format!("--kubeconfig {}: {e:#}", path.display())))?;
+    let url = config.cluster_url.clone();
+    let host = url
+        .host()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = url.port_u16().unwrap_or(match url.scheme_str() {
+        Some("http") => 80,
+        _ => 443,
+    });
+    let unreachable = |why: String| {
+        crate::error::env_missing(
+            format!(
+                "the server {url} of --kubeconfig {} is not reachable: {why}",
+                path.display()
+            ),
+            "check the cluster is up and its server reachable from here (`kubectl --kubeconfig FILE get --raw /readyz`)",
+        )
+    };
+    match tokio::time::timeout(
+        REACH_TIMEOUT,
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {} s",
+            REACH_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
 /// A kubeconfig read through the bounded reader (a FIFO or a device is
 /// refused, naming `what` — the flag it came from, or "kubeconfig"), its
 /// relative file references made absolute against its directory as

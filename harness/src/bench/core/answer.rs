@@ -25,6 +25,14 @@ pub const MIN_ROUNDS: u32 = 3;
 /// the harness makes (an existing cluster's baseline is its owner's).
 pub const PROVIDERS: &[&str] = &["local", "kind"];
 
+/// The most sets a matrix may stand for (the product of each entry's
+/// axes, summed over the entries). The repository's matrix names a few;
+/// each set is a run set of rounds on fresh clusters, so a thousand is
+/// already more than one machine records in a month, and the bound is
+/// checked before any entry is expanded (a small file whose lists
+/// multiply into millions is refused at once).
+pub const MAX_SETS: usize = 1000;
+
 /// One value or several (a matrix axis).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
@@ -34,6 +42,14 @@ pub enum Axis<T> {
 }
 
 impl<T: Clone> Axis<T> {
+    /// How many values, without copying them.
+    fn len(&self) -> usize {
+        match self {
+            Axis::One(_) => 1,
+            Axis::Many(v) => v.len(),
+        }
+    }
+
     fn values(&self) -> Vec<T> {
         match self {
             Axis::One(v) => vec![v.clone()],
@@ -125,6 +141,27 @@ impl Set {
         ))
     }
 
+    /// Whether its baseline file is recorded: a regular file there (one
+    /// that is not: false). Anything else at its path (a directory, a
+    /// FIFO, a device) is an error naming it, not "not recorded yet".
+    pub fn recorded(&self, root: &Path) -> Result<bool> {
+        let path = self.baseline_path(root)?;
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => Ok(true),
+            Ok(_) => Err(bad_input(format!(
+                "{}: the baseline file of set {:?} is not a regular file (a directory, FIFO or device): remove it or record the set",
+                path.display(),
+                self.name(root)
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(bad_input(format!(
+                "{}: the baseline file of set {:?} cannot be read: {e}",
+                path.display(),
+                self.name(root)
+            ))),
+        }
+    }
+
     /// How the set is named in messages and `--only`: "smoke local 1.36",
     /// "smoke local 1.37 real-node", "smoke kind 1.37".
     pub fn name(&self, root: &Path) -> String {
@@ -179,6 +216,37 @@ impl Matrix {
                 vec![Seg::Key("sets".into())],
                 "no sets: name at least one".into(),
             ));
+        }
+        // Empty axes and the product's bound first, from the lists'
+        // lengths alone: nothing below expands a matrix that is refused.
+        let mut total: usize = 0;
+        for (i, e) in self.sets.iter().enumerate() {
+            let mut product: usize = 1;
+            for (field, n) in [
+                ("scenario", e.scenario.len()),
+                ("provider", e.provider.len()),
+                ("k8sMinor", e.k8s_minor.as_ref().map_or(1, Axis::len)),
+            ] {
+                if n == 0 {
+                    out.push((
+                        k(i, field),
+                        format!("an empty list stands for no set: give at least one {field}"),
+                    ));
+                }
+                product = product.saturating_mul(n);
+            }
+            total = total.saturating_add(product);
+        }
+        if total > MAX_SETS {
+            out.push((
+                vec![Seg::Key("sets".into())],
+                format!(
+                    "the entries' lists multiply into {total} sets, more than {MAX_SETS} (answer::MAX_SETS): name fewer"
+                ),
+            ));
+        }
+        if !out.is_empty() {
+            return out;
         }
         for (i, e) in self.sets.iter().enumerate() {
             if e.repeat < MIN_ROUNDS {
@@ -301,6 +369,11 @@ pub fn load(root: &Path, path: &Path) -> Result<Matrix> {
 pub fn select(root: &Path, sets: Vec<Set>, only: &[String]) -> Result<Vec<Set>> {
     if only.is_empty() {
         return Ok(sets);
+    }
+    if let Some(p) = only.iter().find(|p| p.trim().is_empty()) {
+        return Err(bad_input(format!(
+            "--only {p:?}: an empty pattern picks nothing; give a set's name or words of it (\"smoke kind\", \"1.36\")"
+        )));
     }
     let names: Vec<String> = sets.iter().map(|s| s.name(root)).collect();
     // A pattern that is a set's whole name picks that set alone; else
@@ -435,6 +508,34 @@ mod tests {
         assert_eq!(f[0].path, "sets[0].rounds");
         let (_, f) = parse("sets: []\n");
         assert_eq!(f[0].path, "sets");
+        // An empty axis is no set, named where it is written.
+        let (_, f) = parse("sets:\n- scenario: smoke\n  repeat: 3\n- scenario: []\n  repeat: 3\n");
+        assert_eq!(
+            (f[0].line, f[0].path.as_str()),
+            (4, "sets[1].scenario"),
+            "{f:?}"
+        );
+        // Lists that multiply past the bound are refused before expanding.
+        let minors: Vec<String> = (0..40).map(|i| format!("\"1.{i}\"")).collect();
+        let text = format!(
+            "sets:\n- scenario: [{}]\n  provider: [{}]\n  k8sMinor: [{}]\n  repeat: 3\n",
+            vec!["smoke"; 40].join(", "),
+            vec!["local"; 40].join(", "),
+            minors.join(", ")
+        );
+        let (_, f) = parse(&text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("64000 sets"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn a_blank_pattern_picks_nothing() {
+        let r = root();
+        let (m, _) = parse("sets:\n- scenario: smoke\n  repeat: 3\n");
+        for p in ["", "  "] {
+            let e = select(&r, m.clone().unwrap().sets(), &[p.into()]).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        }
     }
 
     #[test]

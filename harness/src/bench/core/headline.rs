@@ -143,7 +143,7 @@ pub fn matrix_markdown(
     let mut missing = Vec::new();
     for set in matrix.sets() {
         let path = set.baseline_path(root)?;
-        if path.is_file() {
+        if set.recorded(root)? {
             recorded.extend(load(&[path.as_path()])?);
         } else {
             missing.push((set.name(root), set.repeat, path));
