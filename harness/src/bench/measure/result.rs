@@ -162,11 +162,29 @@ impl Run for RunFigures {
         crate::metrics::combine::Combine::combine(runs)
     }
 
+    /// `harness measure <name>` and `measure.<name>` (the scenario is
+    /// `measure-<name>`).
     fn junit_names(r: &Results<Self>) -> (String, String) {
-        // As `harness measure` has named them since it reported JUnit.
-        (
-            format!("harness bench thor {}", r.scenario),
-            format!("bench.thor.{}", r.scenario),
-        )
+        let name = r.scenario.strip_prefix("measure-").unwrap_or(&r.scenario);
+        (format!("harness measure {name}"), format!("measure.{name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_measure_run_set_names_its_junit_as_measure() {
+        let dir = crate::paths::repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+            .join("suites/measure/results/job-300");
+        let crate::bench::saved::Saved::Measure(m) =
+            crate::bench::saved::read(&dir, "test").unwrap()
+        else {
+            panic!("a measure result");
+        };
+        let x = crate::bench::core::report::markdown::junit(&m.figures);
+        assert!(x.contains("\"harness measure job-300\""), "{x}");
+        assert!(x.contains("classname=\"measure.job-300\""), "{x}");
+        assert!(!x.contains("bench thor"), "{x}");
     }
 }
