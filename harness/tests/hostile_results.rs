@@ -385,11 +385,24 @@ fn corpus(s: &Seeds) -> Vec<Case> {
     add(
         &mut cases,
         "shard of 2^32-1 rounds, 1 run",
-        Body::Json(claim),
+        Body::Json(claim.clone()),
         &thor_all,
         2,
         "statistics.shard.of: a run set of 4294967295 rounds",
     );
+    // …and merged with its twin 2/(2^32 − 1): the merge walked and kept
+    // every round the set claims no shard brought.
+    let mut twin = claim.clone();
+    twin["statistics"]["shard"]["k"] = json!(2);
+    twin["statistics"]["shard"]["first"] = json!(1);
+    cases.push(Case {
+        name: "shards of 2^32-1 rounds, merged".into(),
+        body: Body::Json(claim.clone()),
+        twin: Some(twin),
+        cmd: Cmd::Merge,
+        want: 2,
+        says: "statistics.shard.of: a run set of 4294967295 rounds".into(),
+    });
     let rounds = json!(vec![Vec::<String>::new(); 100_001]);
     add(
         &mut cases,
