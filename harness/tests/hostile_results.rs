@@ -9,7 +9,12 @@
 //! file and the field, for a refusal: the book's docs/src/reports.md says
 //! what a result holds); none may panic, abort, run past its bound or
 //! grow past the address-space cap, and none may be accepted silently.
-//! A table and the summary figures are printed (`--nocapture`).
+//! Every committed result `report render` reads (the book's and the
+//! suites') renders and is judged again, beside the older shapes made
+//! from them. A table and the summary figures are printed
+//! (`--nocapture`); a run's peak RSS is wait4's, which counts the test
+//! process's pages the child had between fork and exec (a floor of ~50
+//! MiB here).
 //!
 //! No cluster, binary download or network is needed.
 
@@ -695,6 +700,35 @@ fn corpus(s: &Seeds) -> Vec<Case> {
         0,
         "Merged from 2 shards",
     );
+    // Every committed result of a shape `report render` reads renders and
+    // is judged again.
+    let root = common::repo_root();
+    for dir in [
+        "docs/src/providers/kind-results",
+        "suites/thor/recorded",
+        "suites/thor/seeded",
+        "suites/measure/results",
+    ] {
+        let mut found: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("result.json"))
+            .filter(|p| p.is_file())
+            .collect();
+        found.sort();
+        for p in found {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let rel = p.strip_prefix(&root).unwrap().display().to_string();
+            add(
+                &mut cases,
+                &format!("committed {rel}"),
+                Body::Text(text),
+                &[Cmd::Render, Cmd::Rejudge],
+                0,
+                "",
+            );
+        }
+    }
     // headline and calibrate read baselines: a result file given to them,
     // however hostile, is refused naming it.
     let shard_n0 = set(s.thor_shard.clone(), "/statistics/shard/n", json!(0));
