@@ -5,7 +5,17 @@
 //! `harness/fuzz/corpus/<target>/` — applies 1–8 mutations (byte edits,
 //! splices of another seed, YAML/JSON tokens that broke parsers before:
 //! anchors, merge keys, 1e400, deep nesting, NUL), and runs the parser on
-//! it. A panic or a run over `SLOW` is a crash: the input is written to
+//! it. The result file targets (`thor-result`, `measure-result`: what
+//! `report merge` and `report render` read; the book's
+//! docs/src/reports.md) run the read + check + merge + render path
+//! in-process, and their numbers are mutated too: one replaced by 0, −1,
+//! 2^32, 2^64 − 1, 1e400, NaN and the like, often a count's (a shard's
+//! k, n, first, of; a run's round), or a field with numbers of its own
+//! inserted (lost rounds, merged shards). Their seeds are cut-down copies
+//! of committed results in the corpus (the committed ones are larger
+//! than `MAX_LEN`), and they run a quarter of the executions (each reads,
+//! merges and renders a result).
+//! A panic or a run over `SLOW` is a crash: the input is written to
 //! `harness/fuzz/crashes/<target>/` (commit it to
 //! `harness/fuzz/regressions/<target>/` once fixed; every regression input
 //! is replayed first, on every run).
@@ -158,12 +168,154 @@ fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
     b
 }
 
+/// Numbers a result file may claim that broke the readers before (issue
+/// 53): 0, −1, 2^32 ± 1, 2^64 − 1 and past it, past f64, and tokens JSON
+/// has no number for.
+const NUMBERS: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "2",
+    "4294967295",
+    "4294967296",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9007199254740993",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "0.5",
+    "-0",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "null",
+];
+
+/// Keys whose numbers are counts and indices a result claims (a shard's
+/// place, a run's round, the statistics' confidence).
+const COUNT_KEYS: &[&str] = &[
+    "\"k\": ",
+    "\"n\": ",
+    "\"first\": ",
+    "\"of\": ",
+    "\"round\": ",
+    "\"confidence\": ",
+    "\"seed\": ",
+];
+
+/// Fields a result may have and its seeds lack, each with numbers of
+/// its own: inserted after a `{`.
+const RESULT_FIELDS: &[&str] = &[
+    "\"lost_rounds\": [0, 1], ",
+    "\"merged\": [{\"k\": 1, \"rounds\": [0], \"started\": \"\", \"from\": \"x\"}], ",
+    "\"shard\": {\"k\": 1, \"n\": 1, \"first\": 0, \"of\": 1}, ",
+    "\"repeats\": [], ",
+    "\"kueue_runner\": [], ",
+    "\"resamples\": 2, ",
+];
+
+/// Replace 1–4 of `b`'s JSON numbers (a run of digits, with its sign,
+/// point and exponent) with one of [`NUMBERS`], half the time one of a
+/// count's ([`COUNT_KEYS`]); a third of the time first insert one of
+/// [`RESULT_FIELDS`].
+fn mutate_numbers(rng: &mut Rng, b: &mut Vec<u8>) {
+    let is_num = |c: u8| c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E');
+    if rng.below(3) == 0 {
+        let braces: Vec<usize> = (0..b.len()).filter(|&i| b[i] == b'{').collect();
+        if !braces.is_empty() {
+            let at = braces[rng.below(braces.len())] + 1;
+            let f = RESULT_FIELDS[rng.below(RESULT_FIELDS.len())].as_bytes();
+            b.splice(at..at, f.iter().copied());
+        }
+    }
+    for _ in 0..1 + rng.below(4) {
+        let starts: Vec<usize> = (0..b.len())
+            .filter(|&i| {
+                (b[i].is_ascii_digit() || b[i] == b'-')
+                    && (i == 0 || matches!(b[i - 1], b':' | b'[' | b',' | b' ' | b'\n'))
+            })
+            .collect();
+        let counts: Vec<usize> = starts
+            .iter()
+            .copied()
+            .filter(|&i| COUNT_KEYS.iter().any(|k| b[..i].ends_with(k.as_bytes())))
+            .collect();
+        let starts = match counts.is_empty() || rng.below(2) == 0 {
+            true => starts,
+            false => counts,
+        };
+        if starts.is_empty() {
+            return;
+        }
+        let at = starts[rng.below(starts.len())];
+        let end = (at..b.len()).find(|&i| !is_num(b[i])).unwrap_or(b.len());
+        let t = NUMBERS[rng.below(NUMBERS.len())].as_bytes();
+        b.splice(at..end, t.iter().copied());
+    }
+    b.truncate(MAX_LEN);
+}
+
 /// One parser under test.
 struct Target {
     name: &'static str,
     /// Repository files that are seeds of this target.
     seeds: &'static [&'static str],
     run: fn(&[u8]),
+    /// Mutated executions in `cargo test` (its share of [`EXECS`]).
+    execs: u64,
+    /// Whether its inputs are JSON whose numbers are mutated too.
+    numbers: bool,
+}
+
+/// The read + check + merge + render path of `report merge` and `report
+/// render [--rejudge]` on a result file `data`, in-process: read from a
+/// file as the CLI reads it; merged with its twin shard (the other shard
+/// of its run set, k → k mod n + 1) when it is a shard, else as-is; the
+/// merged result and the result itself (judged again) rendered to
+/// Markdown.
+fn result_path(data: &[u8]) {
+    use harness::bench::{merge, saved};
+    let dir = std::env::temp_dir().join(format!("harness-fuzz-result-{}", std::process::id()));
+    let (one, two) = (dir.join("one.json"), dir.join("two.json"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&one, data).unwrap();
+    let twin = serde_json::from_slice::<serde_json::Value>(data)
+        .ok()
+        .and_then(|mut v| {
+            let at = ["/statistics/shard", "/figures/statistics/shard"]
+                .into_iter()
+                .find(|p| v.pointer(p).is_some_and(|s| s.is_object()))?;
+            let sh = v.pointer_mut(at)?;
+            let (k, n, of) = (sh["k"].as_u64()?, sh["n"].as_u64()?, sh["of"].as_u64()?);
+            let k2 = k.checked_rem(n).map_or(k.wrapping_add(1), |r| r + 1);
+            // The first round of shard k2 of n: the larger shards first.
+            let first = (|| {
+                let (base, extra) = (of.checked_div(n)?, of.checked_rem(n)?);
+                (k2 - 1).checked_mul(base)?.checked_add((k2 - 1).min(extra))
+            })();
+            sh["k"] = k2.into();
+            if let Some(f) = first {
+                sh["first"] = f.into();
+            }
+            serde_json::to_vec(&v).ok()
+        });
+    let merged = match twin {
+        Some(t) => {
+            std::fs::write(&two, t).unwrap();
+            merge::merge_dirs(&[one.as_path(), two.as_path()])
+        }
+        None => merge::merge_dirs(&[one.as_path()]),
+    };
+    if let Ok(m) = merged {
+        let _ = m.markdown();
+    }
+    if let Ok(mut s) = saved::read(&one, "fuzz") {
+        let _ = s.markdown();
+        if s.rejudge().is_ok() {
+            let _ = s.markdown();
+        }
+    }
 }
 
 fn text(data: &[u8]) -> String {
@@ -181,6 +333,8 @@ const TARGETS: &[Target] = &[
             "manifests/audit-policy.yaml",
             "suites/gang/all-or-nothing.yaml",
         ],
+        execs: EXECS,
+        numbers: false,
         run: |d| {
             let _ = harness::yaml::parse(&text(d));
             let _ = harness::yaml::documents(&text(d), "fuzz.yaml");
@@ -188,6 +342,8 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "scenario",
+        execs: EXECS,
+        numbers: false,
         seeds: &["suites/thor/smoke.yaml", "suites/thor/contention.yaml"],
         run: |d| {
             let _ = harness::workload::thor::scenario::check_file("fuzz.yaml", &text(d), &[]);
@@ -195,11 +351,15 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "baseline",
+        execs: EXECS,
+        numbers: false,
         seeds: &["baselines/local/1.37/smoke.json"],
         run: |d| check(FileKind::Baseline, "baselines/local/1.37/fuzz.json", d),
     },
     Target {
         name: "kind-config",
+        execs: EXECS,
+        numbers: false,
         seeds: &[
             "kind-configs/baseline-1.37.yaml",
             "kind-configs/baseline-1.36.yaml",
@@ -208,6 +368,8 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "gang-case",
+        execs: EXECS,
+        numbers: false,
         seeds: &[
             "suites/gang/all-or-nothing.yaml",
             "suites/gang/delete-cascades.yaml",
@@ -216,6 +378,8 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "audit-event",
+        execs: EXECS,
+        numbers: false,
         seeds: &[],
         run: |d| {
             for line in text(d).lines() {
@@ -227,6 +391,8 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "prometheus-text",
+        execs: EXECS,
+        numbers: false,
         seeds: &[],
         run: |d| {
             let samples = harness::metrics::prom::parse(&text(d));
@@ -239,6 +405,8 @@ const TARGETS: &[Target] = &[
     },
     Target {
         name: "set-overrides",
+        execs: EXECS,
+        numbers: false,
         seeds: &[],
         run: |d| {
             let items: Vec<String> = text(d).lines().map(str::to_string).collect();
@@ -247,6 +415,22 @@ const TARGETS: &[Target] = &[
                 let _ = harness::workload::thor::scenario::check_file("smoke.yaml", smoke, &ov);
             }
         },
+    },
+    Target {
+        name: "thor-result",
+        // The committed results are larger than MAX_LEN: cut-down copies
+        // (a shard, a whole run set) are in its corpus.
+        seeds: &[],
+        execs: EXECS / 4,
+        numbers: true,
+        run: result_path,
+    },
+    Target {
+        name: "measure-result",
+        seeds: &["suites/measure/results/kubectl-job/result.json"],
+        execs: EXECS / 4,
+        numbers: true,
+        run: result_path,
     },
 ];
 
@@ -292,10 +476,9 @@ fn parsers_survive_mutated_inputs() {
         v.parse()
             .expect("HARNESS_FUZZ_SECONDS: a number of seconds")
     });
-    let execs_wanted: u64 = std::env::var("HARNESS_FUZZ_EXECS")
+    let execs_given: Option<u64> = std::env::var("HARNESS_FUZZ_EXECS")
         .ok()
-        .map(|v| v.parse().expect("HARNESS_FUZZ_EXECS: a number"))
-        .unwrap_or(EXECS);
+        .map(|v| v.parse().expect("HARNESS_FUZZ_EXECS: a number"));
     let seed: u64 = match std::env::var("HARNESS_FUZZ_SEED").ok().as_deref() {
         None => FIXED_SEED,
         Some("clock") => std::time::SystemTime::now()
@@ -306,7 +489,13 @@ fn parsers_survive_mutated_inputs() {
     } | 1;
     let budget = match secs {
         Some(s) => format!("{s} s per target (HARNESS_FUZZ_SECONDS)"),
-        None => format!("{execs_wanted} mutated executions per target (HARNESS_FUZZ_EXECS)"),
+        None => match execs_given {
+            Some(n) => format!("{n} mutated executions per target (HARNESS_FUZZ_EXECS)"),
+            None => format!(
+                "{EXECS} mutated executions per target, {} per result file target (HARNESS_FUZZ_EXECS)",
+                EXECS / 4
+            ),
+        },
     };
     println!("fuzz: seed {seed} (HARNESS_FUZZ_SEED), {budget}");
     // Panics are caught and reported below, not printed per execution.
@@ -355,11 +544,26 @@ fn parsers_survive_mutated_inputs() {
         let mutated_from = execs;
         while match secs {
             Some(s) => started.elapsed() < Duration::from_secs(s),
-            None => execs - mutated_from < execs_wanted,
+            None => execs - mutated_from < execs_given.unwrap_or(t.execs),
         } {
             let a = &seeds[rng.below(seeds.len())];
             let b = &seeds[rng.below(seeds.len())];
-            let input = mutate(&mut rng, a, b);
+            let input = match t.numbers && rng.below(2) == 0 {
+                // Numbers only: the file stays JSON, so its claims reach
+                // the checks and the code past them.
+                true => {
+                    let mut d = a.clone();
+                    mutate_numbers(&mut rng, &mut d);
+                    d
+                }
+                false => {
+                    let mut d = mutate(&mut rng, a, b);
+                    if t.numbers {
+                        mutate_numbers(&mut rng, &mut d);
+                    }
+                    d
+                }
+            };
             match execute(t, &input) {
                 Ok(d) => slowest = slowest.max(d),
                 Err(e) => {

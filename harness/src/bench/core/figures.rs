@@ -341,12 +341,13 @@ fn lifecycle(
 }
 
 /// Watch events (or bytes) over every resource; None where the window
-/// did not read them.
+/// did not read them. Summed as f64: a result read back may claim counts
+/// whose u64 sum overflows.
 fn watch_total(
     w: &WindowFigures,
     of: fn(&crate::metrics::figures::WatchEvents) -> u64,
 ) -> Option<f64> {
-    (!w.watch_events.is_empty()).then(|| w.watch_events.values().map(of).sum::<u64>() as f64)
+    (!w.watch_events.is_empty()).then(|| w.watch_events.values().map(|e| of(e) as f64).sum::<f64>())
 }
 
 /// The seconds the controller manager waited on its own limit; None
@@ -399,7 +400,12 @@ pub fn common() -> Common {
         Metric::one(ETCD_BYTES, |r: &RunFigures| r.window.etcd.put_bytes as f64),
         Metric::one(CPU, |r: &RunFigures| r.window.apiserver_etcd_cpu_s),
         Metric::one(OBJECTS_SUM, |r: &RunFigures| {
-            r.window.objects_created.values().sum::<u64>() as f64
+            // As f64: summed u64 counts read back may overflow.
+            r.window
+                .objects_created
+                .values()
+                .map(|v| *v as f64)
+                .sum::<f64>()
         }),
         Metric::one(PODS, |r: &RunFigures| r.pods_created as f64),
         Metric::one(CONTAINERS, |r: &RunFigures| r.containers_created as f64),

@@ -116,6 +116,18 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
     for p in &parts {
         let sh = shard_of(p)?;
         let rounds = p.result.statistics.as_ref().map_or(0, |s| s.rounds.len());
+        // Checked when read (`Statistics::check`); checked again here, as
+        // a merge of results built in memory reads no file.
+        let fits = sh.k >= 1
+            && sh.k <= sh.n
+            && sh.of <= crate::bench::core::result::MAX_SET_ROUNDS
+            && sh.first.checked_add(rounds).is_some_and(|end| end <= sh.of);
+        if !fits {
+            return Err(bad_input(format!(
+                "report merge: {}: statistics.shard {}/{} (first {}, of {}) with {rounds} rounds is not a shard of a run set",
+                p.from, sh.k, sh.n, sh.first, sh.of
+            )));
+        }
         let want = Shard { k: sh.k, n: sh.n }.rounds(sh.of);
         if want != (sh.first..sh.first + rounds) {
             return Err(bad_input(format!(
@@ -146,7 +158,7 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
             .map_or(0, |sh| sh.first)
     });
     let of = shards[0].1.of;
-    let covered: Vec<usize> = shards
+    let covered: std::collections::BTreeSet<usize> = shards
         .iter()
         .flat_map(|(_, sh, _)| Shard { k: sh.k, n: sh.n }.rounds(sh.of))
         .collect();

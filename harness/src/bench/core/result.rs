@@ -179,7 +179,12 @@ pub struct Results<R: Run> {
 
 /// How the modes' runs were ordered and how their ratios were computed:
 /// enough to replay the run set (`--seed`) and to read the intervals.
+///
+/// Read back, its counts are checked before anything uses them
+/// ([`Statistics::check`]): a block whose numbers do not fit together is
+/// refused by the deserializer, naming the field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Statistics {
     /// The seed of the run order.
     pub seed: u64,
@@ -211,6 +216,130 @@ pub struct Statistics {
     /// said in the report, never dropped silently.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost_rounds: Vec<usize>,
+}
+
+impl Serialize for Statistics {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Statistics::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Statistics {
+    /// Read, then [`Statistics::check`]ed: a claim that does not fit is an
+    /// error naming its field (the reader adds the file and position).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Statistics, D::Error> {
+        let st = Statistics::deserialize(d)?;
+        st.check().map_err(serde::de::Error::custom)?;
+        Ok(st)
+    }
+}
+
+/// The most rounds a result may say its run set has (`statistics.rounds`,
+/// a shard's `of`): each round runs every mode on fresh clusters, so a real
+/// run set stays far below; a larger claim is a damaged file, and the
+/// reports would otherwise allocate and walk what it claims.
+pub const MAX_SET_ROUNDS: usize = 100_000;
+
+impl Statistics {
+    /// The rounds of the whole run set: a shard's `of`; else its own rounds
+    /// and those no shard brought (a merged set); none when the numbers
+    /// overflow.
+    pub fn set_rounds(&self) -> Option<usize> {
+        match &self.shard {
+            Some(sh) => Some(sh.of),
+            None => self.rounds.len().checked_add(self.lost_rounds.len()),
+        }
+    }
+
+    /// Every count the block claims, against the others and the lists it
+    /// indexes: at most [`MAX_SET_ROUNDS`] rounds; a shard's 1 ≤ k ≤ n ≤
+    /// `of` and `first` + its rounds ≤ `of`; a merged set's rounds (each
+    /// shard's and those lost) within the set and each shard's k ≥ 1; the
+    /// confidence between 0 and 1. The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        let rounds = self.rounds.len();
+        if rounds > MAX_SET_ROUNDS {
+            return Err(format!(
+                "statistics.rounds: {rounds} rounds, more than a run set has (at most {MAX_SET_ROUNDS})"
+            ));
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err(format!(
+                "statistics.confidence: {}, not a confidence (between 0 and 1)",
+                self.confidence
+            ));
+        }
+        if let Some(sh) = &self.shard {
+            if sh.n == 0 {
+                return Err("statistics.shard.n: 0 shards (n is at least 1)".into());
+            }
+            if sh.k == 0 || sh.k > sh.n {
+                return Err(format!(
+                    "statistics.shard.k: shard {} of {} (k is 1 to n)",
+                    sh.k, sh.n
+                ));
+            }
+            if sh.of > MAX_SET_ROUNDS {
+                return Err(format!(
+                    "statistics.shard.of: a run set of {} rounds (at most {MAX_SET_ROUNDS})",
+                    sh.of
+                ));
+            }
+            if sh.n as usize > sh.of {
+                return Err(format!(
+                    "statistics.shard.n: {} shards of {} rounds (statistics.shard.of) leave some empty",
+                    sh.n, sh.of
+                ));
+            }
+            match sh.first.checked_add(rounds) {
+                Some(end) if end <= sh.of => {}
+                _ => {
+                    return Err(format!(
+                        "statistics.shard.first: rounds from {} on, {rounds} of them (statistics.rounds), do not fit a run set of {} (statistics.shard.of)",
+                        sh.first, sh.of
+                    ));
+                }
+            }
+        }
+        let set = self
+            .set_rounds()
+            .filter(|n| *n <= MAX_SET_ROUNDS)
+            .ok_or_else(|| {
+                format!(
+                    "statistics.lost_rounds: {} rounds lost beside {rounds} run, more than a run set has (at most {MAX_SET_ROUNDS})",
+                    self.lost_rounds.len()
+                )
+            })?;
+        if let Some((i, r)) = self
+            .lost_rounds
+            .iter()
+            .enumerate()
+            .find(|(_, r)| **r >= set)
+        {
+            return Err(format!(
+                "statistics.lost_rounds[{i}]: round {r} (0-based) of a run set of {set} rounds"
+            ));
+        }
+        for (i, m) in self.merged.iter().enumerate() {
+            if m.k == 0 {
+                return Err(format!(
+                    "statistics.merged[{i}].k: shard 0 (shards are counted from 1)"
+                ));
+            }
+            if m.rounds.len() > set {
+                return Err(format!(
+                    "statistics.merged[{i}].rounds: {} rounds of a run set of {set}",
+                    m.rounds.len()
+                ));
+            }
+            if let Some((j, r)) = m.rounds.iter().enumerate().find(|(_, r)| **r >= set) {
+                return Err(format!(
+                    "statistics.merged[{i}].rounds[{j}]: round {r} (0-based) of a run set of {set} rounds"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A shard's place in its run set.
@@ -302,9 +431,12 @@ pub fn samples<R: Run>(metrics: &[Metric<R>], runs: &[R]) -> BTreeMap<String, Ve
     out
 }
 
-/// The typical run of `runs` (not empty): the run itself when alone.
+/// The typical run of `runs`: the run itself when alone; an empty run
+/// when there is none (a result saved before repeats were kept has
+/// none to combine).
 pub fn typical<R: Run>(runs: &[R]) -> R {
     match runs {
+        [] => R::default(),
         [one] => one.clone(),
         _ => R::typical(&runs.iter().collect::<Vec<_>>()),
     }
@@ -403,12 +535,24 @@ impl<R: Run> Results<R> {
             return;
         };
         let metrics = R::metrics();
-        let base = samples(&metrics, &self.modes[&reference].repeats);
+        let Some(base) = self.modes.get(&reference).map(|m| &m.repeats) else {
+            return;
+        };
+        // A result saved before repeats were kept has no runs to judge
+        // again: the ratios it was saved with stay.
+        if base.is_empty() {
+            return;
+        }
+        let base = samples(&metrics, base);
         for (mode, sum) in self.modes.iter_mut() {
-            sum.vs_reference.clear();
             if *mode == reference {
+                sum.vs_reference.clear();
                 continue;
             }
+            if sum.repeats.is_empty() {
+                continue;
+            }
+            sum.vs_reference.clear();
             for (metric, b) in samples(&metrics, &sum.repeats) {
                 let Some(a) = base.get(&metric) else { continue };
                 // 0 → 0 says nothing; 0 → x is a cost that appeared.
@@ -448,4 +592,142 @@ pub fn peak_rss_kib() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::thor::result::{ThorResult, sample_result};
+
+    /// `r` written and read back with `edit` applied to its JSON: the
+    /// reader's error, or the result.
+    fn read_edited(
+        r: &ThorResult,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<ThorResult, String> {
+        let mut v = serde_json::to_value(r).unwrap();
+        edit(&mut v);
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    fn a_shard() -> ThorResult {
+        let mut r = sample_result(100, 0.5);
+        r.statistics = Some(Statistics {
+            shard: Some(ShardOf {
+                k: 1,
+                n: 2,
+                first: 0,
+                of: 4,
+            }),
+            ..Statistics::new(7, vec![vec!["baseline".into()]; 2], "baseline".into())
+        });
+        r
+    }
+
+    #[test]
+    fn a_result_claiming_counts_that_do_not_fit_is_refused_naming_the_field() {
+        let r = a_shard();
+        assert!(read_edited(&r, |_| {}).is_ok());
+        let big = serde_json::json!(u64::MAX);
+        let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+            (
+                "/statistics/shard/n",
+                0.into(),
+                "statistics.shard.n: 0 shards",
+            ),
+            (
+                "/statistics/shard/k",
+                0.into(),
+                "statistics.shard.k: shard 0 of 2",
+            ),
+            (
+                "/statistics/shard/k",
+                3.into(),
+                "statistics.shard.k: shard 3 of 2",
+            ),
+            (
+                "/statistics/shard/of",
+                (1u64 << 32).into(),
+                "statistics.shard.of",
+            ),
+            (
+                "/statistics/shard/first",
+                3.into(),
+                "statistics.shard.first: rounds from 3 on",
+            ),
+            (
+                "/statistics/shard/of",
+                1.into(),
+                "statistics.shard.n: 2 shards of 1",
+            ),
+            (
+                "/statistics/shard/first",
+                big.clone(),
+                "statistics.shard.first",
+            ),
+            (
+                "/statistics/lost_rounds",
+                serde_json::json!([big]),
+                "statistics.lost_rounds[0]",
+            ),
+            ("/statistics/confidence", 0.into(), "statistics.confidence"),
+        ];
+        for (at, value, says) in cases {
+            let (parent, key) = at.rsplit_once('/').unwrap();
+            let e = read_edited(&r, |v| {
+                v.pointer_mut(parent).unwrap()[key] = value.clone();
+            })
+            .expect_err(at);
+            assert!(e.contains(says), "{at}: {e}");
+        }
+        let mut merged = sample_result(100, 0.5);
+        merged.statistics = Some(Statistics::new(
+            7,
+            vec![vec!["baseline".into()]; 2],
+            "b".into(),
+        ));
+        let e =
+            read_edited(
+                &merged,
+                |v| {
+                    v["statistics"]["merged"] =
+                        serde_json::json!([{"k": 1, "rounds": [0, 2], "started": "", "from": "a"}])
+                },
+            )
+            .unwrap_err();
+        assert!(e.contains("statistics.merged[0].rounds[1]: round 2"), "{e}");
+        let e =
+            read_edited(
+                &merged,
+                |v| {
+                    v["statistics"]["merged"] =
+                        serde_json::json!([{"k": 0, "rounds": [0], "started": "", "from": "a"}])
+                },
+            )
+            .unwrap_err();
+        assert!(e.contains("statistics.merged[0].k"), "{e}");
+    }
+
+    /// A result saved before repeats were kept (`repeats: []`) is judged
+    /// again without a panic, keeping the ratios it was saved with.
+    #[test]
+    fn a_result_without_repeats_is_judged_again_keeping_its_ratios() {
+        let mut r = sample_result(100, 0.5);
+        let mut other = r.modes["baseline"].clone();
+        other.vs_reference.insert(
+            "api_requests_total".into(),
+            stats::judge(&[1.0, 1.1, 0.9], &[2.0, 2.1, 1.9], true, stats::Rule::COUNT).unwrap(),
+        );
+        r.modes.insert("jobset".into(), other);
+        for m in r.modes.values_mut() {
+            m.repeats.clear();
+        }
+        let before = r.clone();
+        for sum in r.modes.values_mut() {
+            let fresh = summarize(sum.repeats.clone());
+            assert!(fresh.stats.is_empty() && fresh.spread_pct.is_empty());
+        }
+        r.judge_modes();
+        assert_eq!(r, before);
+    }
 }

@@ -68,8 +68,13 @@ impl Shard {
         Ok(())
     }
 
-    /// The rounds (0-based, of `total`) this shard runs.
+    /// The rounds (0-based, of `total`) this shard runs; none for a shard
+    /// that is not one (k = 0, n = 0 or k > n: a result read back is
+    /// checked before, `Statistics::check`).
     pub fn rounds(&self, total: usize) -> std::ops::Range<usize> {
+        if self.k == 0 || self.k > self.n {
+            return 0..0;
+        }
         let (n, k) = (self.n as usize, self.k as usize - 1);
         let (base, extra) = (total / n, total % n);
         let start = k * base + k.min(extra);

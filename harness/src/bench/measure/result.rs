@@ -103,8 +103,10 @@ pub struct QuietWait {
     pub quiet: bool,
 }
 
-/// The whole measurement.
+/// The whole measurement. Read back, its rounds are checked before
+/// anything uses them ([`MeasureResult::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct MeasureResult {
     pub schema: String,
     /// `--name`: the baseline's name (`measure-NAME`).
@@ -119,7 +121,59 @@ pub struct MeasureResult {
     pub figures: Figures,
 }
 
+impl Serialize for MeasureResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        MeasureResult::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for MeasureResult {
+    /// Read, then [`MeasureResult::check`]ed: a claim that does not fit is
+    /// an error naming its field (the reader adds the file and position).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MeasureResult, D::Error> {
+        let m = MeasureResult::deserialize(d)?;
+        m.check().map_err(serde::de::Error::custom)?;
+        Ok(m)
+    }
+}
+
 impl MeasureResult {
+    /// Each run's round (`runs[].round`, `kueue_runner[].round`, 0-based)
+    /// within its run set: the rounds `figures.statistics` says the set
+    /// has, or at most [`MAX_SET_ROUNDS`] where it says none. The error
+    /// names the field.
+    ///
+    /// [`MAX_SET_ROUNDS`]: crate::bench::core::result::MAX_SET_ROUNDS
+    pub fn check(&self) -> Result<(), String> {
+        use crate::bench::core::result::MAX_SET_ROUNDS;
+        let set = self
+            .figures
+            .statistics
+            .as_ref()
+            .and_then(|st| st.set_rounds())
+            .unwrap_or(MAX_SET_ROUNDS);
+        let bad = |what: &str, i: usize, round: u32| {
+            format!("{what}[{i}].round: round {round} (0-based) of a run set of {set} rounds")
+        };
+        if let Some((i, r)) = self
+            .runs
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.round as usize >= set)
+        {
+            return Err(bad("runs", i, r.round));
+        }
+        if let Some((i, r)) = self
+            .kueue_runner
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.round as usize >= set)
+        {
+            return Err(bad("kueue_runner", i, r.round));
+        }
+        Ok(())
+    }
+
     /// Exit 1 when any run's workload failed.
     pub fn failed(&self) -> bool {
         self.runs.iter().any(|r| r.exit_code != 0)
