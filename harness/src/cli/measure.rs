@@ -352,9 +352,7 @@ fn check_out_dir(args: &MeasureArgs) -> Result<()> {
 async fn measure_here(args: &MeasureArgs) -> Result<i32> {
     let variants = args.variants()?;
     let k8s = K8sRelease::parse(&args.k8s_version)?;
-    if args.repeat == 0 {
-        return Err(bad_input("--repeat 0: must be at least 1"));
-    }
+    harness::bench::core::rounds::check_repeat(args.repeat)?;
     // A shard is checked before anything is resolved or written.
     if let Some(sh) = args.shard {
         sh.check(args.repeat, args.seed)?;

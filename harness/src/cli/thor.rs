@@ -305,9 +305,7 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
                 .collect::<Result<Vec<_>>>()?,
         )
     };
-    if args.repeat == 0 {
-        return Err(bad_input("--repeat 0: must be at least 1 (runs per mode)"));
-    }
+    harness::bench::core::rounds::check_repeat(args.repeat)?;
     if args.record && args.shard.is_some() {
         return Err(bad_input(
             "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",

@@ -40,6 +40,24 @@ pub fn plan<T: Clone>(
         .collect()
 }
 
+/// `--repeat N`: at least one round, and no more than a result may hold
+/// ([`MAX_SET_ROUNDS`](crate::bench::core::result::MAX_SET_ROUNDS)) —
+/// every benchmark checks it before anything starts.
+pub fn check_repeat(n: u32) -> Result<()> {
+    let max = crate::bench::core::result::MAX_SET_ROUNDS;
+    if n == 0 {
+        return Err(crate::error::bad_input(
+            "--repeat 0: must be at least 1 (rounds, each every mode once)",
+        ));
+    }
+    if n as usize > max {
+        return Err(crate::error::bad_input(format!(
+            "--repeat {n}: at most {max} rounds (a result holds no more)"
+        )));
+    }
+    Ok(())
+}
+
 /// Print the order and the seed that replays it.
 pub fn announce(rounds: &[Vec<String>], seed: u64) {
     let order: Vec<String> = rounds.iter().map(|r| r.join(", ")).collect();
@@ -89,6 +107,16 @@ impl<R: Run> Progress<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeat_is_bounded_on_both_sides() {
+        check_repeat(1).unwrap();
+        check_repeat(100_000).unwrap();
+        for bad in [0, 100_001, u32::MAX] {
+            let e = check_repeat(bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+        }
+    }
 
     #[test]
     fn the_shards_of_a_run_set_make_exactly_its_order() {

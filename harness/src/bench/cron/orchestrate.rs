@@ -57,9 +57,7 @@ impl CronBenchOptions {
                 "--tenants, --cronjobs and --minutes must each be ≥ 1",
             ));
         }
-        if self.rounds == 0 {
-            return Err(bad_input("--repeat 0: must be at least 1 (rounds)"));
-        }
+        crate::bench::core::rounds::check_repeat(self.rounds)?;
         // One mode: the order needs no seed, every shard takes its slice.
         if let Some(sh) = self.shard {
             sh.check(self.rounds, Some(0))?;

@@ -74,9 +74,7 @@ impl GangBenchOptions {
         if self.repeats == 0 {
             return Err(bad_input("--gangs must be ≥ 1"));
         }
-        if self.rounds == 0 {
-            return Err(bad_input("--repeat 0: must be at least 1 (rounds)"));
-        }
+        crate::bench::core::rounds::check_repeat(self.rounds)?;
         if self.releases.is_empty() {
             return Err(bad_input("no Kubernetes version to run"));
         }

@@ -79,9 +79,7 @@ pub fn preflight(
     path: &std::ffi::OsStr,
 ) -> Result<BTreeMap<String, Vec<serde_json::Value>>> {
     workload::check_name("--name", &opts.name)?;
-    if opts.repeat == 0 {
-        return Err(bad_input("--repeat 0: must be at least 1"));
-    }
+    crate::bench::core::rounds::check_repeat(opts.repeat)?;
     if let Some(sh) = opts.shard {
         sh.check(opts.repeat, opts.seed)?;
     }
