@@ -5,7 +5,7 @@
 //! `harness/fuzz/corpus/<target>/` — applies 1–8 mutations (byte edits,
 //! splices of another seed, YAML/JSON tokens that broke parsers before:
 //! anchors, merge keys, 1e400, deep nesting, NUL), and runs the parser on
-//! it. The result file targets (`thor-result`, `measure-result`: what
+//! it. The result file targets (`thor-result`, `measure-result`, `gang-result`, `cron-result`: what
 //! `report merge` and `report render` read; the book's
 //! docs/src/reports.md) run the read + check + merge + render path
 //! in-process, and their numbers are mutated too: one replaced by 0, −1,
@@ -429,6 +429,22 @@ const TARGETS: &[Target] = &[
         name: "measure-result",
         seeds: &["suites/measure/results/kubectl-job/result.json"],
         execs: EXECS / 4,
+        numbers: true,
+        run: result_path,
+    },
+    Target {
+        name: "gang-result",
+        // Cut-down copies in its corpus: a run set of today's shape and
+        // the book's harness.gang-latency/v1 set, two rounds of it.
+        seeds: &[],
+        execs: EXECS / 8,
+        numbers: true,
+        run: result_path,
+    },
+    Target {
+        name: "cron-result",
+        seeds: &["docs/src/benchmarks/cron-results/cron-load.json"],
+        execs: EXECS / 8,
         numbers: true,
         run: result_path,
     },

@@ -214,6 +214,9 @@ struct Seeds {
     thor_whole: Value,
     measure: Value,
     measure_twin: Value,
+    /// A cron shard 1/2 of 2 rounds and a gang run set of 2 rounds.
+    cron: Value,
+    gang: Value,
 }
 
 fn seeds() -> Seeds {
@@ -236,6 +239,8 @@ fn seeds() -> Seeds {
         thor_whole: seed("harness/fuzz/corpus/thor-result/thor-whole.json"),
         measure,
         measure_twin,
+        cron: seed("harness/fuzz/corpus/cron-result/shard-1-of-2.json"),
+        gang: seed("harness/fuzz/corpus/gang-result/two-rounds.json"),
     }
 }
 
@@ -379,6 +384,39 @@ fn corpus(s: &Seeds) -> Vec<Case> {
         ),
         ("seed -1", "/statistics/seed", json!(-1), "expected u64"),
     ];
+    // Gang's and cron's results are the core's Result too: the same
+    // claims refused the same way (a cron shard 1/2 of 2 rounds; a gang
+    // run set of 2 rounds made a shard 1/1 of them). The cases whose
+    // message names the Thor seed's own numbers are Thor's only.
+    let seed_bound = [
+        "shard of 0",
+        "shard first past of",
+        "shard n 2^32-1",
+        "lost round past set",
+    ];
+    let mut gang = s.gang.clone();
+    gang["statistics"]["shard"] = json!({"k": 1, "n": 1, "first": 0, "of": 2});
+    for (name, at, v, says) in &shard_cases {
+        if seed_bound.contains(name) {
+            continue;
+        }
+        for (w, base) in [("cron", &s.cron), ("gang", &gang)] {
+            let says = match (*name, w) {
+                ("shard k > n", "gang") => "statistics.shard.k: shard 3 of 1",
+                ("shard k 0", "gang") => "statistics.shard.k: shard 0 of 1",
+                _ => says,
+            };
+            let body = Body::Json(set(base.clone(), at, v.clone()));
+            add(
+                &mut cases,
+                &format!("{w}: {name}"),
+                body,
+                READ_CMDS,
+                2,
+                says,
+            );
+        }
+    }
     for (name, at, v, says) in shard_cases {
         add(&mut cases, name, thor(at, v), &thor_all, 2, says);
     }

@@ -57,17 +57,21 @@ pub fn added_up(sizes: &[SizeFigures]) -> WindowFigures {
         not_measured: vec![PER_SIZE.to_string()],
         ..WindowFigures::default()
     };
+    // Saturating: a count a file claims may be anything (a real run's are
+    // far from u64::MAX).
     let add = |to: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>| {
         for (k, v) in from {
-            *to.entry(k.clone()).or_default() += v;
+            let t = to.entry(k.clone()).or_default();
+            *t = t.saturating_add(*v);
         }
     };
+    let sum = |to: &mut u64, v: u64| *to = to.saturating_add(v);
     for s in sizes {
         let x = &s.window;
-        w.api_requests_total += x.api_requests_total;
-        w.harness_requests += x.harness_requests;
-        w.etcd_writes_total += x.etcd_writes_total;
-        w.etcd.put_bytes += x.etcd.put_bytes;
+        sum(&mut w.api_requests_total, x.api_requests_total);
+        sum(&mut w.harness_requests, x.harness_requests);
+        sum(&mut w.etcd_writes_total, x.etcd_writes_total);
+        sum(&mut w.etcd.put_bytes, x.etcd.put_bytes);
         w.apiserver_etcd_cpu_s += x.apiserver_etcd_cpu_s;
         add(&mut w.api_requests, &x.api_requests);
         add(&mut w.api_requests_by_client, &x.api_requests_by_client);
