@@ -126,6 +126,20 @@ fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// A local port whose listener takes every connection and never answers
+/// (a hung API server): held open by a thread for the test's life.
+fn silent_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    port
+}
+
 /// 1-based line of the first `needle` in `text`.
 fn line_of(text: &str, needle: &str) -> usize {
     let at = text.find(needle).unwrap();
@@ -531,8 +545,15 @@ fn corpus(w: &World) -> Vec<Case> {
         "kube2/nohost.yaml",
         kubeconfig("https://no-such-host.invalid:6443"),
     );
+    let silent_url = format!("https://127.0.0.1:{}", silent_port());
+    let kc_silent = w.file("kube2/silent.yaml", kubeconfig(&silent_url));
     for (what, kc, url) in [
         ("a closed local port", &kc_closed2, port_url.as_str()),
+        (
+            "a server that takes connections and never answers",
+            &kc_silent,
+            silent_url.as_str(),
+        ),
         (
             "a host that does not resolve",
             &kc_nohost,

@@ -109,14 +109,32 @@ pub async fn reachable(path: &Path, context: Option<&str>) -> Result<()> {
     )
     .await
     {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(unreachable(e.to_string())),
+        Err(_) => {
+            return Err(unreachable(format!(
+                "no answer within {} s",
+                REACH_TIMEOUT.as_secs()
+            )));
+        }
+    }
+    // A server that takes the connection must also answer: any answer
+    // (even a refusal of the credentials) is the later steps' to judge;
+    // none at all is named here, not after discovery's wait.
+    let client = kube::Client::try_from(config)
+        .map_err(|e| crate::error::bad_input(format!("--kubeconfig {}: {e:#}", path.display())))?;
+    match tokio::time::timeout(ANSWER_TIMEOUT, client.apiserver_version()).await {
+        Ok(_) => Ok(()),
         Err(_) => Err(unreachable(format!(
-            "no answer within {} s",
-            REACH_TIMEOUT.as_secs()
+            "it takes connections but sent no answer to GET /version within {} s",
+            ANSWER_TIMEOUT.as_secs()
         ))),
     }
 }
+
+/// How long a server that took the connection has to answer
+/// [`reachable`]'s GET /version (with [`REACH_TIMEOUT`], within 10 s).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// A kubeconfig read through the bounded reader (a FIFO or a device is
 /// refused, naming `what` — the flag it came from, or "kubeconfig"), its
