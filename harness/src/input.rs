@@ -256,3 +256,28 @@ mod tests {
         assert_eq!(bytes_flag("--etcd-ca", &pem).unwrap(), b"\x00\xff");
     }
 }
+
+/// Where in `file` JSON error `e` lies, as "file:line:column" — or the
+/// file alone where serde gives no place (a check of the whole value, its
+/// line 0).
+pub fn json_at(file: &Path, e: &serde_json::Error) -> String {
+    match e.line() {
+        0 => file.display().to_string(),
+        line => format!("{}:{line}:{}", file.display(), e.column()),
+    }
+}
+
+#[cfg(test)]
+mod json_at_tests {
+    use super::json_at;
+    use std::path::Path;
+
+    #[test]
+    fn a_place_is_given_only_where_serde_has_one() {
+        let f = Path::new("r.json");
+        let e = serde_json::from_str::<u8>("\n 300").unwrap_err();
+        assert_eq!(json_at(f, &e), "r.json:2:4");
+        let e = <serde_json::Error as serde::de::Error>::custom("whole value");
+        assert_eq!(json_at(f, &e), "r.json");
+    }
+}

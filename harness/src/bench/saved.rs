@@ -42,12 +42,7 @@ pub fn read(p: &Path, what: &str) -> Result<Saved> {
     let text = crate::input::read(&file)
         .map_err(|e| bad_input(format!("{what}: {}: {e:#}", file.display())))?;
     let at = |e: serde_json::Error| {
-        bad_input(format!(
-            "{what}: {}:{}:{}: {e}",
-            file.display(),
-            e.line(),
-            e.column()
-        ))
+        bad_input(format!("{what}: {}: {e}", crate::input::json_at(&file, &e)))
     };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(at)?;
     let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");

@@ -402,9 +402,8 @@ pub fn load(path: &Path) -> Result<Baseline> {
             .rsplit_once(" at line ")
             .map_or(msg.as_str(), |(m, _)| m);
         return Err(bad_input(format!(
-            "baseline {file}:{}:{}: {msg}",
-            e.line(),
-            e.column()
+            "baseline {}: {msg}",
+            crate::input::json_at(std::path::Path::new(&file), &e)
         )));
     }
     let mut found = None;

@@ -502,10 +502,8 @@ impl<R: Run> Results<R> {
         let text = crate::input::read(&file)?;
         serde_json::from_str(&text).map_err(|e| {
             crate::error::bad_input(format!(
-                "{what}: {}:{}:{}: not a result of this benchmark ({}): {e}",
-                file.display(),
-                e.line(),
-                e.column(),
+                "{what}: {}: not a result of this benchmark ({}): {e}",
+                crate::input::json_at(&file, &e),
                 R::SCHEMA
             ))
         })
