@@ -116,10 +116,11 @@ fn writable(out: &Path) -> Result<()> {
 }
 
 /// PATH with the cluster's kubectl first (a link named `kubectl` in
-/// `<out>/.bin`): `kubectl` in a measured command is the cluster's own
-/// release.
-fn path_with(kubectl: &Path, out: &Path) -> Result<std::ffi::OsString> {
-    let bin = out.join(".bin");
+/// `<dir>/bin`, `dir` the run set's own temporary directory, so nothing
+/// is written into `--out` before the checks): `kubectl` in a measured
+/// command is the cluster's own release.
+fn path_with(kubectl: &Path, dir: &Path) -> Result<std::ffi::OsString> {
+    let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
     let link = bin.join("kubectl");
     let _ = std::fs::remove_file(&link);
@@ -164,7 +165,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
         }
         false => None,
     };
-    let path = path_with(&kubectl, &opts.out)?;
+    let path = path_with(&kubectl, tokens.path())?;
     let manifests = preflight(opts, &path)?;
     let seed = opts.seed.unwrap_or_else(crate::stats::clock_seed);
     let names: Vec<String> = opts.variants.iter().map(|v| v.name.clone()).collect();
