@@ -10,12 +10,12 @@
 
 mod common;
 
+use common::capped::{Run, run};
+
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The address-space cap of every run. A normal `validate` of the whole
 /// repository runs under 256 MiB of address space (debug build); 2 GiB
@@ -25,89 +25,6 @@ const AS_CAP: u64 = 2 << 30;
 const BENCH_BOUND: Duration = Duration::from_secs(1);
 /// A small `validate` (startup, one file) — ~0.1 s here.
 const FAST: Duration = Duration::from_secs(5);
-
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    signal: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-    max_rss_kib: u64,
-}
-
-impl Run {
-    fn text(&self) -> String {
-        format!("{}\n{}", self.stdout, self.stderr)
-    }
-}
-
-/// Run `cmd` under the address-space cap; SIGKILL it at `hard_limit`.
-/// Peak RSS comes from wait4's rusage.
-fn run(mut cmd: Command, hard_limit: Duration) -> Run {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: only setrlimit (async-signal-safe) runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let cap = libc::rlimit {
-                rlim_cur: AS_CAP,
-                rlim_max: AS_CAP,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let started = Instant::now();
-    // Reaped by wait4 below (std's wait would not give its rusage).
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawning the harness binary");
-    let pid = child.id() as libc::pid_t;
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut killed = false;
-    loop {
-        // SAFETY: wait4 on our own child with valid pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
-        if !killed && started.elapsed() > hard_limit {
-            // SAFETY: signalling our own, not yet reaped, child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed = true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let took = started.elapsed();
-    let (code, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else {
-        (None, Some(libc::WTERMSIG(status)))
-    };
-    Run {
-        code,
-        signal,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-        took,
-        max_rss_kib: usage.ru_maxrss as u64,
-    }
-}
 
 type Check = Box<dyn Fn(&Run) -> Result<(), String>>;
 
@@ -1379,7 +1296,7 @@ fn hostile_inputs_fail_cleanly_bounded_and_before_any_cluster() {
             cmd.env(k, v);
         }
         let hard = (c.bound * 3).max(c.bound + Duration::from_secs(10));
-        let r = run(cmd, hard);
+        let r = run(cmd, AS_CAP, hard);
         let problems = judge(&w, c, &r);
         outcomes.push(Outcome {
             class: c.class,

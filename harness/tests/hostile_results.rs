@@ -20,10 +20,10 @@
 
 mod common;
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
+use common::capped::Run;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -35,81 +35,12 @@ const AS_CAP: u64 = 2 << 30;
 /// under a second.
 const BOUND: Duration = Duration::from_secs(10);
 
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    signal: Option<i32>,
-    text: String,
-    took: Duration,
-    max_rss_kib: u64,
-}
-
 /// Run `harness args…` under the address-space cap; SIGKILL it past
-/// twice the bound. Peak RSS from wait4's rusage.
+/// twice the bound.
 fn run(args: &[String]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: only setrlimit (async-signal-safe) runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let cap = libc::rlimit {
-                rlim_cur: AS_CAP,
-                rlim_max: AS_CAP,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let started = Instant::now();
-    // Reaped by wait4 below (std's wait would not give its rusage).
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawning the harness binary");
-    let pid = child.id() as libc::pid_t;
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut killed = false;
-    loop {
-        // SAFETY: wait4 on our own child with valid pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
-        if !killed && started.elapsed() > 2 * BOUND {
-            // SAFETY: signalling our own, not yet reaped, child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed = true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let took = started.elapsed();
-    let (code, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else {
-        (None, Some(libc::WTERMSIG(status)))
-    };
-    Run {
-        code,
-        signal,
-        text: format!("{}\n{}", out.join().unwrap(), err.join().unwrap()),
-        took,
-        max_rss_kib: usage.ru_maxrss as u64,
-    }
+    cmd.args(args);
+    common::capped::run(cmd, AS_CAP, 2 * BOUND)
 }
 
 /// A committed seed, parsed.
@@ -847,10 +778,11 @@ enum Outcome {
 }
 
 fn judge(c: &Case, r: &Run, file: &str) -> (Outcome, String) {
-    let oom = r.text.contains("memory allocation of")
-        || r.text.contains("memory allocation failed")
+    let text = r.text();
+    let oom = text.contains("memory allocation of")
+        || text.contains("memory allocation failed")
         || r.signal == Some(libc::SIGABRT);
-    if r.text.contains("panicked") || r.code == Some(101) {
+    if text.contains("panicked") || r.code == Some(101) {
         return (Outcome::Panic, "panic".into());
     }
     if oom {
@@ -869,10 +801,10 @@ fn judge(c: &Case, r: &Run, file: &str) -> (Outcome, String) {
         );
     }
     let mut missing = Vec::new();
-    if !r.text.contains(c.says.as_str()) {
+    if !text.contains(c.says.as_str()) {
         missing.push(format!("does not say {:?}", c.says));
     }
-    if c.want != 0 && !r.text.contains(file) {
+    if c.want != 0 && !text.contains(file) {
         missing.push(format!("does not name {file}"));
     }
     match missing.is_empty() {
@@ -918,7 +850,7 @@ fn hostile_result_files_are_refused_naming_file_and_field_bounded() {
             why
         );
         if o != Outcome::Clean {
-            println!("    {}", r.text.trim().replace('\n', "\n    "));
+            println!("    {}", r.text().trim().replace('\n', "\n    "));
         }
         outcomes.push((c, r, o));
     }

@@ -484,6 +484,36 @@ pub fn summarize<R: Run>(runs: Vec<R>) -> ModeSummary<R> {
 }
 
 impl<R: Run> Results<R> {
+    /// A run set of `R` about to run here: no run yet, this harness's
+    /// version, started now, on this machine, ordered as `statistics`
+    /// says. A caller sets what else it knows (`model`, `capabilities`…)
+    /// with `..` over it.
+    pub fn begin(
+        scenario: &str,
+        provider: &str,
+        k8s_version: String,
+        shape: R::Shape,
+        statistics: Statistics,
+    ) -> Results<R> {
+        Results {
+            schema: R::SCHEMA.into(),
+            scenario: scenario.into(),
+            scenario_file: String::new(),
+            provider: provider.into(),
+            k8s_version,
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+            started: crate::bench::core::rounds::now(),
+            shape,
+            model: BTreeMap::new(),
+            modes: BTreeMap::new(),
+            harness_peak_rss_kib: 0,
+            capabilities: None,
+            timelines: Vec::new(),
+            statistics: Some(statistics),
+            machine: crate::machine::Machine::this(),
+        }
+    }
+
     /// The result a run set saved: `p/result.json` for a directory, else
     /// the file `p`. A missing or broken file is bad input naming it and
     /// `what` asked for it.

@@ -128,36 +128,31 @@ pub async fn bench_cron(opts: &CronBenchOptions, out: Option<&Path>) -> Result<C
         .iter()
         .map(|(_, r)| r.iter().map(|m| m.to_string()).collect())
         .collect();
-    let result = CronResult {
-        schema: crate::bench::cron::result::SCHEMA.into(),
-        scenario: MODE.into(),
-        scenario_file: String::new(),
-        provider: "local".into(),
-        k8s_version: opts.release.version.to_string(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        started: crate::bench::core::rounds::now(),
-        shape: CronShape {
-            tenants: opts.tenants,
-            cronjobs: opts.cronjobs,
-            minutes: opts.minutes,
-            pod_seconds: opts.pod_seconds,
-            expected_runs: opts.expected_runs(),
-        },
-        model: opts.control_plane.describe(),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: None,
-        timelines: Vec::new(),
-        statistics: Some(Statistics {
-            shard: opts.shard.map(|sh| ShardOf {
-                k: sh.k,
-                n: sh.n,
-                first: plan.first().map_or(0, |r| r.0),
-                of: opts.rounds as usize,
-            }),
-            ..Statistics::new(0, mine, MODE.into())
+    let statistics = Statistics {
+        shard: opts.shard.map(|sh| ShardOf {
+            k: sh.k,
+            n: sh.n,
+            first: plan.first().map_or(0, |r| r.0),
+            of: opts.rounds as usize,
         }),
-        machine: crate::machine::Machine::this(),
+        ..Statistics::new(0, mine, MODE.into())
+    };
+    let shape = CronShape {
+        tenants: opts.tenants,
+        cronjobs: opts.cronjobs,
+        minutes: opts.minutes,
+        pod_seconds: opts.pod_seconds,
+        expected_runs: opts.expected_runs(),
+    };
+    let result = CronResult {
+        model: opts.control_plane.describe(),
+        ..CronResult::begin(
+            MODE,
+            "local",
+            opts.release.version.to_string(),
+            shape,
+            statistics,
+        )
     };
     let mut progress = Progress::new(result, out);
     for (round, _) in &plan {

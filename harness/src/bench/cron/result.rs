@@ -178,37 +178,23 @@ mod tests {
 
     /// Rounds `first..first + n` of a 3-round set, as shard `k` of 2.
     fn shard(k: u32, first: usize, rounds: &[CronRun]) -> CronResult {
-        let mut r = CronResult {
-            schema: SCHEMA.into(),
-            scenario: MODE.into(),
-            scenario_file: String::new(),
-            k8s_version: "1.37.1".into(),
-            provider: "local".into(),
-            harness_version: "0".into(),
-            started: String::new(),
-            model: Default::default(),
-            modes: Default::default(),
-            harness_peak_rss_kib: 0,
-            capabilities: None,
-            timelines: Vec::new(),
-            machine: None,
-            shape: CronShape {
-                tenants: 5,
-                cronjobs: 4,
-                minutes: 1,
-                pod_seconds: 2,
-                expected_runs: 20,
-            },
-            statistics: Some(Statistics {
-                shard: Some(ShardOf {
-                    k,
-                    n: 2,
-                    first,
-                    of: 3,
-                }),
-                ..Statistics::new(0, vec![vec![MODE.into()]; rounds.len()], MODE.into())
-            }),
+        let shape = CronShape {
+            tenants: 5,
+            cronjobs: 4,
+            minutes: 1,
+            pod_seconds: 2,
+            expected_runs: 20,
         };
+        let statistics = Statistics {
+            shard: Some(ShardOf {
+                k,
+                n: 2,
+                first,
+                of: 3,
+            }),
+            ..Statistics::new(0, vec![vec![MODE.into()]; rounds.len()], MODE.into())
+        };
+        let mut r = CronResult::begin(MODE, "local", "1.37.1".into(), shape, statistics);
         for x in rounds {
             r.add_run(MODE, x.clone());
         }

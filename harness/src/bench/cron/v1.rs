@@ -80,32 +80,23 @@ pub fn read(text: &str) -> serde_json::Result<CronResult> {
         false => v.rounds.clone(),
     };
     let n = rounds.len();
+    let shape = CronShape {
+        tenants: v.tenants,
+        cronjobs: v.cronjobs,
+        minutes: v.minutes,
+        pod_seconds: v.pod_seconds,
+        expected_runs: v.expected_runs,
+    };
+    let statistics = Statistics {
+        shard: v.shard,
+        merged: v.merged,
+        ..Statistics::new(0, vec![vec![MODE.to_string()]; n], MODE.into())
+    };
     let mut r = CronResult {
-        schema: crate::bench::cron::result::SCHEMA.into(),
-        scenario: MODE.into(),
-        scenario_file: String::new(),
-        provider: "local".into(),
-        k8s_version: v.k8s_version,
         harness_version: v.harness_version,
         started: String::new(),
-        shape: CronShape {
-            tenants: v.tenants,
-            cronjobs: v.cronjobs,
-            minutes: v.minutes,
-            pod_seconds: v.pod_seconds,
-            expected_runs: v.expected_runs,
-        },
-        model: BTreeMap::new(),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: None,
-        timelines: Vec::new(),
-        statistics: Some(Statistics {
-            shard: v.shard,
-            merged: v.merged,
-            ..Statistics::new(0, vec![vec![MODE.to_string()]; n], MODE.into())
-        }),
         machine: None,
+        ..CronResult::begin(MODE, "local", v.k8s_version, shape, statistics)
     };
     for round in rounds {
         r.add_run(MODE, run(round));

@@ -96,40 +96,31 @@ pub async fn bench_gang(opts: &GangBenchOptions, out: Option<&Path>) -> Result<G
         .map(|(_, r)| r.iter().map(|k| k.version.to_string()).collect())
         .collect();
     crate::bench::core::rounds::announce(&mine, seed);
-    let result = GangResult {
-        schema: crate::bench::gang::result::SCHEMA.into(),
-        scenario: "gang-latency".into(),
-        scenario_file: String::new(),
-        provider: "local".into(),
-        k8s_version: opts
-            .releases
-            .iter()
-            .map(|r| r.version)
-            .collect::<Vec<_>>()
-            .join(", "),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        started: crate::bench::core::rounds::now(),
-        shape: GangShape {
-            gang_sizes: opts.sizes.clone(),
-            gangs: opts.repeats,
-            pool_nodes: opts.pool_nodes,
-            node_pods: opts.node_pods,
-        },
-        model: opts.control_plane.describe(),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: None,
-        timelines: Vec::new(),
-        statistics: Some(Statistics {
-            shard: opts.shard.map(|sh| ShardOf {
-                k: sh.k,
-                n: sh.n,
-                first: order.first().map_or(0, |r| r.0),
-                of: opts.rounds as usize,
-            }),
-            ..Statistics::new(seed, mine, opts.releases[0].version.to_string())
+    let statistics = Statistics {
+        shard: opts.shard.map(|sh| ShardOf {
+            k: sh.k,
+            n: sh.n,
+            first: order.first().map_or(0, |r| r.0),
+            of: opts.rounds as usize,
         }),
-        machine: crate::machine::Machine::this(),
+        ..Statistics::new(seed, mine, opts.releases[0].version.to_string())
+    };
+    let shape = GangShape {
+        gang_sizes: opts.sizes.clone(),
+        gangs: opts.repeats,
+        pool_nodes: opts.pool_nodes,
+        node_pods: opts.node_pods,
+    };
+    let versions: Vec<&str> = opts.releases.iter().map(|r| r.version).collect();
+    let result = GangResult {
+        model: opts.control_plane.describe(),
+        ..GangResult::begin(
+            "gang-latency",
+            "local",
+            versions.join(", "),
+            shape,
+            statistics,
+        )
     };
     let mut progress = Progress::new(result, out);
     for (round, in_order) in &order {

@@ -315,43 +315,35 @@ mod tests {
     /// Rounds `rounds` of a set of `of`, 1.37 against 1.36 (1.37 places
     /// gangs 200 ms slower with the same requests).
     fn set(rounds: std::ops::Range<usize>, of: usize, shard: Option<u32>) -> GangResult {
-        let mut r = GangResult {
-            schema: SCHEMA.into(),
-            scenario: "gang-latency".into(),
-            scenario_file: String::new(),
-            provider: "local".into(),
-            k8s_version: "1.36.4, 1.37.1".into(),
-            harness_version: "0".into(),
-            started: String::new(),
-            shape: GangShape {
-                gang_sizes: vec![8],
-                gangs: 2,
-                pool_nodes: 1,
-                node_pods: 64,
-            },
-            model: BTreeMap::new(),
-            modes: BTreeMap::new(),
-            harness_peak_rss_kib: 0,
-            capabilities: None,
-            timelines: Vec::new(),
-            statistics: Some(Statistics {
-                shard: shard.map(|k| ShardOf {
-                    k,
-                    n: 2,
-                    first: rounds.start,
-                    of,
-                }),
-                ..Statistics::new(
-                    9,
-                    rounds
-                        .clone()
-                        .map(|_| vec!["1.37.1".to_string(), "1.36.4".to_string()])
-                        .collect(),
-                    "1.36.4".into(),
-                )
-            }),
-            machine: None,
+        let shape = GangShape {
+            gang_sizes: vec![8],
+            gangs: 2,
+            pool_nodes: 1,
+            node_pods: 64,
         };
+        let statistics = Statistics {
+            shard: shard.map(|k| ShardOf {
+                k,
+                n: 2,
+                first: rounds.start,
+                of,
+            }),
+            ..Statistics::new(
+                9,
+                rounds
+                    .clone()
+                    .map(|_| vec!["1.37.1".to_string(), "1.36.4".to_string()])
+                    .collect(),
+                "1.36.4".into(),
+            )
+        };
+        let mut r = GangResult::begin(
+            "gang-latency",
+            "local",
+            "1.36.4, 1.37.1".into(),
+            shape,
+            statistics,
+        );
         for round in rounds {
             let noise = (round % 2) as f64;
             r.add_run("1.37.1", run("1.37.1", 300.0 + noise, 100));

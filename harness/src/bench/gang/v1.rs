@@ -70,44 +70,37 @@ pub fn read(text: &str) -> anyhow::Result<GangResult> {
             .push(r.k8s_version.clone());
     }
     let first = runs.first();
+    let shape = GangShape {
+        gang_sizes: first.map_or(Vec::new(), |r| {
+            r.report.sizes.iter().map(|s| s.size).collect()
+        }),
+        gangs: first
+            .and_then(|r| r.report.sizes.first())
+            .map_or(0, |s| s.repeats),
+        pool_nodes: first.map_or(0, |r| r.pool_nodes),
+        node_pods: first.map_or(0, |r| r.node_pods),
+    };
+    let statistics = Statistics {
+        shard: v.shard,
+        merged: v.merged,
+        lost_rounds: v.lost_rounds,
+        ..Statistics::new(
+            v.seed.unwrap_or(0),
+            rounds.into_values().collect(),
+            versions.first().map_or(String::new(), |(_, v)| v.clone()),
+        )
+    };
+    let k8s_version = versions
+        .iter()
+        .map(|(_, v)| v.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut result = GangResult {
-        schema: crate::bench::gang::result::SCHEMA.into(),
-        scenario: "gang-latency".into(),
-        scenario_file: String::new(),
-        provider: "local".into(),
-        k8s_version: versions
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
         harness_version: v.harness_version,
         started: v.started,
-        shape: GangShape {
-            gang_sizes: first.map_or(Vec::new(), |r| {
-                r.report.sizes.iter().map(|s| s.size).collect()
-            }),
-            gangs: first
-                .and_then(|r| r.report.sizes.first())
-                .map_or(0, |s| s.repeats),
-            pool_nodes: first.map_or(0, |r| r.pool_nodes),
-            node_pods: first.map_or(0, |r| r.node_pods),
-        },
         model: first.map_or(BTreeMap::new(), |r| r.control_plane.clone()),
-        modes: BTreeMap::new(),
-        harness_peak_rss_kib: 0,
-        capabilities: None,
-        timelines: Vec::new(),
-        statistics: Some(Statistics {
-            shard: v.shard,
-            merged: v.merged,
-            lost_rounds: v.lost_rounds,
-            ..Statistics::new(
-                v.seed.unwrap_or(0),
-                rounds.into_values().collect(),
-                versions.first().map_or(String::new(), |(_, v)| v.clone()),
-            )
-        }),
         machine: None,
+        ..GangResult::begin("gang-latency", "local", k8s_version, shape, statistics)
     };
     for r in runs {
         let run = GangRun {
