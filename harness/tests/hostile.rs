@@ -328,32 +328,7 @@ struct Outcome {
 }
 
 fn judge(w: &World, c: &Case, r: &Run) -> Vec<String> {
-    let mut p = Vec::new();
-    let text = r.text();
-    if text.contains("panicked") || r.code == Some(101) {
-        p.push("PANIC".to_string());
-    }
-    if let Some(sig) = r.signal {
-        p.push(format!("killed by signal {sig} (out of memory or hang)"));
-    }
-    if text.contains("memory allocation of") {
-        p.push("OOM: allocation failed".into());
-    }
-    if r.took > c.bound {
-        p.push(format!(
-            "HANG: took {:.2} s, bound {:.2} s",
-            r.took.as_secs_f64(),
-            c.bound.as_secs_f64()
-        ));
-    }
-    if r.code != Some(c.want) {
-        p.push(format!("exit {:?}, want {}", r.code, c.want));
-    }
-    for s in &c.says {
-        if !text.contains(s.as_str()) {
-            p.push(format!("does not say {s:?}"));
-        }
-    }
+    let mut p = common::capped::problems(r, c.want, &c.says, c.bound);
     if let Some(check) = &c.check
         && let Err(e) = check(r)
     {

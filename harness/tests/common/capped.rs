@@ -89,3 +89,37 @@ pub fn run(mut cmd: Command, cap: u64, hard_limit: Duration) -> Run {
         max_rss_kib: usage.ru_maxrss as u64,
     }
 }
+
+/// What went wrong with a run that should have exited `want` within
+/// `bound` saying each of `says`: a panic, an abort out of memory, a
+/// signal, a hang, another exit code, a missing message. Empty when it
+/// did what it should.
+pub fn problems(r: &Run, want: i32, says: &[String], bound: Duration) -> Vec<String> {
+    let mut p = Vec::new();
+    let text = r.text();
+    if text.contains("panicked") || r.code == Some(101) {
+        p.push("PANIC".to_string());
+    }
+    if let Some(sig) = r.signal {
+        p.push(format!("killed by signal {sig} (out of memory or hang)"));
+    }
+    if text.contains("memory allocation of") {
+        p.push("OOM: allocation failed".into());
+    }
+    if r.took > bound {
+        p.push(format!(
+            "HANG: took {:.2} s, bound {:.2} s",
+            r.took.as_secs_f64(),
+            bound.as_secs_f64()
+        ));
+    }
+    if r.code != Some(want) {
+        p.push(format!("exit {:?}, want {}", r.code, want));
+    }
+    for s in says {
+        if !text.contains(s.as_str()) {
+            p.push(format!("does not say {s:?}"));
+        }
+    }
+    p
+}
