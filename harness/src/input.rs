@@ -269,7 +269,7 @@ pub fn json_at(file: &Path, e: &serde_json::Error) -> String {
 
 #[cfg(test)]
 mod json_at_tests {
-    use super::json_at;
+    use crate::input::json_at;
     use std::path::Path;
 
     #[test]

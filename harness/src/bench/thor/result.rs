@@ -279,3 +279,145 @@ mod tests {
         assert!((s.spread_pct["thor_agent_requests"] - 54.0 / 1056.0 * 100.0).abs() < 1e-9);
     }
 }
+
+/// The core's checks of what a saved result claims (`Statistics::check`)
+/// and its re-judging of an older shape, on Thor's results (here, so the
+/// core does not import a workload).
+#[cfg(test)]
+mod core_reading {
+    use crate::bench::core::result::*;
+    use crate::bench::thor::result::{ThorResult, sample_result};
+    use crate::stats;
+
+    /// `r` written and read back with `edit` applied to its JSON: the
+    /// reader's error, or the result.
+    fn read_edited(
+        r: &ThorResult,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<ThorResult, String> {
+        let mut v = serde_json::to_value(r).unwrap();
+        edit(&mut v);
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    fn a_shard() -> ThorResult {
+        let mut r = sample_result(100, 0.5);
+        r.statistics = Some(Statistics {
+            shard: Some(ShardOf {
+                k: 1,
+                n: 2,
+                first: 0,
+                of: 4,
+            }),
+            ..Statistics::new(7, vec![vec!["baseline".into()]; 2], "baseline".into())
+        });
+        r
+    }
+
+    #[test]
+    fn a_result_claiming_counts_that_do_not_fit_is_refused_naming_the_field() {
+        let r = a_shard();
+        assert!(read_edited(&r, |_| {}).is_ok());
+        let big = serde_json::json!(u64::MAX);
+        let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+            (
+                "/statistics/shard/n",
+                0.into(),
+                "statistics.shard.n: 0 shards",
+            ),
+            (
+                "/statistics/shard/k",
+                0.into(),
+                "statistics.shard.k: shard 0 of 2",
+            ),
+            (
+                "/statistics/shard/k",
+                3.into(),
+                "statistics.shard.k: shard 3 of 2",
+            ),
+            (
+                "/statistics/shard/of",
+                (1u64 << 32).into(),
+                "statistics.shard.of",
+            ),
+            (
+                "/statistics/shard/first",
+                3.into(),
+                "statistics.shard.first: rounds from 3 on",
+            ),
+            (
+                "/statistics/shard/of",
+                1.into(),
+                "statistics.shard.n: 2 shards of 1",
+            ),
+            (
+                "/statistics/shard/first",
+                big.clone(),
+                "statistics.shard.first",
+            ),
+            (
+                "/statistics/lost_rounds",
+                serde_json::json!([big]),
+                "statistics.lost_rounds[0]",
+            ),
+            ("/statistics/confidence", 0.into(), "statistics.confidence"),
+        ];
+        for (at, value, says) in cases {
+            let (parent, key) = at.rsplit_once('/').unwrap();
+            let e = read_edited(&r, |v| {
+                v.pointer_mut(parent).unwrap()[key] = value.clone();
+            })
+            .expect_err(at);
+            assert!(e.contains(says), "{at}: {e}");
+        }
+        let mut merged = sample_result(100, 0.5);
+        merged.statistics = Some(Statistics::new(
+            7,
+            vec![vec!["baseline".into()]; 2],
+            "b".into(),
+        ));
+        let e =
+            read_edited(
+                &merged,
+                |v| {
+                    v["statistics"]["merged"] =
+                        serde_json::json!([{"k": 1, "rounds": [0, 2], "started": "", "from": "a"}])
+                },
+            )
+            .unwrap_err();
+        assert!(e.contains("statistics.merged[0].rounds[1]: round 2"), "{e}");
+        let e =
+            read_edited(
+                &merged,
+                |v| {
+                    v["statistics"]["merged"] =
+                        serde_json::json!([{"k": 0, "rounds": [0], "started": "", "from": "a"}])
+                },
+            )
+            .unwrap_err();
+        assert!(e.contains("statistics.merged[0].k"), "{e}");
+    }
+
+    /// A result saved before repeats were kept (`repeats: []`) is judged
+    /// again without a panic, keeping the ratios it was saved with.
+    #[test]
+    fn a_result_without_repeats_is_judged_again_keeping_its_ratios() {
+        let mut r = sample_result(100, 0.5);
+        let mut other = r.modes["baseline"].clone();
+        other.vs_reference.insert(
+            "api_requests_total".into(),
+            stats::judge(&[1.0, 1.1, 0.9], &[2.0, 2.1, 1.9], true, stats::Rule::COUNT).unwrap(),
+        );
+        r.modes.insert("jobset".into(), other);
+        for m in r.modes.values_mut() {
+            m.repeats.clear();
+        }
+        let before = r.clone();
+        for sum in r.modes.values_mut() {
+            let fresh = summarize(sum.repeats.clone());
+            assert!(fresh.stats.is_empty() && fresh.spread_pct.is_empty());
+        }
+        r.judge_modes();
+        assert_eq!(r, before);
+    }
+}
