@@ -502,7 +502,7 @@ impl<R: Run> Results<R> {
             provider: provider.into(),
             k8s_version,
             harness_version: env!("CARGO_PKG_VERSION").into(),
-            started: crate::bench::core::rounds::now(),
+            started: now(),
             shape,
             model: BTreeMap::new(),
             modes: BTreeMap::new(),
@@ -608,6 +608,13 @@ impl<R: Run> Results<R> {
         self.judge_modes();
         self.harness_peak_rss_kib = peak_rss_kib();
     }
+}
+
+/// The time a Result starts at: now, RFC 3339.
+pub fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// This process's peak resident set size (VmHWM) in KiB.

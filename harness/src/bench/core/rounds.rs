@@ -67,13 +67,6 @@ pub fn announce(rounds: &[Vec<String>], seed: u64) {
     );
 }
 
-/// The time a Result starts at: now, RFC 3339.
-pub fn now() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 /// The Result being filled, run by run.
 pub struct Progress<R: Run> {
     pub result: Results<R>,

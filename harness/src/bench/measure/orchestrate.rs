@@ -203,7 +203,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 None => k8s.version.into(),
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
-            started: crate::bench::core::rounds::now(),
+            started: crate::bench::core::result::now(),
             shape: Default::default(),
             model,
             modes: BTreeMap::new(),

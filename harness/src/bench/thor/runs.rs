@@ -8,8 +8,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::core::baseline;
+use crate::bench::core::result::now;
 use crate::bench::core::result::{ShardOf, Statistics};
-use crate::bench::core::rounds::{self, Progress, announce, now};
+use crate::bench::core::rounds::{self, Progress, announce};
 use crate::bench::core::shard::Shard;
 use crate::bench::thor::result::{ModeResult, RESULT_SCHEMA, ThorResult, ThorShape};
 use crate::metrics::timeline::Timeline;
