@@ -20,6 +20,7 @@ use harness::poll::Poll;
 
 pub mod builds;
 pub mod case_suite;
+pub mod failures;
 pub mod lane;
 pub mod runner;
 pub mod slots;

@@ -40,6 +40,7 @@ use harness::cluster::ClusterSpec;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::builds::{self, Builds, Need};
+use crate::failures::Failures;
 use crate::lane::Lane;
 use crate::slots::Slots;
 use crate::timing::Timings;
@@ -285,6 +286,7 @@ pub fn main(suites: &[Make]) -> ! {
     let (mut args, n) = arguments();
     let slots = Arc::new(Slots::with_room(n, Box::new(inotify_room)));
     let errors = Arc::new(Mutex::new(Vec::new()));
+    let failures = Arc::new(Failures::default());
     let timings = Arc::new(Timings::default());
     let builds = Arc::new(Builds::default());
     let at_hand = builds::AtHand::default();
@@ -342,7 +344,7 @@ pub fn main(suites: &[Make]) -> ! {
             let index = turn_order(trials.len(), alone);
             let (quiet, body, lane_name) = (alone != Alone::No, t.body, t.serial);
             let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
-            let (builds, needed) = (builds.clone(), t.needs);
+            let (builds, needed, failures) = (builds.clone(), t.needs, failures.clone());
             let full = shown(suite.name, &t.name);
             trials.push(
                 Trial::test(t.name, move || {
@@ -362,6 +364,7 @@ pub fn main(suites: &[Make]) -> ! {
                     ending.started.store(true, Ordering::SeqCst);
                     let at = timings.now();
                     let outcome = body();
+                    failures.note(&full, &outcome);
                     timings.done(full, lane_name, at);
                     drop(in_lane);
                     // The suite's `after` (stopping its clusters) keeps the
@@ -411,6 +414,7 @@ pub fn main(suites: &[Make]) -> ! {
         e.run();
     }
     eprint!("{}", timings.summary());
+    eprint!("{}", failures.summary());
     // What a failed trial left (a half-made cluster dir, its processes)
     // does not outlive the run either (issue 30).
     crate::abandon_all();

@@ -121,13 +121,25 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
         eprint!("{summary}");
         // No regression; a verdict the band across machines could not give
         // on this machine (exit 4) is said in the summary, not a failure.
+        // The rows judged anything but ok (the whole table is ~300 rows:
+        // a log that keeps only its end would show ok rows alone).
+        let not_ok: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with('|') && !l.contains("| ok "))
+            .collect();
         ensure!(
             o.status.success() || o.status.code() == Some(harness::error::EXIT_UNJUDGED),
-            "the merged rounds against the recorded baseline: {}\n{summary}\n{md}",
-            o.status
+            "the merged rounds against the recorded baseline: {}\n{}\n{summary}\nthe rows not ok:\n{}",
+            o.status,
+            tail(&String::from_utf8_lossy(&o.stderr), 30),
+            not_ok.join("\n")
         );
         let exact = md.matches("exact:").count();
-        ensure!(exact >= 10, "{exact} exact counts compared:\n{md}");
+        ensure!(
+            exact >= 10,
+            "{exact} exact counts compared:\n{summary}\nthe rows not ok:\n{}",
+            not_ok.join("\n")
+        );
         nothing_left(&kubeconfig)?;
         // measure: a command against a folder of manifests, 2 rounds.
         let manifests = out.path().join("manifests");
@@ -184,6 +196,12 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
     let down = harness::cluster::kind::abandon(&name);
     r?;
     down
+}
+
+/// The last `n` lines of `log`.
+fn tail(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// No namespace of a harness run is left on the cluster of `kubeconfig`
