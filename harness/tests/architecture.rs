@@ -49,6 +49,7 @@ const SUITE_LAYERS: &[&[&str]] = &[
         "lane",
         "builds",
         "timing",
+        "failures",
         "case_suite",
     ],
 ];

@@ -29,16 +29,18 @@ pub async fn or_tear_down<T>(
         Raced::Interrupted(sig) => {
             // The work future was dropped: a running `kind create` or
             // process start with it.
-            match (provider, &made) {
-                (Provider::Existing(t), _) => {
+            match provider {
+                Provider::Existing(t) => {
                     eprintln!("\nharness: {sig}: removing what run {} created", t.run_id);
                 }
-                (_, Made::Named(name)) => {
-                    eprintln!("\nharness: {sig}: tearing down cluster {name:?}");
-                }
-                (_, Made::Prefixed(_)) => {
-                    eprintln!("\nharness: {sig}: tearing down the run's clusters");
-                }
+                Provider::Local { .. } | Provider::Kind(_) => match &made {
+                    Made::Named(name) => {
+                        eprintln!("\nharness: {sig}: tearing down cluster {name:?}");
+                    }
+                    Made::Prefixed(_) => {
+                        eprintln!("\nharness: {sig}: tearing down the run's clusters");
+                    }
+                },
             }
             match made {
                 Made::Named(name) => harness::lifecycle::target::tear_down_named(provider, name)?,

@@ -378,16 +378,18 @@ async fn measure_here(args: &MeasureArgs) -> Result<i32> {
         provider.check(Ask::Binaries, &format!("--bin {bin}"))?;
     }
     match &provider {
-        Provider::Existing(_) if args.kueue || args.kueue_perf.is_some() => {
-            return Err(bad_input(
-                "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
-            ));
+        Provider::Existing(_) => {
+            if args.kueue || args.kueue_perf.is_some() {
+                return Err(bad_input(
+                    "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
+                ));
+            }
         }
         Provider::Kind(choice) => {
             let config = harness::lifecycle::target::kind_config(choice, None, k8s.minor)?;
             harness::lifecycle::validate_kind_config(&config)?;
         }
-        _ => {}
+        Provider::Local { .. } => {}
     }
     let provider = args.target.provider("")?;
     let mut spec = ClusterSpec::new("measure", k8s.minor);

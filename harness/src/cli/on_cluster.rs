@@ -112,20 +112,19 @@ pub async fn rounds(
     on: &run::OnCluster,
     cluster: ExistingOptions,
 ) -> Result<std::result::Result<Saved, i32>> {
-    let target = Provider::Existing(harness::cluster::ExistingTarget {
+    let existing = harness::cluster::ExistingTarget {
         cluster,
         run_id: on.run_id.clone(),
         yes: true,
         node_image: String::new(),
-    });
+    };
+    let target = Provider::Existing(existing.clone());
     let collected = match or_tear_down(run::run(on), &target, Made::Prefixed("")).await? {
         Ok(c) => c,
         Err(code) => return Ok(Err(code)),
     };
-    if let Provider::Existing(t) = &target {
-        t.cluster.remove_run(&t.run_id).await?;
-        eprintln!("harness: removed namespace {}", collected.namespace);
-    }
+    existing.cluster.remove_run(&existing.run_id).await?;
+    eprintln!("harness: removed namespace {}", collected.namespace);
     if collected.dirs.is_empty() {
         return Err(harness::error::env_missing(
             format!(

@@ -87,10 +87,13 @@ impl ProviderArgs {
     /// image Thor's containers run on an existing cluster's real nodes.
     pub fn provider(&self, node_image: &str) -> Result<Provider> {
         let mut provider = self.shape()?;
-        if let Provider::Existing(t) = &mut provider {
-            t.cluster = self.existing.options()?;
-            t.run_id = harness::cluster::existing::site::new_run_id();
-            t.node_image = node_image.to_string();
+        match &mut provider {
+            Provider::Existing(t) => {
+                t.cluster = self.existing.options()?;
+                t.run_id = harness::cluster::existing::site::new_run_id();
+                t.node_image = node_image.to_string();
+            }
+            Provider::Local { .. } | Provider::Kind(_) => {}
         }
         Ok(provider)
     }

@@ -323,12 +323,15 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
         )));
     }
     let provider = args.target.provider(&args.node_image)?;
-    if let Provider::Kind(k) = &provider
-        && (k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok)
-    {
-        return Err(bad_input(
-            "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
-        ));
+    match &provider {
+        Provider::Kind(k)
+            if k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok =>
+        {
+            return Err(bad_input(
+                "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
+            ));
+        }
+        Provider::Kind(_) | Provider::Local { .. } | Provider::Existing(_) => {}
     }
     if !args.bins.is_empty() {
         provider.check(Ask::Binaries, "--bin")?;

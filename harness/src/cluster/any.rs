@@ -61,6 +61,28 @@ impl AnyCluster {
         }
     }
 
+    /// The harness's own local cluster (None for the other providers).
+    pub fn as_local(&self) -> Option<&LocalCluster> {
+        match self {
+            AnyCluster::Local(c) => Some(c),
+            AnyCluster::Kind(_) => None,
+            AnyCluster::Existing(_) => None,
+        }
+    }
+
+    /// The release a fresh cluster's nodes turned out to run, where it may
+    /// differ from the one asked for (kind: a pulled node image may be
+    /// another patch); None where the asked release is what runs (local:
+    /// the binaries resolved for it) or the harness started nothing
+    /// (existing: the probe says).
+    pub fn nodes_release(&self) -> Option<&str> {
+        match self {
+            AnyCluster::Kind(c) => Some(&c.state.k8s_version),
+            AnyCluster::Local(_) => None,
+            AnyCluster::Existing(_) => None,
+        }
+    }
+
     /// Where a failed run's state and logs are kept (None: a cluster the
     /// harness did not start keeps nothing of the harness's).
     pub fn state_dir(&self) -> Option<&Path> {

@@ -69,9 +69,9 @@ impl Target {
     }
 
     /// The attached cluster (None when each run starts its own).
-    pub fn attached(&self) -> Option<(&AnyCluster, &ExistingTarget)> {
+    pub fn attached(&self) -> Option<(&ExistingCluster, &ExistingTarget)> {
         match self {
-            Target::Attached { cluster, target } => Some((cluster, target)),
+            Target::Attached { cluster, target } => existing_of(cluster).map(|c| (c, target)),
             Target::Fresh { .. } => None,
         }
     }
@@ -143,16 +143,29 @@ pub fn tear_down_named(provider: &Provider, name: &str) -> Result<()> {
 }
 
 fn tear_down_fresh(provider: &Provider, prefix: &str) -> Result<()> {
-    if let Provider::Kind(_) = provider {
-        for name in crate::cluster::state::list_clusters()?
-            .into_iter()
-            .filter(|n| n.starts_with(prefix))
-        {
-            crate::cluster::kind::abandon(&name)?;
+    match provider {
+        Provider::Kind(_) => {
+            for name in crate::cluster::state::list_clusters()?
+                .into_iter()
+                .filter(|n| n.starts_with(prefix))
+            {
+                crate::cluster::kind::abandon(&name)?;
+            }
+            Ok(())
         }
-        return Ok(());
+        Provider::Local { .. } => crate::lifecycle::up::down_all(prefix),
+        // An existing cluster's runs are removed by run id (tear_down).
+        Provider::Existing(_) => Ok(()),
     }
-    crate::lifecycle::up::down_all(prefix)
+}
+
+/// The attached cluster of an `AnyCluster` that holds one.
+fn existing_of(cluster: &AnyCluster) -> Option<&ExistingCluster> {
+    match cluster {
+        AnyCluster::Existing(c) => Some(c),
+        AnyCluster::Local(_) => None,
+        AnyCluster::Kind(_) => None,
+    }
 }
 
 /// A fresh cluster called `name` of `provider` (local or kind).
@@ -223,6 +236,39 @@ impl<'a> OnCluster<'a> {
         }
     }
 
+    /// The existing cluster the run set attached to (None: a fresh one).
+    pub fn attached(&self) -> Option<(&ExistingCluster, &ExistingTarget)> {
+        match self {
+            OnCluster::Attached(c, t) => existing_of(c).map(|c| (c, *t)),
+            OnCluster::Fresh(_) => None,
+        }
+    }
+
+    /// The cluster as one a run puts a namespace of its own on, reached by
+    /// its kubeconfig (and audit log): the attached existing cluster, or a
+    /// fresh kind cluster (a new run id; its nodes run the node image of
+    /// their release). None for the local provider, whose runs use its
+    /// own namespace and the users its CA certified.
+    pub fn as_existing(&self) -> Option<ExistingTarget> {
+        match (self, self.get()) {
+            (OnCluster::Attached(_, t), _) => Some((*t).clone()),
+            (OnCluster::Fresh(_), AnyCluster::Kind(c)) => Some(ExistingTarget {
+                cluster: crate::cluster::existing::ExistingOptions {
+                    kubeconfig: c.state.kubeconfig.clone(),
+                    audit_log: Some(c.state.audit_log.clone()),
+                    ..Default::default()
+                },
+                run_id: crate::cluster::existing::site::new_run_id(),
+                yes: true,
+                node_image: crate::cluster::local::realnode::image::image_name(
+                    &c.state.k8s_version,
+                ),
+            }),
+            (OnCluster::Fresh(_), AnyCluster::Local(_)) => None,
+            (OnCluster::Fresh(_), AnyCluster::Existing(_)) => None,
+        }
+    }
+
     /// After the run (`r`, `what` naming it): a fresh cluster down when it
     /// went well, stopped but kept when not (its state and logs; the error
     /// says where); on the existing cluster everything of the run id
@@ -282,7 +328,8 @@ fn end_of_run<T>(cluster: AnyCluster, r: Result<T>, what: &str) -> Result<T> {
 pub fn same_clients(cluster: &AnyCluster, ns: Option<&str>) -> impl Fn(&str) -> String + use<> {
     let prefix = match cluster {
         AnyCluster::Kind(c) => Some(format!("{}-", c.state.kind_cluster)),
-        _ => None,
+        AnyCluster::Local(_) => None,
+        AnyCluster::Existing(_) => None,
     };
     let account = ns.map(|ns| format!("system:serviceaccount:{ns}:"));
     move |c: &str| {

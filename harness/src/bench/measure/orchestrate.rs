@@ -25,7 +25,7 @@ use anyhow::{Context, Result};
 use crate::bench::core::figures::RunFigures;
 use crate::bench::core::result::{ShardOf, Statistics};
 use crate::bench::core::rounds::{announce, plan};
-use crate::cluster::{AnyCluster, Cluster, ClusterSpec, Provider};
+use crate::cluster::{Cluster, ClusterSpec, Provider};
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
 use crate::lifecycle;
@@ -143,11 +143,11 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     // kubectl the workload gets.
     let target = Target::new(&opts.provider, opts.bins.clone(), &opts.cluster_prefix).await?;
     let caps = match target.attached() {
-        Some((AnyCluster::Existing(c), t)) => {
+        Some((c, t)) => {
             let first = opts.variants.first().map_or("", |v| v.name.as_str());
             Some(existing::prepare(c, t, first).await?)
         }
-        _ => None,
+        None => None,
     };
     let tokens = crate::bench::thor::existing::token_dir()?;
     let k8s = match &caps {
@@ -257,8 +257,8 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
                 .cluster(&opts.spec, &format!("{}-{round}", v.name), None)
                 .await?;
             // What the nodes run (a pulled kind image may be another patch).
-            if let AnyCluster::Kind(c) = on.get() {
-                result.figures.k8s_version = c.state.k8s_version.clone();
+            if let Some(release) = on.get().nodes_release() {
+                result.figures.k8s_version = release.to_string();
             }
             let Ran {
                 figures: mode,
@@ -314,13 +314,13 @@ struct Ran {
 async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Result<Ran> {
     let cluster = on.get();
     let ttl = ctx.timeout + Duration::from_secs(600);
-    let ns = match &on {
-        OnCluster::Attached(_, t) => Some(existing::namespace_of(
+    let ns = match on.attached() {
+        Some((_, t)) => Some(existing::namespace_of(
             &t.run_id,
             &ctx.variant.name,
             ctx.round,
         )?),
-        OnCluster::Fresh(_) => None,
+        None => None,
     };
     let same = lifecycle::same_clients(cluster, ns.as_deref());
     let where_ = match &ns {
@@ -328,8 +328,8 @@ async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Re
         None => cluster.name().to_string(),
     };
     let r = lifecycle::while_alive(cluster, async {
-        match (&on, &ns) {
-            (OnCluster::Attached(AnyCluster::Existing(c), t), Some(ns)) => {
+        match (on.attached(), &ns) {
+            (Some((c, t)), Some(ns)) => {
                 let site = existing::site(c, t, ns, dir, ttl).await?;
                 let place = run::Place {
                     identity: &site.identity,

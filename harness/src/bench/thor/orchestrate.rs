@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::bench::core::baseline;
 use crate::bench::thor::dry_run;
@@ -16,8 +16,8 @@ use crate::bench::thor::result::ThorResult;
 use crate::bench::thor::run;
 use crate::bench::thor::runs;
 use crate::bench::thor::runs::Runs;
-use crate::cluster::existing::{ExistingCluster, ExistingOptions};
-use crate::cluster::{AnyCluster, ClusterSpec, ExistingTarget, NodeSpec, Provider};
+use crate::cluster::existing::ExistingCluster;
+use crate::cluster::{Cluster, ClusterSpec, ExistingTarget, NodeSpec, Provider};
 use crate::k8s::K8sRelease;
 use crate::lifecycle::{self, OnCluster, Target};
 use crate::metrics::pprof;
@@ -228,8 +228,8 @@ async fn runs_on(
     modes: &[Mode],
 ) -> Result<ThorResult> {
     let caps = match target.attached() {
-        Some((AnyCluster::Existing(c), t)) => Some(existing::prepare(c, t, s, modes).await?),
-        _ => None,
+        Some((c, t)) => Some(existing::prepare(c, t, s, modes).await?),
+        None => None,
     };
     let k8s = match &caps {
         Some(caps) => {
@@ -266,13 +266,13 @@ async fn runs_on(
             .cluster(&spec, &run, Some(kind_profile(mode)))
             .await?;
         let place = Place::of(&on, mode, rep)?;
-        if let AnyCluster::Kind(c) = on.get() {
+        if let Some(release) = on.get().nodes_release() {
             // What the nodes run (a pulled image may be another patch).
-            runs.result().k8s_version = c.state.k8s_version.clone();
+            runs.result().k8s_version = release.to_string();
         }
         let step = runs.step(s, mode, rep, &place.where_);
         let r = lifecycle::while_alive(on.get(), async {
-            let site = place.site(on.get(), s, mode, rep, tokens.path()).await?;
+            let site = place.site(&on, s, mode, rep, tokens.path()).await?;
             run::run_mode(on.get(), &site, s, mode, &kubectl, opts.scrape, profile).await
         })
         .await;
@@ -303,34 +303,20 @@ struct Place {
 
 impl Place {
     fn of(on: &OnCluster<'_>, mode: Mode, rep: u32) -> Result<Place> {
-        let (target, where_) = match (on, on.get()) {
-            (OnCluster::Attached(_, t), _) => ((*t).clone(), None),
-            (OnCluster::Fresh(_), AnyCluster::Kind(c)) => {
-                let t = ExistingTarget {
-                    cluster: ExistingOptions {
-                        kubeconfig: c.state.kubeconfig.clone(),
-                        audit_log: Some(c.state.audit_log.clone()),
-                        ..Default::default()
-                    },
-                    run_id: crate::cluster::existing::site::new_run_id(),
-                    yes: true,
-                    node_image: crate::cluster::local::realnode::image::image_name(
-                        &c.state.k8s_version,
-                    ),
-                };
-                (t, Some(format!(" on kind cluster {}", c.state.name)))
-            }
-            (OnCluster::Fresh(_), _) => {
-                return Ok(Place {
-                    target: None,
-                    namespace: None,
-                    where_: String::new(),
-                });
-            }
+        let Some(target) = on.as_existing() else {
+            return Ok(Place {
+                target: None,
+                namespace: None,
+                where_: String::new(),
+            });
         };
         let ns = existing::namespace_of(&target.run_id, mode, rep)?;
+        let where_ = match on.attached() {
+            Some(_) => format!(" in namespace {ns}"),
+            None => format!(" on {} cluster {}", on.get().provider(), on.get().name()),
+        };
         Ok(Place {
-            where_: where_.unwrap_or_else(|| format!(" in namespace {ns}")),
+            where_,
             namespace: Some(ns),
             target: Some(target),
         })
@@ -339,26 +325,31 @@ impl Place {
     /// The run's site: its namespace, identities and how processes end.
     async fn site(
         &self,
-        cluster: &AnyCluster,
+        on: &OnCluster<'_>,
         s: &ThorScenario,
         mode: Mode,
         rep: u32,
         tokens: &Path,
     ) -> Result<run::Site> {
-        match (cluster, &self.target) {
-            (AnyCluster::Local(c), _) => run::Site::local(c, mode).await,
-            (AnyCluster::Existing(c), Some(t)) => {
-                existing::site(c, t, mode, rep, tokens, s.cluster.real_node).await
-            }
-            (AnyCluster::Kind(_), Some(t)) => {
+        let Some(t) = &self.target else {
+            let cluster = on.get();
+            let local = cluster.as_local().with_context(|| {
+                format!(
+                    "a {} cluster's run has a namespace of its own (OnCluster::as_existing)",
+                    cluster.provider()
+                )
+            })?;
+            return run::Site::local(local, mode).await;
+        };
+        match on.attached() {
+            Some((c, _)) => existing::site(c, t, mode, rep, tokens, s.cluster.real_node).await,
+            // A fresh cluster reached as an existing one: its nodes are
+            // real (kind's workers).
+            None => {
                 let mut ex = ExistingCluster::attach(t.cluster.clone()).await?;
                 ex.run_id = t.run_id.clone();
                 existing::site(&ex, t, mode, rep, tokens, true).await
             }
-            (_, None) => Err(anyhow::anyhow!(
-                "a {} cluster's run has a namespace of its own (Place::of)",
-                cluster.provider()
-            )),
         }
     }
 }
