@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Args, Parser};
-use harness::bench::core::answer::{self, Set};
 use harness::bench::core::shard::Shard;
+use harness::bench::thor::answer::{self, Set};
 use harness::error::bad_input;
 use harness::output::{Out, check_out};
 use harness::signal;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use harness::bench::core::headline;
+use harness::bench::thor::headline;
 use harness::error::bad_input;
 use harness::k8s::{K8S_PRERELEASES, K8S_RELEASES, K8sRelease};
 

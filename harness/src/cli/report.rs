@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use harness::bench::core::{headline, history};
+use harness::bench::core::history;
+use harness::bench::thor::headline;
 use harness::bench::thor::result::ModeResult;
 use harness::output::{Out, check_out};
 
@@ -157,7 +158,7 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
         } => {
             let root = harness::paths::repo_root(&std::env::current_dir()?)
                 .ok_or_else(|| harness::error::bad_input("report headline --matrix: run it inside the repository (its scenarios and baselines are read from there)"))?;
-            let matrix = harness::bench::core::answer::load(&root, m)?;
+            let matrix = harness::bench::thor::answer::load(&root, m)?;
             print!(
                 "{}",
                 headline::matrix_markdown(&root, &matrix, harness::bench::saved::specs_of)?

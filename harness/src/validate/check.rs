@@ -50,7 +50,7 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::Manifest => k8s::check_document(ctx, v),
             // Checked whole (one document) by `scenario::check_file`, above.
             FileKind::ThorScenario => Vec::new(),
-            FileKind::AnswerMatrix => crate::bench::core::answer::check(ctx, v, root).1,
+            FileKind::AnswerMatrix => crate::bench::thor::answer::check(ctx, v, root).1,
             FileKind::Baseline => {
                 let (b, mut f) = crate::bench::core::baseline::check(ctx, v);
                 // `harness measure --record` names its workload, not a

@@ -39,6 +39,8 @@ pub struct Series {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct History {
+    /// The benchmark's name (`Run::TITLE`).
+    pub title: String,
     pub method: String,
     /// The entries' labels and start times, in series order.
     pub labels: Vec<String>,
@@ -130,6 +132,7 @@ pub fn history<R: Run>(entries: &[Entry<R>]) -> History {
         }
     }
     History {
+        title: R::TITLE.into(),
         method: stats::CHANGE_POINT_METHOD.into(),
         labels: entries.iter().map(|e| e.label.clone()).collect(),
         started: entries.iter().map(|e| e.result.started.clone()).collect(),
@@ -156,7 +159,7 @@ fn change_text(h: &History, c: &ChangePoint) -> String {
 /// history.md: the method, the series' entries, every change point, and
 /// per metric a table of each mode's medians.
 pub fn markdown(h: &History) -> String {
-    let mut s = String::from("# History of the Thor benchmark\n\n");
+    let mut s = format!("# History of the {}\n\n", h.title);
     let _ = writeln!(s, "Change points: {}.\n", h.method);
     s.push_str("| # | result | started |\n|---:|---|---|\n");
     for (i, (l, t)) in h.labels.iter().zip(&h.started).enumerate() {
@@ -205,8 +208,9 @@ pub fn markdown(h: &History) -> String {
 /// history.html: a chart per headline metric, a line per mode, each
 /// change point ringed.
 pub fn html(h: &History) -> String {
-    let mut s = String::from(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark history</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}</style></head><body>\n<h1>History of the Thor benchmark</h1>\n",
+    let title = xml_escape(&h.title);
+    let mut s = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title} history</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}</style></head><body>\n<h1>History of the {title}</h1>\n",
     );
     let _ = writeln!(
         s,

@@ -7,7 +7,6 @@
 //! `measure`, gang and cron are workloads that bring their own metrics.
 
 pub mod across;
-pub mod answer;
 pub mod baseline;
 pub mod behind;
 pub mod calibrate;
@@ -18,7 +17,6 @@ pub mod condition;
 pub mod disk;
 pub mod figures;
 pub mod gate;
-pub mod headline;
 pub mod history;
 pub mod merge;
 pub mod metric;

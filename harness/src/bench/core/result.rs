@@ -37,6 +37,9 @@ pub trait Run:
     /// The result's `schema`.
     const SCHEMA: &'static str;
 
+    /// The benchmark's name in titles ("Thor benchmark").
+    const TITLE: &'static str;
+
     /// Its metrics, in the order reports show them.
     fn metrics() -> Vec<Metric<Self>>;
 

@@ -98,6 +98,7 @@ pub fn metrics() -> Vec<Metric<CronRun>> {
 impl Run for CronRun {
     type Shape = CronShape;
     const SCHEMA: &'static str = SCHEMA;
+    const TITLE: &'static str = "CronJob benchmark";
 
     fn metrics() -> Vec<Metric<Self>> {
         metrics()

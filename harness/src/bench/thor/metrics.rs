@@ -192,6 +192,7 @@ pub fn metrics() -> Vec<Metric<ModeResult>> {
 impl Run for ModeResult {
     type Shape = ThorShape;
     const SCHEMA: &'static str = RESULT_SCHEMA;
+    const TITLE: &'static str = "Thor benchmark";
 
     fn metrics() -> Vec<Metric<Self>> {
         metrics()

@@ -4,9 +4,11 @@
 //! (`result`), rendered by `report` and judged against a stored baseline by
 //! `baseline`.
 
+pub mod answer;
 pub mod contention;
 pub mod dry_run;
 pub mod existing;
+pub mod headline;
 pub mod metrics;
 pub mod orchestrate;
 pub mod plan;

@@ -10,12 +10,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::core::answer;
 use crate::bench::core::baseline::{self, Baseline, Metric};
 use crate::bench::core::compare;
+use crate::bench::core::figures::API_REQUESTS;
 use crate::bench::core::metric::{Spec, Views};
+use crate::bench::thor::answer;
 use crate::error::bad_input;
 use crate::stats;
+use crate::workload::thor::Mode;
 
 /// The rows: the metrics that show in the answer (`Views::ANSWER`), in
 /// declaration order, by their short label.
@@ -92,19 +94,19 @@ pub fn markdown(files: &[Recorded], specs: &[Spec]) -> String {
     out.push_str(&"---:|".repeat(rows(specs).count()));
     out.push('\n');
     for f in files {
-        let Some(base) = f.baseline.modes.get("baseline") else {
+        let Some(base) = f.baseline.modes.get(Mode::Baseline.name()) else {
             continue;
         };
         for (mode, metrics) in &f.baseline.modes {
-            if mode == "baseline" {
+            if mode == Mode::Baseline.name() {
                 continue;
             }
             let n = metrics
-                .get("api_requests_total")
+                .get(API_REQUESTS.key)
                 .map(|m| runs(m).len())
                 .unwrap_or(0)
                 .min(
-                    base.get("api_requests_total")
+                    base.get(API_REQUESTS.key)
                         .map(|m| runs(m).len())
                         .unwrap_or(0),
                 );
@@ -223,7 +225,7 @@ pub fn spread_markdown(files: &[Recorded], specs: &[Spec]) -> String {
         .collect();
     let mut out = String::from("| run-to-run spread |");
     for (f, mode, ms) in &cols {
-        let n = ms.get("api_requests_total").map_or(0, |m| runs(m).len());
+        let n = ms.get(API_REQUESTS.key).map_or(0, |m| runs(m).len());
         let _ = write!(out, " {} {mode} ({n} runs) |", f.name);
     }
     out.push_str("\n|---|");
