@@ -6,13 +6,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use harness::cluster::kind::commands::{install_hint, parse_kind_version};
 use harness::error::{bad_input, env_missing};
 use harness::k8s::K8sRelease;
-use harness::tools::command::{Cmd, output, tail};
 use harness::tools::doctor::{ToolsReport, Way, diagnose};
 use harness::tools::source::set_process_source;
-use harness::tools::versions::KIND_VERSION;
 use harness::tools::{Component, Resolver, SourceMode};
 
 use crate::cli::args::Format;
@@ -233,129 +230,6 @@ pub struct DoctorArgs {
     pub format: Format,
 }
 
-/// One program the kind provider runs.
-#[derive(Debug, serde::Serialize)]
-struct ProgramCheck {
-    program: &'static str,
-    path: Option<std::path::PathBuf>,
-    ok: bool,
-    detail: String,
-}
-
-/// Run `program args` for at most 10 s: its status and output, or why not.
-async fn ask(program: &std::path::Path, args: &[&str]) -> Result<std::process::Output> {
-    let cmd = Cmd::new(program, args);
-    tokio::time::timeout(Duration::from_secs(10), output(&cmd))
-        .await
-        .map_err(|_| anyhow::anyhow!("`{}` did not finish within 10 s", cmd.display()))?
-}
-
-/// docker (and which engine answers), kind (at the pinned release or
-/// newer), kubectl, helm (HPCC only), and for node images built here
-/// debootstrap and the images already built: what the kind provider
-/// needs, as it would find it (PATH, then the harness's own kind and
-/// kubectl).
-async fn kind_provider_checks() -> Vec<ProgramCheck> {
-    let mut out = Vec::new();
-    let search = harness::cluster::kind::commands::KindEnv::from_process().search_path;
-    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    for program in ["docker", "kind", "kubectl", "helm", "debootstrap"] {
-        let path = if program == "helm" {
-            harness::install::hpcc::find_helm().ok()
-        } else {
-            which::which_in(program, Some(&search), &cwd).ok()
-        };
-        if program == "debootstrap" {
-            out.push(ProgramCheck {
-                program,
-                ok: path.is_some(),
-                detail: match &path {
-                    Some(_) => "builds the node images' Debian root filesystem (--kind-images built)".into(),
-                    None => "missing: node images cannot be built here (--kind-images built); apt-get install debootstrap, or ci/ensure-docker.sh as root".into(),
-                },
-                path,
-            });
-            continue;
-        }
-        let Some(path) = path else {
-            out.push(ProgramCheck {
-                program,
-                path: None,
-                ok: false,
-                detail: format!("not on PATH: install {}", install_hint(program)),
-            });
-            continue;
-        };
-        let args: &[&str] = match program {
-            "docker" => &["info", "--format", "{{.ServerVersion}}"],
-            "kind" => &["version"],
-            "kubectl" => &["version", "--client"],
-            _ => &["version", "--short"],
-        };
-        let (ok, detail) = match ask(&path, args).await {
-            Err(e) => (false, format!("{e:#}")),
-            Ok(o) if !o.status.success() => (
-                false,
-                format!(
-                    "`{program} {}` failed ({}){}:\n{}",
-                    args.join(" "),
-                    o.status,
-                    if program == "docker" {
-                        format!(
-                            "; engine tried: {}; as root on Debian `bash ci/ensure-docker.sh` starts a private one the harness finds",
-                            harness::tools::engine::engine().how
-                        )
-                    } else {
-                        String::new()
-                    },
-                    tail(&o, 4)
-                ),
-            ),
-            Ok(o) => {
-                let text = String::from_utf8_lossy(&o.stdout);
-                let first = text.lines().next().unwrap_or_default().trim().to_string();
-                match program {
-                    "docker" => {
-                        let e = harness::tools::engine::engine();
-                        (
-                            true,
-                            format!(
-                                "engine: {}{} answers (server {first})",
-                                e.how,
-                                e.host
-                                    .as_deref()
-                                    .map(|h| format!(" at {h}"))
-                                    .unwrap_or_default()
-                            ),
-                        )
-                    }
-                    "kind" => {
-                        let want = parse_kind_version(&format!("v{KIND_VERSION}"));
-                        match parse_kind_version(&first) {
-                            Some(v) if Some(v) >= want => (true, first),
-                            _ => (
-                                false,
-                                format!(
-                                    "{first:?}: older than v{KIND_VERSION} or unreadable; install {}",
-                                    install_hint("kind")
-                                ),
-                            ),
-                        }
-                    }
-                    _ => (true, first),
-                }
-            }
-        };
-        out.push(ProgramCheck {
-            program,
-            path: Some(path),
-            ok,
-            detail,
-        });
-    }
-    out
-}
-
 /// `harness doctor`: exit 0 when everything the local provider runs can be
 /// had, 3 (saying what to install) otherwise.
 pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
@@ -363,7 +237,8 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
     let report = tokio::task::spawn_blocking(move || diagnose(&r, &Component::for_users()))
         .await
         .context("the doctor's checks panicked")?;
-    let kind = kind_provider_checks().await;
+    let kind =
+        harness::cluster::kind::doctor::checks(harness::install::hpcc::find_helm().ok()).await;
     // helm is HPCC's installer's; debootstrap only builds node images.
     let kind_ready = kind
         .iter()
@@ -411,7 +286,7 @@ pub async fn doctor(args: &DoctorArgs) -> Result<i32> {
 
 fn print_doctor(
     report: &ToolsReport,
-    kind: &[ProgramCheck],
+    kind: &[harness::cluster::kind::doctor::ProgramCheck],
     kind_ready: bool,
     node_images: &[String],
 ) {

@@ -18,6 +18,7 @@
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod doctor;
 /// Test support (recording fake commands): built for this crate's tests
 /// and, with the `testkit` feature, for its integration tests.
 #[cfg(any(test, feature = "testkit"))]
