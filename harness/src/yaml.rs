@@ -298,18 +298,36 @@ fn merge_into(
     Ok(())
 }
 
+/// What a node finished by an event is: the node, its anchor id (0 for
+/// none) and how many nodes it holds (itself included).
+type Finished = (Node, usize, u64);
+
+/// A parse under way: the documents so far, the collections still open,
+/// the anchors seen and the alias budget left.
+struct Builder {
+    docs: Vec<Document>,
+    stack: Vec<Frame>,
+    /// anchor id → (node, nodes in it)
+    anchors: HashMap<usize, (Node, u64)>,
+    problems: Vec<YamlError>,
+    root: Option<Node>,
+    budget: u64,
+    expanded: u64,
+}
+
 /// Parse every document of a YAML stream. A syntax error stops the parse
 /// and is returned with its position; so does alias expansion past
 /// `alias_budget`.
 pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
-    let mut docs = Vec::new();
-    let mut stack: Vec<Frame> = Vec::new();
-    // anchor id → (node, nodes in it)
-    let mut anchors: HashMap<usize, (Node, u64)> = HashMap::new();
-    let mut problems = Vec::new();
-    let mut root: Option<Node> = None;
-    let budget = alias_budget(text.len());
-    let mut expanded: u64 = 0;
+    let mut b = Builder {
+        docs: Vec::new(),
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        problems: Vec::new(),
+        root: None,
+        budget: alias_budget(text.len()),
+        expanded: 0,
+    };
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| YamlError {
             pos: Pos {
@@ -319,41 +337,34 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
             message: e.info().to_string(),
         })?;
         let pos = Pos::of(&span);
-        let finished: Option<(Node, usize, u64)> = match event {
+        let Some((node, anchor, count)) = b.event(event, pos)? else {
+            continue;
+        };
+        b.place(node, anchor, count)?;
+    }
+    Ok(b.docs)
+}
+
+impl Builder {
+    /// Take one parser event: open or close a document or collection, or
+    /// return the node it finished.
+    fn event(&mut self, event: Event<'_>, pos: Pos) -> Result<Option<Finished>, YamlError> {
+        Ok(match event {
             Event::StreamStart | Event::StreamEnd | Event::Anchor(..) => None,
             Event::DocumentStart(..) => {
-                root = None;
-                problems = Vec::new();
+                self.root = None;
+                self.problems = Vec::new();
                 None
             }
             Event::DocumentEnd => {
-                docs.push(Document {
-                    root: root.take().unwrap_or(Node::Null(pos)),
-                    index: docs.len(),
-                    problems: std::mem::take(&mut problems),
+                self.docs.push(Document {
+                    root: self.root.take().unwrap_or(Node::Null(pos)),
+                    index: self.docs.len(),
+                    problems: std::mem::take(&mut self.problems),
                 });
                 None
             }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some((n, count)) => {
-                    expanded = expanded.saturating_add(*count);
-                    if expanded > budget {
-                        return Err(YamlError {
-                            pos,
-                            message: format!(
-                                "aliases expand to more than {budget} nodes: refusing (an alias bomb?)"
-                            ),
-                        });
-                    }
-                    Some((n.clone(), 0, *count))
-                }
-                None => {
-                    return Err(YamlError {
-                        pos,
-                        message: "alias to an unknown anchor".into(),
-                    });
-                }
-            },
+            Event::Alias(id) => Some(self.alias(id, pos)?),
             Event::UnresolvedAlias(name) => {
                 return Err(YamlError {
                     pos,
@@ -364,7 +375,7 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 let is_str_tag = tag.as_ref().is_some_and(|t| t.to_string().ends_with("str"));
                 let node = if style == ScalarStyle::Plain && !is_str_tag {
                     let node = plain_scalar(&value, pos);
-                    problems.extend(non_finite(&value, &node));
+                    self.problems.extend(non_finite(&value, &node));
                     node
                 } else {
                     Node::Str(value.into_owned(), pos)
@@ -373,20 +384,21 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 Some((node, anchor, weight))
             }
             Event::SequenceStart(_, anchor, _) => {
-                stack.push(Frame::Seq(Vec::new(), pos, anchor, 0));
+                self.stack.push(Frame::Seq(Vec::new(), pos, anchor, 0));
                 None
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map(Vec::new(), HashMap::new(), None, pos, anchor, 0));
+                self.stack
+                    .push(Frame::Map(Vec::new(), HashMap::new(), None, pos, anchor, 0));
                 None
             }
-            Event::SequenceEnd => match stack.pop() {
+            Event::SequenceEnd => match self.stack.pop() {
                 Some(Frame::Seq(items, p, anchor, below)) => {
                     Some((Node::Seq(items, p), anchor, below + 1))
                 }
                 _ => unreachable!("the parser balances sequence events"),
             },
-            Event::MappingEnd => match stack.pop() {
+            Event::MappingEnd => match self.stack.pop() {
                 Some(Frame::Map(entries, index, _, p, anchor, below)) => {
                     let index = (entries.len() > 16)
                         .then(|| index.into_iter().map(|(k, (i, _))| (k, i)).collect());
@@ -396,15 +408,41 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
             },
             #[allow(unreachable_patterns)]
             _ => None,
-        };
-        let Some((node, anchor, count)) = finished else {
-            continue;
-        };
-        if anchor != 0 {
-            anchors.insert(anchor, (node.clone(), count));
+        })
+    }
+
+    /// The node anchor `id` names, charged to the alias budget; an error
+    /// past the budget or for an unknown anchor.
+    fn alias(&mut self, id: usize, pos: Pos) -> Result<Finished, YamlError> {
+        match self.anchors.get(&id) {
+            Some((n, count)) => {
+                self.expanded = self.expanded.saturating_add(*count);
+                if self.expanded > self.budget {
+                    return Err(YamlError {
+                        pos,
+                        message: format!(
+                            "aliases expand to more than {} nodes: refusing (an alias bomb?)",
+                            self.budget
+                        ),
+                    });
+                }
+                Ok((n.clone(), 0, *count))
+            }
+            None => Err(YamlError {
+                pos,
+                message: "alias to an unknown anchor".into(),
+            }),
         }
-        match stack.last_mut() {
-            None => root = Some(node),
+    }
+
+    /// Record a finished node under its anchor and put it where it
+    /// belongs: the document's root, or the open collection.
+    fn place(&mut self, node: Node, anchor: usize, count: u64) -> Result<(), YamlError> {
+        if anchor != 0 {
+            self.anchors.insert(anchor, (node.clone(), count));
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
             Some(Frame::Seq(items, _, _, below)) => {
                 *below += count;
                 items.push(node);
@@ -413,24 +451,12 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 *below += count;
                 match pending.take() {
                     None => {
-                        let key = match &node {
-                            Node::Str(s, _) => s.clone(),
-                            Node::Int(i, _) => i.to_string(),
-                            Node::Bool(b, _) => b.to_string(),
-                            Node::Null(_) => "null".into(),
-                            Node::Float(f, _) => f.to_string(),
-                            _ => {
-                                return Err(YamlError {
-                                    pos: node.pos(),
-                                    message: "a mapping key must be a scalar".into(),
-                                });
-                            }
-                        };
+                        let key = map_key(&node)?;
                         if let Some(&(at, true)) = index.get(&key)
                             && key != MERGE_KEY
                         {
                             let first = entries[at].1;
-                            problems.push(YamlError {
+                            self.problems.push(YamlError {
                                 pos: node.pos(),
                                 message: format!(
                                     "duplicate key {key:?} (first at line {}, column {})",
@@ -456,8 +482,25 @@ pub fn parse(text: &str) -> Result<Vec<Document>, YamlError> {
                 }
             }
         }
+        Ok(())
     }
-    Ok(docs)
+}
+
+/// A mapping key's text; an error for a key that is not a scalar.
+fn map_key(node: &Node) -> Result<String, YamlError> {
+    Ok(match node {
+        Node::Str(s, _) => s.clone(),
+        Node::Int(i, _) => i.to_string(),
+        Node::Bool(b, _) => b.to_string(),
+        Node::Null(_) => "null".into(),
+        Node::Float(f, _) => f.to_string(),
+        _ => {
+            return Err(YamlError {
+                pos: node.pos(),
+                message: "a mapping key must be a scalar".into(),
+            });
+        }
+    })
 }
 
 /// Parse every document of a YAML stream (empty documents are dropped),

@@ -155,16 +155,7 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
     match c {
         ReportCommand::Headline {
             matrix: Some(m), ..
-        } => {
-            let root = harness::paths::repo_root(&std::env::current_dir()?)
-                .ok_or_else(|| harness::error::bad_input("report headline --matrix: run it inside the repository (its scenarios and baselines are read from there)"))?;
-            let matrix = harness::bench::thor::answer::load(&root, m)?;
-            print!(
-                "{}",
-                headline::matrix_markdown(&root, &matrix, harness::bench::saved::specs_of)?
-            );
-            Ok(0)
-        }
+        } => headline_of_matrix(m),
         ReportCommand::Headline { files, .. } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = headline::load(&paths)?;
@@ -176,34 +167,7 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             rounds,
             trials,
             across_rounds,
-        } => {
-            use harness::bench::core::{calibrate, calibrate_across};
-            if rounds.iter().any(|n| !(2..=MAX_ROUNDS).contains(n))
-                || across_rounds.iter().any(|n| !(1..=MAX_ROUNDS).contains(n))
-                || !(1..=MAX_TRIALS).contains(trials)
-            {
-                return Err(harness::error::bad_input(format!(
-                    "report calibrate: --rounds are 2 to {MAX_ROUNDS} each, --across-rounds 1 to {MAX_ROUNDS}, --trials 1 to {MAX_TRIALS}"
-                )));
-            }
-            let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let named: Vec<(String, harness::bench::core::baseline::Baseline)> =
-                headline::load(&paths)?
-                    .into_iter()
-                    .zip(files)
-                    .map(|(r, f)| (f.display().to_string(), r.baseline))
-                    .collect();
-            let series = calibrate::series(&named);
-            let rows = calibrate::calibrate(&series, rounds, *trials);
-            print!("{}", calibrate::markdown(&rows, &series, rounds, *trials));
-            let across = calibrate_across::series(&named);
-            let rows = calibrate_across::calibrate(&across, across_rounds, *trials);
-            print!(
-                "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
-                calibrate_across::markdown(&rows, &named, *trials)
-            );
-            Ok(0)
-        }
+        } => calibrate(files, rounds, *trials, across_rounds),
         ReportCommand::Spread { files } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = headline::load(&paths)?;
@@ -217,37 +181,8 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             print!("{}", crate::cli::changes::markdown(a)?);
             Ok(0)
         }
-        ReportCommand::Timings(a) => {
-            use harness::timings;
-            if let Some(out) = &a.record {
-                let logs: Vec<&std::path::Path> = a.files.iter().map(PathBuf::as_path).collect();
-                let inputs: Vec<(&str, &std::path::Path)> = logs.iter().map(|p| ("", *p)).collect();
-                check_out("--record", out, Out::File, &inputs)?;
-                let r = timings::record(a.title.as_deref().unwrap_or_default(), &logs)?;
-                timings::write(out, &r)?;
-                print!("{}", timings::markdown(&r));
-                eprintln!("wrote {}", out.display());
-            } else {
-                for (i, f) in a.files.iter().enumerate() {
-                    if i > 0 {
-                        println!();
-                    }
-                    print!("{}", timings::markdown(&timings::load(f)?));
-                }
-            }
-            Ok(0)
-        }
-        ReportCommand::Merge { dirs, out } => {
-            let paths: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
-            let inputs: Vec<(&str, &std::path::Path)> = paths.iter().map(|p| ("", *p)).collect();
-            check_out("--out", out, Out::Dir, &inputs)?;
-            let merged = harness::bench::merge::merge_dirs(&paths)?;
-            for f in merged.write_all(out)? {
-                eprintln!("wrote {}", f.display());
-            }
-            print!("{}", merged.markdown());
-            Ok(0)
-        }
+        ReportCommand::Timings(a) => timings(a),
+        ReportCommand::Merge { dirs, out } => merge(dirs, out),
         ReportCommand::Pack { dir, release } => {
             match harness::bench::on_cluster::collect::pack(dir, *release)? {
                 Ok(()) => Ok(0),
@@ -258,55 +193,147 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             dirs,
             write,
             rejudge,
-        } => {
-            for d in dirs {
-                let mut saved = harness::bench::saved::read(d, "report render")?;
-                if *rejudge {
-                    saved.rejudge()?;
-                }
-                if *write {
-                    let files = match rejudge {
-                        true => saved.write_all(d)?,
-                        false => saved.write_reports(d)?,
-                    };
-                    for f in files {
-                        eprintln!("wrote {}", f.display());
-                    }
-                } else {
-                    print!("{}", saved.markdown());
-                }
+        } => render(dirs, *write, *rejudge),
+        ReportCommand::History(a) => history(a),
+    }
+}
+
+/// `report headline --matrix`: the headline table of the files an answer
+/// matrix names, read inside the repository.
+fn headline_of_matrix(m: &std::path::Path) -> Result<i32> {
+    let root = harness::paths::repo_root(&std::env::current_dir()?)
+        .ok_or_else(|| harness::error::bad_input("report headline --matrix: run it inside the repository (its scenarios and baselines are read from there)"))?;
+    let matrix = harness::bench::thor::answer::load(&root, m)?;
+    print!(
+        "{}",
+        headline::matrix_markdown(&root, &matrix, harness::bench::saved::specs_of)?
+    );
+    Ok(0)
+}
+
+/// `report calibrate`: the comparison rule's error rates and power per
+/// number of rounds, then across machines and loads.
+fn calibrate(
+    files: &[PathBuf],
+    rounds: &[usize],
+    trials: usize,
+    across_rounds: &[usize],
+) -> Result<i32> {
+    use harness::bench::core::{calibrate, calibrate_across};
+    if rounds.iter().any(|n| !(2..=MAX_ROUNDS).contains(n))
+        || across_rounds.iter().any(|n| !(1..=MAX_ROUNDS).contains(n))
+        || !(1..=MAX_TRIALS).contains(&trials)
+    {
+        return Err(harness::error::bad_input(format!(
+            "report calibrate: --rounds are 2 to {MAX_ROUNDS} each, --across-rounds 1 to {MAX_ROUNDS}, --trials 1 to {MAX_TRIALS}"
+        )));
+    }
+    let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+    let named: Vec<(String, harness::bench::core::baseline::Baseline)> = headline::load(&paths)?
+        .into_iter()
+        .zip(files)
+        .map(|(r, f)| (f.display().to_string(), r.baseline))
+        .collect();
+    let series = calibrate::series(&named);
+    let rows = calibrate::calibrate(&series, rounds, trials);
+    print!("{}", calibrate::markdown(&rows, &series, rounds, trials));
+    let across = calibrate_across::series(&named);
+    let rows = calibrate_across::calibrate(&across, across_rounds, trials);
+    print!(
+        "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
+        calibrate_across::markdown(&rows, &named, trials)
+    );
+    Ok(0)
+}
+
+/// `report timings`: record timed logs into one file (and render it), or
+/// render recorded timing files.
+fn timings(a: &TimingsArgs) -> Result<i32> {
+    use harness::timings;
+    if let Some(out) = &a.record {
+        let logs: Vec<&std::path::Path> = a.files.iter().map(PathBuf::as_path).collect();
+        let inputs: Vec<(&str, &std::path::Path)> = logs.iter().map(|p| ("", *p)).collect();
+        check_out("--record", out, Out::File, &inputs)?;
+        let r = timings::record(a.title.as_deref().unwrap_or_default(), &logs)?;
+        timings::write(out, &r)?;
+        print!("{}", timings::markdown(&r));
+        eprintln!("wrote {}", out.display());
+    } else {
+        for (i, f) in a.files.iter().enumerate() {
+            if i > 0 {
+                println!();
             }
-            Ok(0)
-        }
-        ReportCommand::History(a) => {
-            let inputs: Vec<(&str, &std::path::Path)> =
-                a.dirs.iter().map(|p| ("", p.as_path())).collect();
-            check_out("--out", &a.out, Out::Dir, &inputs)?;
-            let entries = history::load::<ModeResult>(&a.dirs, a.by_started)?;
-            let h = history::history(&entries);
-            for x in &h.series {
-                for c in &x.change_points {
-                    println!(
-                        "{} {}: change at {} ({}): {} → {} (p = {:.3})",
-                        x.mode,
-                        x.metric,
-                        c.index + 1,
-                        h.labels[c.index],
-                        c.before,
-                        c.after,
-                        c.p_value
-                    );
-                }
-            }
-            if h.series.iter().all(|x| x.change_points.is_empty()) {
-                println!("no change points in {} results", h.labels.len());
-            }
-            for f in history::write(&a.out, &h)? {
-                println!("wrote {}", f.display());
-            }
-            Ok(0)
+            print!("{}", timings::markdown(&timings::load(f)?));
         }
     }
+    Ok(0)
+}
+
+/// `report merge`: join the shards' out dirs into one run set's result
+/// and reports in `out`.
+fn merge(dirs: &[PathBuf], out: &std::path::Path) -> Result<i32> {
+    let paths: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let inputs: Vec<(&str, &std::path::Path)> = paths.iter().map(|p| ("", *p)).collect();
+    check_out("--out", out, Out::Dir, &inputs)?;
+    let merged = harness::bench::merge::merge_dirs(&paths)?;
+    for f in merged.write_all(out)? {
+        eprintln!("wrote {}", f.display());
+    }
+    print!("{}", merged.markdown());
+    Ok(0)
+}
+
+/// `report render`: each saved result's report again (rejudged first if
+/// asked), printed or written beside it.
+fn render(dirs: &[PathBuf], write: bool, rejudge: bool) -> Result<i32> {
+    for d in dirs {
+        let mut saved = harness::bench::saved::read(d, "report render")?;
+        if rejudge {
+            saved.rejudge()?;
+        }
+        if write {
+            let files = match rejudge {
+                true => saved.write_all(d)?,
+                false => saved.write_reports(d)?,
+            };
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        } else {
+            print!("{}", saved.markdown());
+        }
+    }
+    Ok(0)
+}
+
+/// `report history`: the change points of each mode's headline metrics
+/// over a series of results, printed and written to `--out`.
+fn history(a: &HistoryArgs) -> Result<i32> {
+    let inputs: Vec<(&str, &std::path::Path)> = a.dirs.iter().map(|p| ("", p.as_path())).collect();
+    check_out("--out", &a.out, Out::Dir, &inputs)?;
+    let entries = history::load::<ModeResult>(&a.dirs, a.by_started)?;
+    let h = history::history(&entries);
+    for x in &h.series {
+        for c in &x.change_points {
+            println!(
+                "{} {}: change at {} ({}): {} → {} (p = {:.3})",
+                x.mode,
+                x.metric,
+                c.index + 1,
+                h.labels[c.index],
+                c.before,
+                c.after,
+                c.p_value
+            );
+        }
+    }
+    if h.series.iter().all(|x| x.change_points.is_empty()) {
+        println!("no change points in {} results", h.labels.len());
+    }
+    for f in history::write(&a.out, &h)? {
+        println!("wrote {}", f.display());
+    }
+    Ok(0)
 }
 
 /// The metrics whose rows the recorded files' answer shows: their

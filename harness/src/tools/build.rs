@@ -65,6 +65,67 @@ fn missing_fix(k8s: K8sRelease, c: Component) -> String {
 /// Build `c` into the cache and return its path.
 pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) -> Result<PathBuf> {
     let version = c.version(k8s);
+    let (go, go_minor, gov) = usable_go(k8s, c, tried)?;
+    let src = c.go_source(k8s);
+    let _lock = lock_tree(cache_dir, &src.tree)?;
+    // Another process may have built it while we waited.
+    let target = c.cached_path(cache_dir, k8s);
+    if target.exists() && probe_version(c, &target).is_ok_and(|v| v == version) {
+        return Ok(target);
+    }
+
+    let tree = cache_dir.join("go").join(&src.tree);
+    fs::create_dir_all(&tree).with_context(|| format!("creating {}", tree.display()))?;
+    let logs = cache_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let log_path = logs.join(format!("build-{}-{version}.log", c.name()));
+    let mut log =
+        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+
+    let (upstream, toolchain) = choose_toolchain(k8s, c, &go, &src, go_minor, &gov, &mut log)?;
+    let step = Step::start(format!(
+        "building {} v{version} from {}@{} with {}",
+        c.name(),
+        src.module,
+        src.module_version,
+        toolchain.name
+    ));
+    let fail = |what: &str, e: anyhow::Error| build_failed(k8s, c, &log_path, what, e);
+
+    // How long resolving and downloading modules took, apart from
+    // compiling: the first build of a module graph fetches it all.
+    let resolving = std::time::Instant::now();
+    prepare_tree(
+        k8s,
+        &go,
+        &src,
+        upstream.as_deref(),
+        &toolchain,
+        &tree,
+        &mut log,
+        &step,
+    )
+    .map_err(|e| fail("preparing the wrapper module", e))?;
+    let resolving = resolving.elapsed().as_secs_f64();
+
+    fs::create_dir_all(target.parent().expect("cached path has a parent"))?;
+    let tmp = target.with_extension(format!("tmp-{}", std::process::id()));
+    go_build(c, &go, &src, &toolchain, &tree, &tmp, &mut log, &step)
+        .map_err(|e| fail("running go build", e))?;
+    fs::rename(&tmp, &target)
+        .with_context(|| format!("moving the build to {}", target.display()))?;
+    step.done(&format!("done, {resolving:.1} s of it resolving modules"));
+    Ok(target)
+}
+
+/// The Go toolchain to build `c` with, its (major, minor) and version
+/// text; an error naming the fix when there is none or it is too old.
+fn usable_go(
+    k8s: K8sRelease,
+    c: Component,
+    tried: &[String],
+) -> Result<(PathBuf, (u32, u32), String)> {
+    let version = c.version(k8s);
     let Some(go) = find_go() else {
         return Err(env_missing(
             format!(
@@ -93,40 +154,43 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
             missing_fix(k8s, c),
         ));
     }
+    Ok((go, (major, minor), gov))
+}
 
-    let src = c.go_source(k8s);
+/// Take the file lock of source tree `tree`, waiting (and saying so) while
+/// another harness process holds it; the lock lasts as long as the file.
+fn lock_tree(cache_dir: &Path, tree: &str) -> Result<File> {
     let locks = cache_dir.join("locks");
     fs::create_dir_all(&locks).with_context(|| format!("creating {}", locks.display()))?;
-    let lock_path = locks.join(format!("{}.lock", src.tree));
+    let lock_path = locks.join(format!("{tree}.lock"));
     let lock =
         File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
         let wait = Step::start(format!(
-            "waiting for another harness process building {}",
-            src.tree
+            "waiting for another harness process building {tree}"
         ));
         lock.lock()
             .with_context(|| format!("locking {}", lock_path.display()))?;
         wait.done("done");
     }
-    // Another process may have built it while we waited.
-    let target = c.cached_path(cache_dir, k8s);
-    if target.exists() && probe_version(c, &target).is_ok_and(|v| v == version) {
-        return Ok(target);
-    }
+    Ok(lock)
+}
 
-    let tree = cache_dir.join("go").join(&src.tree);
-    fs::create_dir_all(&tree).with_context(|| format!("creating {}", tree.display()))?;
-    let logs = cache_dir.join("logs");
-    fs::create_dir_all(&logs)?;
-    let log_path = logs.join(format!("build-{}-{version}.log", c.name()));
-    let mut log =
-        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-
+/// The upstream module's go.mod (None, logged, when unread) and the Go
+/// toolchain it asks for, given the machine's Go.
+fn choose_toolchain(
+    k8s: K8sRelease,
+    c: Component,
+    go: &Path,
+    src: &GoSource,
+    go_minor: (u32, u32),
+    gov: &str,
+    log: &mut File,
+) -> Result<(Option<String>, Toolchain)> {
     // The module's go.mod says which Go it needs. Unread (no proxy, a
     // broken go), the build goes on with the machine's Go and fails, if it
     // must, where its log shows why.
-    let upstream = match upstream_gomod(&go, src.module, &src.module_version) {
+    let upstream = match upstream_gomod(go, src.module, &src.module_version) {
         Ok(text) => Some(text),
         Err(e) => {
             writeln!(
@@ -137,74 +201,70 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
             None
         }
     };
-    let toolchain = Toolchain::choose(
-        upstream.as_deref().and_then(go_directive),
-        (major, minor),
-        &gov,
-    )
-    .map_err(|e| {
-        env_missing(
-            format!("building {} v{version}: {e:#}", c.name()),
-            missing_fix(k8s, c),
-        )
-    })?;
-    let step = Step::start(format!(
-        "building {} v{version} from {}@{} with {}",
-        c.name(),
-        src.module,
-        src.module_version,
-        toolchain.name
-    ));
-    let fail = |what: &str, e: anyhow::Error| -> anyhow::Error {
-        let tail = crate::logs::tail(&log_path, 25);
-        let refused = refused_modules(&fs::read_to_string(&log_path).unwrap_or_default());
-        let fix = if refused.is_empty() {
-            missing_fix(k8s, c)
-        } else {
-            format!(
-                "point GOPROXY at a Go module proxy that serves them (or fill GOMODCACHE with them), or provide {} v{version} yourself: set {}=/path/to/{}",
-                c.name(),
-                c.env_var(),
-                c.name()
+    let toolchain = Toolchain::choose(upstream.as_deref().and_then(go_directive), go_minor, gov)
+        .map_err(|e| {
+            env_missing(
+                format!("building {} v{}: {e:#}", c.name(), c.version(k8s)),
+                missing_fix(k8s, c),
             )
-        };
-        let refused = if refused.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\n  the Go module proxy refused {} module version(s) the build needs: {}",
-                refused.len(),
-                refused.join(", ")
-            )
-        };
-        env_missing(
-            format!(
-                "building {} v{version} failed while {what}: {e:#}{refused}\n  build log {}:\n{tail}",
-                c.name(),
-                log_path.display()
-            ),
-            fix,
+        })?;
+    Ok((upstream, toolchain))
+}
+
+/// The error of a build that failed while `what`: the build log's tail,
+/// the module versions the proxy refused, and the fix.
+fn build_failed(
+    k8s: K8sRelease,
+    c: Component,
+    log_path: &Path,
+    what: &str,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    let version = c.version(k8s);
+    let tail = crate::logs::tail(log_path, 25);
+    let refused = refused_modules(&fs::read_to_string(log_path).unwrap_or_default());
+    let fix = if refused.is_empty() {
+        missing_fix(k8s, c)
+    } else {
+        format!(
+            "point GOPROXY at a Go module proxy that serves them (or fill GOMODCACHE with them), or provide {} v{version} yourself: set {}=/path/to/{}",
+            c.name(),
+            c.env_var(),
+            c.name()
         )
     };
-
-    // How long resolving and downloading modules took, apart from
-    // compiling: the first build of a module graph fetches it all.
-    let resolving = std::time::Instant::now();
-    prepare_tree(
-        k8s,
-        &go,
-        &src,
-        upstream.as_deref(),
-        &toolchain,
-        &tree,
-        &mut log,
-        &step,
+    let refused = if refused.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n  the Go module proxy refused {} module version(s) the build needs: {}",
+            refused.len(),
+            refused.join(", ")
+        )
+    };
+    env_missing(
+        format!(
+            "building {} v{version} failed while {what}: {e:#}{refused}\n  build log {}:\n{tail}",
+            c.name(),
+            log_path.display()
+        ),
+        fix,
     )
-    .map_err(|e| fail("preparing the wrapper module", e))?;
-    let resolving = resolving.elapsed().as_secs_f64();
+}
 
-    fs::create_dir_all(target.parent().expect("cached path has a parent"))?;
-    let tmp = target.with_extension(format!("tmp-{}", std::process::id()));
+/// `go build` of the source's package into `tmp`, stripped, with its
+/// ldflags and tags, and cgo (and libseccomp) only when it needs them.
+#[allow(clippy::too_many_arguments)]
+fn go_build(
+    c: Component,
+    go: &Path,
+    src: &GoSource,
+    toolchain: &Toolchain,
+    tree: &Path,
+    tmp: &Path,
+    log: &mut File,
+    step: &Step,
+) -> Result<()> {
     let ldflags = std::iter::once("-s -w".to_string())
         .chain(src.ldflags.iter().map(|x| format!("-X {x}")))
         .collect::<Vec<_>>()
@@ -227,12 +287,7 @@ pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) 
         crate::tools::cdeps::ensure_libseccomp(c.name())?;
     }
     let cgo = if src.cgo { "1" } else { "0" };
-    run_logged(&go, &toolchain, &tree, &args, cgo, &mut log, &step)
-        .map_err(|e| fail("running go build", e))?;
-    fs::rename(&tmp, &target)
-        .with_context(|| format!("moving the build to {}", target.display()))?;
-    step.done(&format!("done, {resolving:.1} s of it resolving modules"));
-    Ok(target)
+    run_logged(go, toolchain, tree, &args, cgo, log, step)
 }
 
 /// Write the wrapper go.mod and resolve its dependencies (once per tree).

@@ -6,11 +6,12 @@
 
 use serde_json::Value;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
 
-use crate::workload::gang::case::{Action, Case, Check, Outcome, minors_of, parse};
+use crate::workload::gang::case::{Action, Case, Check, Outcome, Step, minors_of, parse};
 use crate::workload::gang::matcher::{check_matcher, parse_path, unclosed_ref, var_refs};
 use crate::yaml::Seg;
 
@@ -66,6 +67,18 @@ pub fn validate(case: &Case) -> Vec<Problem> {
     let all = minors_of(case);
     let mut out = Vec::new();
     let mut p = |at: Vec<Seg>, message: String| out.push(Problem { at, message });
+    check_case(case, &all, &mut p);
+    // Variables defined so far: the runner's, then captures in order.
+    let mut defined: Vec<String> = RUNNER_VARS.iter().map(|s| s.to_string()).collect();
+    for (i, s) in case.steps.iter().enumerate() {
+        check_step(&[k("steps"), Seg::Index(i)], s, &all, &mut defined, &mut p);
+    }
+    out
+}
+
+/// The rules on the case as a whole: a description, behaviour per minor,
+/// steps or a benchmark (and its sizes and repeats), a pool with room.
+fn check_case(case: &Case, all: &[&str], p: &mut dyn FnMut(Vec<Seg>, String)) {
     if case.description.trim().is_empty() {
         p(
             vec![k("description")],
@@ -75,9 +88,9 @@ pub fn validate(case: &Case) -> Vec<Problem> {
     per_version(
         &[k("behaviour")],
         case.behaviour.keys().collect(),
-        &all,
-        &all,
-        &mut p,
+        all,
+        all,
+        p,
     );
     match (&case.benchmark, case.steps.is_empty()) {
         (Some(_), false) => p(
@@ -104,163 +117,211 @@ pub fn validate(case: &Case) -> Vec<Problem> {
             "a pool needs at least one node with room for a pod".into(),
         );
     }
-    // Variables defined so far: the runner's, then captures in order.
-    let mut defined: Vec<String> = RUNNER_VARS.iter().map(|s| s.to_string()).collect();
-    for (i, s) in case.steps.iter().enumerate() {
-        let base = vec![k("steps"), Seg::Index(i)];
-        let acts = s.actions();
-        if acts.len() > 1 {
-            let words: Vec<&str> = acts.iter().map(Action::keyword).collect();
-            p(
-                base.clone(),
-                format!("one action per step, found {}", words.join(", ")),
-            );
-        }
-        if acts.is_empty() && s.expect.is_none() {
-            p(base.clone(), "a step needs an action or an expect".into());
-        }
-        let need: Vec<&str> = match &s.only {
-            Some(o) => {
-                for (j, m) in o.iter().enumerate() {
-                    if !all.contains(&m.as_str()) {
-                        p(
-                            at(&base, &[k("only"), Seg::Index(j)]),
-                            format!(
-                                "unknown Kubernetes minor {m:?}; the suite runs {}",
-                                all.join(", ")
-                            ),
-                        );
-                    }
-                }
-                all.iter()
-                    .copied()
-                    .filter(|m| o.iter().any(|x| x == m))
-                    .collect()
-            }
-            None => all.clone(),
-        };
-        if let Some(r) = &s.result {
-            if !acts.iter().any(Action::has_result) {
-                p(
-                    at(&base, &[k("result")]),
-                    "only apply, patch, suspend, resume and delete have a result".into(),
-                );
-            }
-            per_version(
-                &at(&base, &[k("result")]),
-                r.keys().collect(),
-                &need,
-                &all,
-                &mut p,
-            );
-            for (m, o) in r {
-                if let Outcome::Rejected(rej) = o
-                    && let Some(msg) = &rej.message
-                    && let Err(e) = check_matcher(msg)
-                {
+}
+
+/// The rules on one step at `base`; adds the variables it captures on
+/// every version it runs on to `defined`.
+fn check_step(
+    base: &[Seg],
+    s: &Step,
+    all: &[&'static str],
+    defined: &mut Vec<String>,
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) {
+    let acts = s.actions();
+    if acts.len() > 1 {
+        let words: Vec<&str> = acts.iter().map(Action::keyword).collect();
+        p(
+            base.to_vec(),
+            format!("one action per step, found {}", words.join(", ")),
+        );
+    }
+    if acts.is_empty() && s.expect.is_none() {
+        p(base.to_vec(), "a step needs an action or an expect".into());
+    }
+    let need = step_minors(base, s, all, p);
+    if let Some(r) = &s.result {
+        check_result(base, r, &acts, &need, all, p);
+    }
+    if let Some(v) = &s.apply {
+        check_apply(base, v, defined, p);
+    }
+    check_action_vars(base, s, defined, p);
+    if let Some(n) = &s.add_nodes
+        && (n.nodes == 0 || n.pods == 0)
+    {
+        p(
+            at(base, &[k("addNodes")]),
+            "adds at least one node with room for a pod".into(),
+        );
+    }
+    if let Some(e) = &s.expect {
+        check_expect(base, e, &need, all, defined, p);
+    }
+}
+
+/// The minors a step runs on: those in its `only` (each of which must be
+/// one the suite runs), else all of them.
+fn step_minors(
+    base: &[Seg],
+    s: &Step,
+    all: &[&'static str],
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) -> Vec<&'static str> {
+    match &s.only {
+        Some(o) => {
+            for (j, m) in o.iter().enumerate() {
+                if !all.contains(&m.as_str()) {
                     p(
-                        at(&base, &[k("result"), k(m), k("rejected"), k("message")]),
-                        e.to_string(),
+                        at(base, &[k("only"), Seg::Index(j)]),
+                        format!(
+                            "unknown Kubernetes minor {m:?}; the suite runs {}",
+                            all.join(", ")
+                        ),
                     );
                 }
             }
+            all.iter()
+                .copied()
+                .filter(|m| o.iter().any(|x| x == m))
+                .collect()
         }
-        if let Some(v) = &s.apply {
-            let objs: Vec<&Value> = match v {
-                Value::Array(a) => a.iter().collect(),
-                o => vec![o],
-            };
-            let many = v.is_array();
-            for (j, o) in objs.iter().enumerate() {
-                let oat = if many {
-                    at(&base, &[k("apply"), Seg::Index(j)])
-                } else {
-                    at(&base, &[k("apply")])
-                };
-                for f in ["apiVersion", "kind"] {
-                    if !o.get(f).is_some_and(Value::is_string) {
-                        p(oat.clone(), format!("object without {f}"));
-                    }
-                }
-                if !o.pointer("/metadata/name").is_some_and(Value::is_string) {
-                    p(oat.clone(), "object without metadata.name".into());
-                }
-                if o.pointer("/metadata/namespace").is_some() {
-                    p(
-                        at(&oat, &[k("metadata"), k("namespace")]),
-                        "the runner sets the namespace (each trial has its own)".into(),
-                    );
-                }
-            }
-            check_vars(&at(&base, &[k("apply")]), v, &defined, &mut p);
-        }
-        if let Some(pt) = &s.patch {
-            if !pt.merge.is_object() {
-                p(
-                    at(&base, &[k("patch"), k("merge")]),
-                    "a merge patch is an object".into(),
-                );
-            }
-            let v = serde_json::to_value(pt).unwrap_or_default();
-            check_vars(&at(&base, &[k("patch")]), &v, &defined, &mut p);
-        }
-        for (what, name) in [
-            ("suspend", &s.suspend),
-            ("resume", &s.resume),
-            ("complete", &s.complete),
-        ] {
-            if let Some(n) = name {
-                check_vars(
-                    &at(&base, &[k(what)]),
-                    &Value::String(n.clone()),
-                    &defined,
-                    &mut p,
-                );
-            }
-        }
-        if let Some(n) = &s.add_nodes
-            && (n.nodes == 0 || n.pods == 0)
+        None => all.to_vec(),
+    }
+}
+
+/// A step's `result`: only for actions with one, an entry per minor it
+/// runs on, and known matchers for rejection messages.
+fn check_result(
+    base: &[Seg],
+    r: &BTreeMap<String, Outcome>,
+    acts: &[Action<'_>],
+    need: &[&str],
+    all: &[&str],
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) {
+    if !acts.iter().any(Action::has_result) {
+        p(
+            at(base, &[k("result")]),
+            "only apply, patch, suspend, resume and delete have a result".into(),
+        );
+    }
+    per_version(&at(base, &[k("result")]), r.keys().collect(), need, all, p);
+    for (m, o) in r {
+        if let Outcome::Rejected(rej) = o
+            && let Some(msg) = &rej.message
+            && let Err(e) = check_matcher(msg)
         {
             p(
-                at(&base, &[k("addNodes")]),
-                "adds at least one node with room for a pod".into(),
+                at(base, &[k("result"), k(m), k("rejected"), k("message")]),
+                e.to_string(),
             );
         }
-        if let Some(e) = &s.expect {
-            let eat = at(&base, &[k("expect")]);
-            per_version(&eat, e.keys().collect(), &need, &all, &mut p);
-            let mut captured: Vec<String> = Vec::new();
-            for (m, checks) in e {
-                if checks.is_empty() {
-                    p(
-                        at(&eat, &[k(m)]),
-                        "no checks: say what the server does on this version".into(),
-                    );
-                }
-                let mut local = defined.clone();
-                for (j, c) in checks.iter().enumerate() {
-                    check_check(&at(&eat, &[k(m), Seg::Index(j)]), c, &local, &mut p);
-                    for var in c.capture.keys() {
-                        local.push(var.clone());
-                        if !captured.contains(var) {
-                            captured.push(var.clone());
-                        }
-                    }
-                }
+    }
+}
+
+/// A step's `apply`: each object has an apiVersion, a kind and a name but
+/// no namespace, and uses only variables already defined.
+fn check_apply(base: &[Seg], v: &Value, defined: &[String], p: &mut dyn FnMut(Vec<Seg>, String)) {
+    let objs: Vec<&Value> = match v {
+        Value::Array(a) => a.iter().collect(),
+        o => vec![o],
+    };
+    let many = v.is_array();
+    for (j, o) in objs.iter().enumerate() {
+        let oat = if many {
+            at(base, &[k("apply"), Seg::Index(j)])
+        } else {
+            at(base, &[k("apply")])
+        };
+        for f in ["apiVersion", "kind"] {
+            if !o.get(f).is_some_and(Value::is_string) {
+                p(oat.clone(), format!("object without {f}"));
             }
-            // A capture is visible to later steps only when every version
-            // the step runs on defines it.
-            for var in captured {
-                if need.iter().all(|m| {
-                    e.get(*m)
-                        .is_some_and(|cs| cs.iter().any(|c| c.capture.contains_key(&var)))
-                }) {
-                    defined.push(var);
+        }
+        if !o.pointer("/metadata/name").is_some_and(Value::is_string) {
+            p(oat.clone(), "object without metadata.name".into());
+        }
+        if o.pointer("/metadata/namespace").is_some() {
+            p(
+                at(&oat, &[k("metadata"), k("namespace")]),
+                "the runner sets the namespace (each trial has its own)".into(),
+            );
+        }
+    }
+    check_vars(&at(base, &[k("apply")]), v, defined, p);
+}
+
+/// A step's patch (an object merge) and the names its suspend, resume and
+/// complete take: they use only variables already defined.
+fn check_action_vars(
+    base: &[Seg],
+    s: &Step,
+    defined: &[String],
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) {
+    if let Some(pt) = &s.patch {
+        if !pt.merge.is_object() {
+            p(
+                at(base, &[k("patch"), k("merge")]),
+                "a merge patch is an object".into(),
+            );
+        }
+        let v = serde_json::to_value(pt).unwrap_or_default();
+        check_vars(&at(base, &[k("patch")]), &v, defined, p);
+    }
+    for (what, name) in [
+        ("suspend", &s.suspend),
+        ("resume", &s.resume),
+        ("complete", &s.complete),
+    ] {
+        if let Some(n) = name {
+            check_vars(&at(base, &[k(what)]), &Value::String(n.clone()), defined, p);
+        }
+    }
+}
+
+/// A step's `expect`: an entry per minor it runs on, each with checks;
+/// adds to `defined` what every such minor captures.
+fn check_expect(
+    base: &[Seg],
+    e: &BTreeMap<String, Vec<Check>>,
+    need: &[&str],
+    all: &[&str],
+    defined: &mut Vec<String>,
+    p: &mut dyn FnMut(Vec<Seg>, String),
+) {
+    let eat = at(base, &[k("expect")]);
+    per_version(&eat, e.keys().collect(), need, all, p);
+    let mut captured: Vec<String> = Vec::new();
+    for (m, checks) in e {
+        if checks.is_empty() {
+            p(
+                at(&eat, &[k(m)]),
+                "no checks: say what the server does on this version".into(),
+            );
+        }
+        let mut local = defined.clone();
+        for (j, c) in checks.iter().enumerate() {
+            check_check(&at(&eat, &[k(m), Seg::Index(j)]), c, &local, p);
+            for var in c.capture.keys() {
+                local.push(var.clone());
+                if !captured.contains(var) {
+                    captured.push(var.clone());
                 }
             }
         }
     }
-    out
+    // A capture is visible to later steps only when every version
+    // the step runs on defines it.
+    for var in captured {
+        if need.iter().all(|m| {
+            e.get(*m)
+                .is_some_and(|cs| cs.iter().any(|c| c.capture.contains_key(&var)))
+        }) {
+            defined.push(var);
+        }
+    }
 }
 
 /// Variables every trial has: its namespace, its pool label value and the

@@ -273,10 +273,22 @@ impl ThorScenario {
     /// Semantic problems as (field path, message).
     pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
+        self.name_problems(&mut out);
+        self.count_problems(&mut out);
+        self.duration_problems(&mut out);
+        self.version_problems(&mut out);
+        self.resource_problems(&mut out);
+        if let Some(e) = out_of_range(self.thor.expert.max_worker_registration_mins, 1, 24 * 60) {
+            out.push((path(&["thor", "expert", "maxWorkerRegistrationMins"]), e));
+        }
+        self.mode_problems(&mut out);
+        out
+    }
+
+    /// The scenario's and the Thor's names: DNS labels, the Thor's short
+    /// enough for its worker containers' names.
+    fn name_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
         let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
-        let range = |v: u32, lo: u32, hi: u32| {
-            (v < lo || v > hi).then(|| format!("{v} is out of range {lo}–{hi}"))
-        };
         if let Err(e) = names::dns1123_label(&self.name) {
             p(&["name"], e);
         }
@@ -292,6 +304,13 @@ impl ThorScenario {
                 ),
             );
         }
+    }
+
+    /// The counts (workers, graphs, jobs, workunits, nodes…) within their
+    /// ranges, and workers per pod dividing the workers.
+    fn count_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
+        let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
+        let t = &self.thor;
         for (v, lo, hi, at) in [
             (t.num_workers, 1, 10_000, &["thor", "numWorkers"][..]),
             (
@@ -323,7 +342,7 @@ impl ThorScenario {
                 &["cluster", "nodePods"][..],
             ),
         ] {
-            if let Some(e) = range(v, lo, hi) {
+            if let Some(e) = out_of_range(v, lo, hi) {
                 p(at, e);
             }
         }
@@ -336,6 +355,12 @@ impl ThorScenario {
                 ),
             );
         }
+    }
+
+    /// The durations: each parses and is no shorter than its least.
+    fn duration_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
+        let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
+        let t = &self.thor;
         for (v, at, min) in [
             (&self.graph_duration, &["graphDuration"][..], Duration::ZERO),
             (
@@ -361,6 +386,12 @@ impl ThorScenario {
                 Ok(_) => {}
             }
         }
+    }
+
+    /// The versions: a kubectl the harness provisions, a Kubernetes minor
+    /// it knows.
+    fn version_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
+        let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
         let hpcc = crate::tools::versions::HPCC_KUBECTL_VERSION;
         let minor = crate::k8s::facts::for_minor(&self.cluster.k8s_minor);
         let own = crate::k8s::K8sRelease::parse(&self.cluster.k8s_minor).map(|r| r.version);
@@ -384,6 +415,12 @@ impl ThorScenario {
                 ),
             );
         }
+    }
+
+    /// The nodes' CPU and memory quantities, and the Thor pods' resources
+    /// against the nodes' capacity.
+    fn resource_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
+        let mut p = |at: &[&str], msg: String| out.push((path(at), msg));
         for (at, q) in [
             ("nodeCpu", self.cluster.node_cpu.as_ref()),
             ("nodeMemory", Some(&self.cluster.node_memory)),
@@ -392,6 +429,7 @@ impl ThorScenario {
                 p(&["cluster", at], e);
             }
         }
+        let t = &self.thor;
         for (at, msg) in capacity::problems(
             t.manager_resources.as_ref(),
             t.worker_resources.as_ref(),
@@ -400,11 +438,13 @@ impl ThorScenario {
         ) {
             p(&at, msg);
         }
-        if let Some(e) = range(t.expert.max_worker_registration_mins, 1, 24 * 60) {
-            p(&["thor", "expert", "maxWorkerRegistrationMins"], e);
-        }
+    }
+
+    /// The modes: at least one, each known and served by the cluster's
+    /// Kubernetes minor.
+    fn mode_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
         if self.modes.is_empty() {
-            p(&["modes"], "name at least one mode".into());
+            out.push((path(&["modes"]), "name at least one mode".into()));
         }
         for (i, m) in self.modes.iter().enumerate() {
             let at = vec![Seg::Key("modes".into()), Seg::Index(i)];
@@ -423,8 +463,12 @@ impl ThorScenario {
                 _ => {}
             }
         }
-        out
     }
+}
+
+/// Why `v` is outside `lo`–`hi`, if it is.
+fn out_of_range(v: u32, lo: u32, hi: u32) -> Option<String> {
+    (v < lo || v > hi).then(|| format!("{v} is out of range {lo}–{hi}"))
 }
 
 /// Decode and check one scenario document (the `harness validate` rules,

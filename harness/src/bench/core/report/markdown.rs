@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use crate::bench::core::charts::{self, fmt_num};
-use crate::bench::core::metric::Views;
+use crate::bench::core::metric::{Metric, Views};
 use crate::bench::core::report::cost;
 use crate::bench::core::report::repeats::repeats_markdown;
 use crate::bench::core::result::Results;
@@ -115,7 +115,26 @@ fn run_set<R: Run>(r: &Results<R>) -> String {
 pub fn markdown<R: Run>(r: &Results<R>) -> String {
     let mut s = R::heading(r);
     let modes: Vec<&String> = r.modes.keys().collect();
-    let w = |m: &String| &r.modes[m].result.figures().window;
+    notes(&mut s, r);
+    figures_table(&mut s, r, &modes);
+    spread(&mut s, r);
+    s.push_str(&repeats_markdown(r));
+    s.push_str(&R::after_rounds(r));
+    requests_by_client(&mut s, r, &modes);
+    etcd(&mut s, r, &modes);
+    api_latency(&mut s, r, &modes);
+    s.push_str(&cost::markdown(r));
+    s
+}
+
+/// One mode's window figures.
+fn window_of<'a, R: Run>(r: &'a Results<R>, m: &String) -> &'a crate::metrics::WindowFigures {
+    &r.modes[m].result.figures().window
+}
+
+/// The lines under the heading: the harness's peak RSS, the run set,
+/// what was not measured, how requests were attributed and APF's agreement.
+fn notes<R: Run>(s: &mut String, r: &Results<R>) {
     let _ = writeln!(
         s,
         "Harness peak RSS: {:.0} MiB (the control plane's processes not included).\n",
@@ -155,7 +174,12 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
             "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.\n"
         );
     }
-    apf_agreement(&mut s, r);
+    apf_agreement(s, r);
+}
+
+/// The figures table: a row per metric (per family member) that shows in
+/// a row, a column per mode, then each mode ÷ the reference mode.
+fn figures_table<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     let reference = r.reference_mode().unwrap_or("baseline");
     let base = r.modes.get(reference).map(|m| &m.result);
     let ratio_cols: Vec<&String> = modes
@@ -174,7 +198,7 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     if repeats > 1 {
         first.push_str(&format!(" (mean of {repeats})"));
     }
-    markdown_table_head(&mut s, &first, &columns);
+    markdown_table_head(s, &first, &columns);
     let metrics = R::metrics();
     let mut rows: Vec<_> = metrics
         .iter()
@@ -184,22 +208,7 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     // within each).
     rows.sort_by_key(|m| m.spec.group);
     for m in rows {
-        // A family: a row per member any mode's typical run has.
-        let names: Vec<String> = match m.spec.is_family() {
-            false => vec![m.spec.key.to_string()],
-            true => {
-                let mut n: Vec<String> = r
-                    .modes
-                    .values()
-                    .flat_map(|s| m.values(&s.result))
-                    .map(|(name, _)| name)
-                    .collect();
-                n.sort();
-                n.dedup();
-                n
-            }
-        };
-        for name in names {
+        for name in row_names(r, m) {
             let label = match m.spec.member_of(&name) {
                 Some(member) => m.spec.label_of(member),
                 None => m.spec.label.to_string(),
@@ -211,7 +220,7 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
                 continue;
             }
             let _ = write!(s, "| {label} |");
-            for mode in &modes {
+            for mode in modes {
                 let cell = f(&r.modes[*mode].result);
                 let _ = write!(s, " {} |", cell.map_or("—".into(), fmt_num));
             }
@@ -231,6 +240,29 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
             s.push('\n');
         }
     }
+}
+
+/// The row names of one metric: its key, or for a family a row per
+/// member any mode's typical run has.
+fn row_names<R: Run>(r: &Results<R>, m: &Metric<R>) -> Vec<String> {
+    match m.spec.is_family() {
+        false => vec![m.spec.key.to_string()],
+        true => {
+            let mut n: Vec<String> = r
+                .modes
+                .values()
+                .flat_map(|s| m.values(&s.result))
+                .map(|(name, _)| name)
+                .collect();
+            n.sort();
+            n.dedup();
+            n
+        }
+    }
+}
+
+/// Each mode's spread over its repeats, when any mode was repeated.
+fn spread<R: Run>(s: &mut String, r: &Results<R>) {
     if r.modes.values().any(|m| m.repeats.len() > 1) {
         s.push_str("\nSpread over repeats ((max − min) / mean):\n\n");
         for (m, sum) in &r.modes {
@@ -247,10 +279,13 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
             );
         }
     }
-    s.push_str(&repeats_markdown(r));
-    s.push_str(&R::after_rounds(r));
+}
+
+/// The API requests by client section: the table, the workload's own
+/// lines after it, then each mode's failed requests.
+fn requests_by_client<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### API requests by client\n\n");
-    markdown_table_head(&mut s, "client", &modes);
+    markdown_table_head(s, "client", modes);
     let mut clients: Vec<&String> = r
         .modes
         .values()
@@ -260,18 +295,22 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     clients.dedup();
     for c in clients {
         let _ = write!(s, "| {c} |");
-        for m in &modes {
+        for m in modes {
             let _ = write!(
                 s,
                 " {} |",
-                w(m).api_requests_by_client.get(c).copied().unwrap_or(0)
+                window_of(r, m)
+                    .api_requests_by_client
+                    .get(c)
+                    .copied()
+                    .unwrap_or(0)
             );
         }
         s.push('\n');
     }
     s.push_str(&R::after_clients(r));
-    for m in &modes {
-        for (client, reqs) in &w(m).failed_requests {
+    for m in modes {
+        for (client, reqs) in &window_of(r, m).failed_requests {
             let parts: Vec<String> = reqs.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
             let _ = writeln!(
                 s,
@@ -280,8 +319,12 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
             );
         }
     }
+}
+
+/// The etcd section: a table of etcd's counts, size and latencies per mode.
+fn etcd<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### etcd\n\n");
-    markdown_table_head(&mut s, "", &modes);
+    markdown_table_head(s, "", modes);
     let etcd_rows: Vec<TextRow> = vec![
         ("puts", |w| w.etcd.puts.to_string()),
         ("deletes", |w| w.etcd.deletes.to_string()),
@@ -303,22 +346,24 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     ];
     for (label, f) in etcd_rows {
         let _ = write!(s, "| {label} |");
-        for m in &modes {
-            let _ = write!(s, " {} |", f(w(m)));
+        for m in modes {
+            let _ = write!(s, " {} |", f(window_of(r, m)));
         }
         s.push('\n');
     }
+}
+
+/// The API latency section: a line per mode of each verb's percentiles.
+fn api_latency<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### API latency (ms, p50 / p90 / p99)\n\n");
-    for m in &modes {
-        let parts: Vec<String> = w(m)
+    for m in modes {
+        let parts: Vec<String> = window_of(r, m)
             .api_latency_ms
             .iter()
             .map(|(k, p)| format!("{k} {:.1} / {:.1} / {:.1}", p.p50, p.p90, p.p99))
             .collect();
         let _ = writeln!(s, "- {m}: {}", parts.join("; "));
     }
-    s.push_str(&cost::markdown(r));
-    s
 }
 
 /// JUnit: one case per mode, its headline metrics as properties.
