@@ -172,56 +172,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
     let rounds = plan(&names, opts.repeat, seed, opts.shard);
     let mine: Vec<Vec<String>> = rounds.iter().map(|(_, r)| r.clone()).collect();
     announce(&mine, seed);
-    let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
-    // The control-plane profile is the harness's only where it starts it.
-    if caps.is_none() {
-        model.extend(
-            opts.spec
-                .control_plane
-                .describe()
-                .into_iter()
-                .map(|(k, v)| (format!("control_plane.{k}"), v)),
-        );
-    }
-    let mut result = MeasureResult {
-        schema: result::SCHEMA.into(),
-        name: opts.name.clone(),
-        variants: opts
-            .variants
-            .iter()
-            .map(|v| (v.name.clone(), v.workload.describe()))
-            .collect(),
-        runs: Vec::new(),
-        kueue_runner: Vec::new(),
-        figures: Figures {
-            schema: FIGURES_SCHEMA.into(),
-            scenario: format!("measure-{}", opts.name),
-            scenario_file: String::new(),
-            provider: opts.provider.name().into(),
-            k8s_version: match &caps {
-                Some(c) => c.server_version.trim_start_matches('v').to_string(),
-                None => k8s.version.into(),
-            },
-            harness_version: env!("CARGO_PKG_VERSION").into(),
-            started: crate::bench::core::result::now(),
-            shape: Default::default(),
-            model,
-            modes: BTreeMap::new(),
-            harness_peak_rss_kib: 0,
-            capabilities: caps.clone(),
-            timelines: Vec::new(),
-            statistics: Some(Statistics {
-                shard: opts.shard.map(|sh| ShardOf {
-                    k: sh.k,
-                    n: sh.n,
-                    first: rounds.first().map_or(0, |r| r.0),
-                    of: opts.repeat.max(1) as usize,
-                }),
-                ..Statistics::new(seed, mine.clone(), names[0].clone())
-            }),
-            machine: crate::machine::Machine::this(),
-        },
-    };
+    let mut result = begin(opts, caps, k8s, seed, &rounds, &names);
     for (round, order) in rounds.iter().map(|(i, r)| (*i, r)) {
         for name in order {
             let v = opts
@@ -294,6 +245,71 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
         }
     }
     Ok(result)
+}
+
+/// The run set's Result before its first run: the variants, the model
+/// (the control-plane profile where the harness starts the cluster), the
+/// server's release (`caps`' on an existing cluster) and the statistics'
+/// order of `rounds` from `seed`.
+fn begin(
+    opts: &MeasureOptions,
+    caps: Option<crate::cluster::existing::probe::Capabilities>,
+    k8s: K8sRelease,
+    seed: u64,
+    rounds: &[(usize, Vec<String>)],
+    names: &[String],
+) -> MeasureResult {
+    let mine: Vec<Vec<String>> = rounds.iter().map(|(_, r)| r.clone()).collect();
+    let mut model = BTreeMap::from([("workload".to_string(), "measure".to_string())]);
+    // The control-plane profile is the harness's only where it starts it.
+    if caps.is_none() {
+        model.extend(
+            opts.spec
+                .control_plane
+                .describe()
+                .into_iter()
+                .map(|(k, v)| (format!("control_plane.{k}"), v)),
+        );
+    }
+    MeasureResult {
+        schema: result::SCHEMA.into(),
+        name: opts.name.clone(),
+        variants: opts
+            .variants
+            .iter()
+            .map(|v| (v.name.clone(), v.workload.describe()))
+            .collect(),
+        runs: Vec::new(),
+        kueue_runner: Vec::new(),
+        figures: Figures {
+            schema: FIGURES_SCHEMA.into(),
+            scenario: format!("measure-{}", opts.name),
+            scenario_file: String::new(),
+            provider: opts.provider.name().into(),
+            k8s_version: match &caps {
+                Some(c) => c.server_version.trim_start_matches('v').to_string(),
+                None => k8s.version.into(),
+            },
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+            started: crate::bench::core::result::now(),
+            shape: Default::default(),
+            model,
+            modes: BTreeMap::new(),
+            harness_peak_rss_kib: 0,
+            capabilities: caps,
+            timelines: Vec::new(),
+            statistics: Some(Statistics {
+                shard: opts.shard.map(|sh| ShardOf {
+                    k: sh.k,
+                    n: sh.n,
+                    first: rounds.first().map_or(0, |r| r.0),
+                    of: opts.repeat.max(1) as usize,
+                }),
+                ..Statistics::new(seed, mine, names[0].clone())
+            }),
+            machine: crate::machine::Machine::this(),
+        },
+    }
 }
 
 /// One finished run.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::bench::core::figures::RunFigures;
 use crate::bench::measure::apply;
@@ -126,103 +126,18 @@ pub async fn run_one(
     let opened = Instant::now();
     let mut window = Window::open_with(cluster, opts).await?;
     let work = async {
-        let started = Instant::now();
-        let perf_argv;
-        let command = match &ctx.variant.workload {
-            Workload::Command(argv) => Some(argv),
-            Workload::KueuePerf(config) => {
-                let runner = ctx.runner.context("Kueue's performance runner")?;
-                let dir = out.join("kueue-perf");
-                std::fs::create_dir_all(&dir)?;
-                perf_argv = kueue_perf::argv(
-                    runner,
-                    &std::path::absolute(config)?,
-                    &dir,
-                    ctx.timeout.as_secs(),
-                );
-                Some(&perf_argv)
-            }
-            Workload::Apply(_) => None,
-        };
-        match command {
-            Some(argv) => {
-                let mut env = vec![
-                    (
-                        "KUBECONFIG".to_string(),
-                        identity.kubeconfig.display().to_string(),
-                    ),
-                    ("HARNESS_RUN_ID".to_string(), run_id.clone()),
-                    ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
-                ];
-                if let Workload::KueuePerf(_) = &ctx.variant.workload {
-                    env.extend(kueue_perf::env(&out));
-                }
-                let f = command::run(argv, &env, &out, ctx.timeout).await?;
-                let mut settled = Vec::new();
-                if ctx.settle && !f.timed_out {
-                    let left = ctx.timeout.saturating_sub(started.elapsed());
-                    let unsettled = || {
-                        tracker
-                            .snapshot()
-                            .into_iter()
-                            .filter(|p| p.created >= opened)
-                            .filter(|p| p.running.is_none() && p.ended.is_none())
-                            .map(|p| p.name)
-                            .collect()
-                    };
-                    match apply::wait_settled(&admin, unsettled, left).await {
-                        Ok(s) => settled = s,
-                        Err(e) => {
-                            let msg = format!("harness: {e:#}\n");
-                            let mut log = std::fs::OpenOptions::new()
-                                .append(true)
-                                .open(out.join("stderr.log"))?;
-                            std::io::Write::write_all(&mut log, msg.as_bytes())?;
-                            return Ok((124, true, f.wall_s, settled));
-                        }
-                    }
-                }
-                Ok::<_, anyhow::Error>((f.exit_code, f.timed_out, f.wall_s, settled))
-            }
-            None => {
-                std::fs::create_dir_all(&out)?;
-                let client = &identity.client;
-                // A refused apply or a wait past the timeout is the
-                // workload's result (exit 1, 124), its message in stderr.log.
-                let mut settled = Vec::new();
-                let (code, timed_out, text) = match apply::apply(client, &admin, ctx.manifests)
-                    .await
-                {
-                    Err(e) => (1, false, format!("applying: {e:#}\n")),
-                    Ok(()) => {
-                        let ns = client.default_namespace();
-                        match apply::wait_finished(&admin, ctx.manifests, ns, ctx.timeout).await {
-                            Ok(s) => {
-                                let failed = apply::failed_of(&s);
-                                settled = s;
-                                match failed.is_empty() || ctx.allow_failed {
-                                    true => (0, false, String::new()),
-                                    false => (
-                                        1,
-                                        false,
-                                        format!(
-                                            "the workload failed: {} (--allow-failed measures a failing workload as it is)\n",
-                                            failed.join(", ")
-                                        ),
-                                    ),
-                                }
-                            }
-                            Err(e) => {
-                                let msg = format!("{e:#}");
-                                let timed_out = msg.contains("not reached within");
-                                (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
-                            }
-                        }
-                    }
+        match &ctx.variant.workload {
+            Workload::Apply(_) => run_apply(ctx, identity, &admin, &out).await,
+            Workload::Command(_) | Workload::KueuePerf(_) => {
+                let spawned = Spawned {
+                    identity,
+                    admin: &admin,
+                    tracker: &tracker,
+                    out: &out,
+                    run_id: &run_id,
+                    opened,
                 };
-                std::fs::write(out.join("stdout.log"), "")?;
-                std::fs::write(out.join("stderr.log"), text)?;
-                Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))
+                run_command(ctx, &spawned).await
             }
         }
     };
@@ -263,4 +178,129 @@ pub async fn run_one(
         overhead,
     };
     Ok((mode, run, closed.timeline))
+}
+
+/// How a run's workload ended: its exit code (124 past its timeout),
+/// whether it timed out, its wall seconds, and the objects or pods it
+/// waited to settle.
+type Outcome = (i32, bool, f64, Vec<String>);
+
+/// What a measured command runs beside: its identity, the admin client,
+/// the pods seen since the window `opened`, its out dir and run id.
+struct Spawned<'a> {
+    identity: &'a Identity,
+    admin: &'a kube::Client,
+    tracker: &'a PodTracker,
+    out: &'a Path,
+    run_id: &'a str,
+    opened: Instant,
+}
+
+/// The variant's command (or Kueue's performance runner) as the workload's
+/// identity, then with --settle the wait for the pods it made to run or
+/// end; a wait past the timeout is exit 124, said in its stderr.log.
+async fn run_command(ctx: &RunContext<'_>, sp: &Spawned<'_>) -> Result<Outcome> {
+    let (out, tracker, opened) = (sp.out, sp.tracker, sp.opened);
+    let started = Instant::now();
+    let perf_argv;
+    let argv = match &ctx.variant.workload {
+        Workload::Command(argv) => argv,
+        Workload::KueuePerf(config) => {
+            let runner = ctx.runner.context("Kueue's performance runner")?;
+            let dir = out.join("kueue-perf");
+            std::fs::create_dir_all(&dir)?;
+            perf_argv = kueue_perf::argv(
+                runner,
+                &std::path::absolute(config)?,
+                &dir,
+                ctx.timeout.as_secs(),
+            );
+            &perf_argv
+        }
+        Workload::Apply(_) => bail!("run_command: a folder of manifests is applied (run_apply)"),
+    };
+    let mut env = vec![
+        (
+            "KUBECONFIG".to_string(),
+            sp.identity.kubeconfig.display().to_string(),
+        ),
+        ("HARNESS_RUN_ID".to_string(), sp.run_id.to_string()),
+        ("PATH".to_string(), ctx.path.to_string_lossy().into_owned()),
+    ];
+    if let Workload::KueuePerf(_) = &ctx.variant.workload {
+        env.extend(kueue_perf::env(out));
+    }
+    let f = command::run(argv, &env, out, ctx.timeout).await?;
+    let mut settled = Vec::new();
+    if ctx.settle && !f.timed_out {
+        let left = ctx.timeout.saturating_sub(started.elapsed());
+        let unsettled = || {
+            tracker
+                .snapshot()
+                .into_iter()
+                .filter(|p| p.created >= opened)
+                .filter(|p| p.running.is_none() && p.ended.is_none())
+                .map(|p| p.name)
+                .collect()
+        };
+        match apply::wait_settled(sp.admin, unsettled, left).await {
+            Ok(s) => settled = s,
+            Err(e) => {
+                let msg = format!("harness: {e:#}\n");
+                let mut log = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(out.join("stderr.log"))?;
+                std::io::Write::write_all(&mut log, msg.as_bytes())?;
+                return Ok((124, true, f.wall_s, settled));
+            }
+        }
+    }
+    Ok((f.exit_code, f.timed_out, f.wall_s, settled))
+}
+
+/// The variant's manifests applied as the workload's identity, then the
+/// wait for what they made to finish. A refused apply or a wait past the
+/// timeout is the workload's result (exit 1, 124), its message in
+/// stderr.log.
+async fn run_apply(
+    ctx: &RunContext<'_>,
+    identity: &Identity,
+    admin: &kube::Client,
+    out: &Path,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    std::fs::create_dir_all(out)?;
+    let client = &identity.client;
+    let mut settled = Vec::new();
+    let (code, timed_out, text) = match apply::apply(client, admin, ctx.manifests).await {
+        Err(e) => (1, false, format!("applying: {e:#}\n")),
+        Ok(()) => {
+            let ns = client.default_namespace();
+            match apply::wait_finished(admin, ctx.manifests, ns, ctx.timeout).await {
+                Ok(s) => {
+                    let failed = apply::failed_of(&s);
+                    settled = s;
+                    match failed.is_empty() || ctx.allow_failed {
+                        true => (0, false, String::new()),
+                        false => (
+                            1,
+                            false,
+                            format!(
+                                "the workload failed: {} (--allow-failed measures a failing workload as it is)\n",
+                                failed.join(", ")
+                            ),
+                        ),
+                    }
+                }
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    let timed_out = msg.contains("not reached within");
+                    (if timed_out { 124 } else { 1 }, timed_out, msg + "\n")
+                }
+            }
+        }
+    };
+    std::fs::write(out.join("stdout.log"), "")?;
+    std::fs::write(out.join("stderr.log"), text)?;
+    Ok((code, timed_out, started.elapsed().as_secs_f64(), settled))
 }

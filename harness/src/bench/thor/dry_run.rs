@@ -47,7 +47,6 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
     let admin = cluster.client().await?;
     let served = Discovery::read(&admin).await?;
     let model = run::kubectl_model(s)?;
-    let cache = model.cache();
     let minor = existing::server_release(&caps)?.minor_number();
     let mut out = String::new();
     let _ = writeln!(
@@ -60,64 +59,15 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
     );
     for &mode in modes {
         let ns = namespace_of(&target.run_id, mode, 0)?;
-        let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
-        let mut plan = run::plan(s, mode)?;
-        plan.namespace = ns.clone();
-        // On real nodes: no fake kubelet, and the pods run the node image
-        // (kept off kwok's nodes, if the cluster has any, when it runs).
-        let real = s.cluster.real_node;
-        plan.real_pods = real.then(|| crate::workload::thor::realpods::RealPods {
-            image: target.node_image.clone(),
-            nodes: Vec::new(),
-        });
-        let mut created: Vec<Created> = Vec::new();
-        let mut by = |who: &str, docs: Vec<Value>| {
-            created.extend(docs.into_iter().map(|doc| Created {
-                who: who.to_string(),
-                doc,
-            }))
-        };
-        by(&cluster.user, vec![namespace_object(&ns, &target.run_id)]);
-        by(
-            &cluster.user,
-            [THOR_SA, ECLCC_SA, KUBELET_SA]
-                .iter()
-                // The fake kubelets' identity only where kwok ends pods.
-                .filter(|n| !real || **n != KUBELET_SA)
-                .map(|n| {
-                    serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                        "metadata": {"name": n, "namespace": ns}})
-                })
-                .collect(),
-        );
-        if !real {
-            by(&cluster.user, kubelet_rbac(&ns));
-        }
-        let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
-        by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
-        if let Some(apf) = existing::apf_plan(&cluster, &ns).await? {
-            by(
-                &cluster.user,
-                apf.schemas
-                    .iter()
-                    .map(serde_json::to_value)
-                    .collect::<Result<_, _>>()?,
-            );
-        }
-        let params = plan.params(0);
-        let mut per_instance = Vec::new();
-        for t in template::templates_for(mode, minor) {
-            per_instance.extend(render(&t, &params)?);
-        }
-        plan.adapt_pods(&mut per_instance);
-        by(&sa(THOR_SA), per_instance.clone());
+        let (created, per_instance, job) =
+            mode_objects(&cluster, target, s, mode, minor, &ns).await?;
         let _ = writeln!(
             out,
             "#\n# ===== mode {} in namespace {ns}: {} objects by the harness ({}), {} per Thor instance by HPCC's Thor agent",
             mode.name(),
-            created.len() - per_instance.len(),
+            created.len() - per_instance,
             cluster.user,
-            per_instance.len()
+            per_instance
         );
         for c in &created {
             let _ = writeln!(
@@ -128,59 +78,140 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
                 serde_json::to_string_pretty(&c.doc)?
             );
         }
-        let _ = writeln!(
-            out,
-            "---\n# API calls of mode {}: the harness makes one create per object above it, plus a TokenRequest per ServiceAccount; then HPCC's kubectl {} ({}) per call, priced on this server:",
-            mode.name(),
-            model.version(),
-            match cache {
-                DiscoveryCache::None => "no writable discovery cache",
-                DiscoveryCache::Warm => "warm discovery cache",
-            }
-        );
-        let job = params.job_name.clone();
-        let calls = [
-            ("each object of an instance", Call::Replace),
-            (
-                "each poll of an instance's state",
-                match mode {
-                    Mode::Baseline => Call::GetJob {
-                        name: job.clone(),
-                        jsonpath: "{.status}".into(),
-                    },
-                    _ => Call::GetJobSet {
-                        name: job.clone(),
-                        jsonpath: "{.status}".into(),
-                    },
-                },
-            ),
-            (
-                "each poll of its pods",
-                Call::ListPods {
-                    selector: format!("job-name={job}"),
-                    jsonpath: "{.items}".into(),
-                },
-            ),
-            (
-                "each object removed",
-                Call::Delete {
-                    resource: match mode {
-                        Mode::Baseline => "job".into(),
-                        _ => "jobset".into(),
-                    },
-                    name: job.clone(),
-                },
-            ),
-        ];
-        for (when, call) in calls {
-            let e = model.expected_requests(&call, &ns, &served);
-            let _ = writeln!(
-                out,
-                "#   {when}: kubectl {} → {} requests",
-                call.args().join(" "),
-                e.total()
-            );
-        }
+        priced_calls(&mut out, &model, &served, mode, &ns, &job);
     }
     Ok(out)
+}
+
+/// What the harness and HPCC's Thor agent would create for one `mode` in
+/// namespace `ns` (its objects, each with who creates it), how many of
+/// them each Thor instance makes, and the first instance's job name.
+async fn mode_objects(
+    cluster: &crate::cluster::existing::ExistingCluster,
+    target: &ExistingTarget,
+    s: &ThorScenario,
+    mode: Mode,
+    minor: u32,
+    ns: &str,
+) -> Result<(Vec<Created>, usize, String)> {
+    let ns = ns.to_string();
+    let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
+    let mut plan = run::plan(s, mode)?;
+    plan.namespace = ns.clone();
+    // On real nodes: no fake kubelet, and the pods run the node image
+    // (kept off kwok's nodes, if the cluster has any, when it runs).
+    let real = s.cluster.real_node;
+    plan.real_pods = real.then(|| crate::workload::thor::realpods::RealPods {
+        image: target.node_image.clone(),
+        nodes: Vec::new(),
+    });
+    let mut created: Vec<Created> = Vec::new();
+    let mut by = |who: &str, docs: Vec<Value>| {
+        created.extend(docs.into_iter().map(|doc| Created {
+            who: who.to_string(),
+            doc,
+        }))
+    };
+    by(&cluster.user, vec![namespace_object(&ns, &target.run_id)]);
+    by(
+        &cluster.user,
+        [THOR_SA, ECLCC_SA, KUBELET_SA]
+            .iter()
+            // The fake kubelets' identity only where kwok ends pods.
+            .filter(|n| !real || **n != KUBELET_SA)
+            .map(|n| {
+                serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": n, "namespace": ns}})
+            })
+            .collect(),
+    );
+    if !real {
+        by(&cluster.user, kubelet_rbac(&ns));
+    }
+    let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
+    by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
+    if let Some(apf) = existing::apf_plan(cluster, &ns).await? {
+        by(
+            &cluster.user,
+            apf.schemas
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    let params = plan.params(0);
+    let mut per_instance = Vec::new();
+    for t in template::templates_for(mode, minor) {
+        per_instance.extend(render(&t, &params)?);
+    }
+    plan.adapt_pods(&mut per_instance);
+    let n = per_instance.len();
+    by(&sa(THOR_SA), per_instance);
+    Ok((created, n, params.job_name))
+}
+
+/// The API calls of `mode`: one create per object, a TokenRequest per
+/// ServiceAccount, then HPCC's kubectl per call, priced on this server.
+fn priced_calls(
+    out: &mut String,
+    model: &crate::workload::thor::kubectl::KubectlModel,
+    served: &Discovery,
+    mode: Mode,
+    ns: &str,
+    job: &str,
+) {
+    let cache = model.cache();
+    let _ = writeln!(
+        out,
+        "---\n# API calls of mode {}: the harness makes one create per object above it, plus a TokenRequest per ServiceAccount; then HPCC's kubectl {} ({}) per call, priced on this server:",
+        mode.name(),
+        model.version(),
+        match cache {
+            DiscoveryCache::None => "no writable discovery cache",
+            DiscoveryCache::Warm => "warm discovery cache",
+        }
+    );
+    let job = job.to_string();
+    let calls = [
+        ("each object of an instance", Call::Replace),
+        (
+            "each poll of an instance's state",
+            match mode {
+                Mode::Baseline => Call::GetJob {
+                    name: job.clone(),
+                    jsonpath: "{.status}".into(),
+                },
+                _ => Call::GetJobSet {
+                    name: job.clone(),
+                    jsonpath: "{.status}".into(),
+                },
+            },
+        ),
+        (
+            "each poll of its pods",
+            Call::ListPods {
+                selector: format!("job-name={job}"),
+                jsonpath: "{.items}".into(),
+            },
+        ),
+        (
+            "each object removed",
+            Call::Delete {
+                resource: match mode {
+                    Mode::Baseline => "job".into(),
+                    _ => "jobset".into(),
+                },
+                name: job.clone(),
+            },
+        ),
+    ];
+    for (when, call) in calls {
+        let e = model.expected_requests(&call, ns, served);
+        let _ = writeln!(
+            out,
+            "#   {when}: kubectl {} → {} requests",
+            call.args().join(" "),
+            e.total()
+        );
+    }
 }

@@ -269,6 +269,42 @@ pub async fn run_mode(
     scrape: bool,
     profile: Option<(&pprof::Request, String)>,
 ) -> Result<(ModeResult, Timeline)> {
+    let ready = prepare(cluster, site, s, mode, kubectl).await?;
+    let opts = Options {
+        scrape,
+        apf: site.apf.clone(),
+        ..Default::default()
+    };
+    let window = Window::open_with(cluster, opts).await?;
+    let (report, closed, profiles) = measured(cluster, window, &ready, profile).await?;
+    let result = mode_result(&ready, site, s, mode, &report, &closed, &profiles)?;
+    Ok((result, closed.timeline))
+}
+
+/// A mode made ready on its cluster, before its window opens.
+struct Ready {
+    plan: Plan,
+    env: ThorEnv,
+    model: KubectlModel,
+    tracker: Arc<PodTracker>,
+    /// What HPCC's chart installed once (kept when the Jobs go).
+    keep: Vec<String>,
+    /// What the API server serves, for the calls' predicted requests.
+    served: Discovery,
+    minor: u32,
+}
+
+/// Everything before the window: the mode's templates checked, its plan in
+/// the site's namespace, HPCC's setup objects (and Kueue's queues), the
+/// two identities' kubectl, the pod tracker, and a warm discovery cache
+/// filled.
+async fn prepare(
+    cluster: &impl Cluster,
+    site: &Site,
+    s: &ThorScenario,
+    mode: Mode,
+    kubectl: &Path,
+) -> Result<Ready> {
     let minor = K8sRelease::parse(&s.cluster.k8s_minor)?.minor_number();
     if template::templates_for(mode, minor).is_empty() {
         bail!(bad_input(format!(
@@ -325,15 +361,29 @@ pub async fn run_mode(
         }
     }
     let served = Discovery::read(&admin).await?;
+    Ok(Ready {
+        plan,
+        env,
+        model,
+        tracker,
+        keep,
+        served,
+        minor,
+    })
+}
 
-    let opts = Options {
-        scrape,
-        apf: site.apf.clone(),
-        ..Default::default()
-    };
-    let mut window = Window::open_with(cluster, opts).await?;
+/// The driver inside the open `window` (and, until HPCC's Jobs are gone,
+/// the wait for them), the window closed, and beside it the control
+/// plane's profiles when asked.
+async fn measured(
+    cluster: &impl Cluster,
+    mut window: Window,
+    ready: &Ready,
+    profile: Option<(&pprof::Request, String)>,
+) -> Result<(DriverReport, crate::metrics::window::Closed, Vec<PathBuf>)> {
+    let (env, plan) = (&ready.env, &ready.plan);
     let work = async {
-        let report: DriverReport = driver::run(&env, &plan).await?;
+        let report: DriverReport = driver::run(env, plan).await?;
         // keepJobs all (or podfailures after a failure) leaves Jobs and
         // their pods behind on purpose: nothing to wait for then.
         let kept = match plan.keep_jobs {
@@ -342,7 +392,7 @@ pub async fn run_mode(
             KeepJobs::All => true,
         };
         if !kept {
-            driver::wait_all_gone(&env, &keep, Duration::from_secs(600)).await?;
+            driver::wait_all_gone(env, &ready.keep, Duration::from_secs(600)).await?;
         }
         Ok::<_, anyhow::Error>(report)
     };
@@ -364,46 +414,40 @@ pub async fn run_mode(
     let (measured, profiles) = tokio::join!(measured, profiles);
     let (report, closed) = measured?;
     let profiles = profiles.context("taking the control plane's profiles")?;
+    Ok((report, closed, profiles))
+}
 
+/// The mode's figures: the window's, HPCC's identities' requests measured
+/// and predicted from their calls, the pods' and instances' times, and
+/// (when the scenario has a capacity or an instance failed) contention.
+fn mode_result(
+    ready: &Ready,
+    site: &Site,
+    s: &ThorScenario,
+    mode: Mode,
+    report: &DriverReport,
+    closed: &crate::metrics::window::Closed,
+    profiles: &[PathBuf],
+) -> Result<ModeResult> {
+    let (env, plan, ns) = (&ready.env, &ready.plan, &ready.plan.namespace);
     let predicted = |who: Who| -> u64 {
         env.calls
             .calls()
             .into_iter()
             .filter(|(w, _)| *w == who)
-            .map(|(_, c)| u64::from(model.expected_requests(&c, &ns, &served).total()))
+            .map(|(_, c)| u64::from(ready.model.expected_requests(&c, ns, &ready.served).total()))
             .sum()
     };
-    let pf = pods::figures(&tracker.snapshot());
+    let pf = pods::figures(&ready.tracker.snapshot());
     let starts: Vec<f64> = report.instances.iter().filter_map(|i| i.start_ms).collect();
     let walls: Vec<f64> = report.instances.iter().map(|i| i.wall_ms).collect();
     let instance_start_ms = Percentiles::of_ms(&starts);
-    let mut w = closed.figures;
+    let mut w = closed.figures.clone();
     if site.count_requests {
         client_side(&mut w, &env.calls, &site.thor.1, &site.eclcc.1);
     }
     let of = |user: &str| w.api_requests_by_client.get(user).copied().unwrap_or(0);
-    let failures: Vec<String> = report
-        .instances
-        .iter()
-        .filter_map(|i| i.failed.clone().map(|f| format!("{}: {f}", i.job_name)))
-        .collect();
-    let contention = (s.capacity.is_some() || !failures.is_empty()).then(|| {
-        let pods = tracker.snapshot();
-        let expected = 1 + plan.worker_pods();
-        let end = Instant::now();
-        Contention {
-            room_for_instances: s.room_for_instances(),
-            instances_completed: (report.instances.len() - failures.len()) as u32,
-            instances_failed: failures.len() as u32,
-            failures,
-            workunits_failed: report.failed_workunits,
-            deadlock: contention::deadlock(&pods, expected, end),
-            wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
-            scheduler_requests: of(crate::cluster::local::identity::SCHEDULER_USER),
-            kueue_requests: of(crate::cluster::local::identity::KUEUE_USER),
-            most_instances_at_once: contention::most_instances_at_once(&pods, expected, end),
-        }
-    });
+    let contention = contention_of(ready, s, report, &of);
     let thor_agent_writes = w
         .api_requests_by_client_request
         .get(&site.thor.1)
@@ -414,7 +458,7 @@ pub async fn run_mode(
                 .sum()
         });
     let (thor_agent_requests, eclccserver_requests) = (of(&site.thor.1), of(&site.eclcc.1));
-    let result = ModeResult {
+    Ok(ModeResult {
         run: RunFigures {
             mode: mode.name().into(),
             window: w,
@@ -434,7 +478,11 @@ pub async fn run_mode(
         thor_agent_requests_predicted: predicted(Who::ThorAgent),
         thor_agent_calls: env.calls.count(Who::ThorAgent),
         thor_agent_calls_by_purpose: callplan::count_by_purpose(&env.calls, Who::ThorAgent),
-        call_plan: Some(callplan::PlanInputs::of(&plan, minor, &report.instances)?),
+        call_plan: Some(callplan::PlanInputs::of(
+            plan,
+            ready.minor,
+            &report.instances,
+        )?),
         eclccserver_requests,
         eclccserver_calls: env.calls.count(Who::Eclccserver),
         eclccserver_requests_predicted: predicted(Who::Eclccserver),
@@ -453,6 +501,37 @@ pub async fn run_mode(
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
             .collect(),
         contention,
-    };
-    Ok((result, closed.timeline))
+    })
+}
+
+/// How the instances competed for room, when the scenario has a capacity
+/// or an instance failed (`of`: a user's requests in the window).
+fn contention_of(
+    ready: &Ready,
+    s: &ThorScenario,
+    report: &DriverReport,
+    of: &dyn Fn(&str) -> u64,
+) -> Option<Contention> {
+    let failures: Vec<String> = report
+        .instances
+        .iter()
+        .filter_map(|i| i.failed.clone().map(|f| format!("{}: {f}", i.job_name)))
+        .collect();
+    (s.capacity.is_some() || !failures.is_empty()).then(|| {
+        let pods = ready.tracker.snapshot();
+        let expected = 1 + ready.plan.worker_pods();
+        let end = Instant::now();
+        Contention {
+            room_for_instances: s.room_for_instances(),
+            instances_completed: (report.instances.len() - failures.len()) as u32,
+            instances_failed: failures.len() as u32,
+            failures,
+            workunits_failed: report.failed_workunits,
+            deadlock: contention::deadlock(&pods, expected, end),
+            wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
+            scheduler_requests: of(crate::cluster::local::identity::SCHEDULER_USER),
+            kueue_requests: of(crate::cluster::local::identity::KUEUE_USER),
+            most_instances_at_once: contention::most_instances_at_once(&pods, expected, end),
+        }
+    })
 }
