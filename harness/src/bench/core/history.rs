@@ -159,7 +159,7 @@ fn change_text(h: &History, c: &ChangePoint) -> String {
 /// history.md: the method, the series' entries, every change point, and
 /// per metric a table of each mode's medians.
 pub fn markdown(h: &History) -> String {
-    let mut s = format!("# History of the {}\n\n", h.title);
+    let mut s = format!("# {} history\n\n", h.title);
     let _ = writeln!(s, "Change points: {}.\n", h.method);
     s.push_str("| # | result | started |\n|---:|---|---|\n");
     for (i, (l, t)) in h.labels.iter().zip(&h.started).enumerate() {
@@ -210,7 +210,7 @@ pub fn markdown(h: &History) -> String {
 pub fn html(h: &History) -> String {
     let title = xml_escape(&h.title);
     let mut s = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title} history</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}</style></head><body>\n<h1>History of the {title}</h1>\n",
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title} history</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}</style></head><body>\n<h1>{title} history</h1>\n",
     );
     let _ = writeln!(
         s,

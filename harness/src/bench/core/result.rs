@@ -52,6 +52,11 @@ pub trait Run:
     /// (`metrics::combine::typical!`).
     fn typical(runs: &[&Self]) -> Self;
 
+    /// report.html's heading (the title, unless the workload says more).
+    fn html_heading() -> String {
+        Self::TITLE.to_string()
+    }
+
     /// report.md's first lines.
     fn heading(_r: &Results<Self>) -> String {
         "### Figures\n\n".to_string()

@@ -193,7 +193,7 @@ pub fn metrics() -> Vec<Metric<GangRun>> {
 impl Run for GangRun {
     type Shape = GangShape;
     const SCHEMA: &'static str = SCHEMA;
-    const TITLE: &'static str = "gang-scheduling benchmark";
+    const TITLE: &'static str = "Gang-scheduling benchmark";
 
     fn metrics() -> Vec<Metric<Self>> {
         metrics()

@@ -199,7 +199,7 @@ pub fn metrics() -> Vec<Metric<RunFigures>> {
 impl Run for RunFigures {
     type Shape = NoShape;
     const SCHEMA: &'static str = "harness.measure-figures/v1";
-    const TITLE: &'static str = "measured workload";
+    const TITLE: &'static str = "harness measure";
 
     fn metrics() -> Vec<Metric<Self>> {
         metrics()

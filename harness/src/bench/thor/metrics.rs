@@ -194,6 +194,10 @@ impl Run for ModeResult {
     const SCHEMA: &'static str = RESULT_SCHEMA;
     const TITLE: &'static str = "Thor benchmark";
 
+    fn html_heading() -> String {
+        "Thor on Kubernetes: baseline vs JobSet".into()
+    }
+
     fn metrics() -> Vec<Metric<Self>> {
         metrics()
     }

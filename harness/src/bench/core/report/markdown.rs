@@ -9,7 +9,8 @@
 use std::fmt::Write;
 
 use crate::bench::core::charts::{self, fmt_num};
-use crate::bench::core::metric::{Metric, Views};
+use crate::bench::core::figures::{API_REQUESTS, ETCD_WRITES};
+use crate::bench::core::metric::{Metric, Views, value_of};
 use crate::bench::core::report::cost;
 use crate::bench::core::report::repeats::repeats_markdown;
 use crate::bench::core::result::Results;
@@ -405,8 +406,10 @@ pub fn html<R: Run>(results: &[Results<R>]) -> String {
 /// report.html opening with `lead` (Markdown: a comparison's summary)
 /// before everything else.
 pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
-    let mut s = String::from(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Thor benchmark</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>Thor on Kubernetes: baseline vs JobSet</h1>\n",
+    let mut s = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}</style></head><body>\n<h1>{}</h1>\n",
+        R::TITLE,
+        R::html_heading()
     );
     // The answer first: each result's headline table, its repeats with
     // intervals and verdicts (and contention); charts and the detail
@@ -424,16 +427,12 @@ pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
     s.push_str(&charts::bars_with_ranges(
         "API requests per run, by mode (median, bars: min–max of the rounds)",
         "requests",
-        &ranged(results, "api_requests_total", |m| {
-            m.figures().window.api_requests_total as f64
-        }),
+        &ranged(results, API_REQUESTS.key),
     ));
     s.push_str(&charts::bars_with_ranges(
         "etcd writes per run, by mode (median, bars: min–max of the rounds)",
         "writes",
-        &ranged(results, "etcd_writes_total", |m| {
-            m.figures().window.etcd_writes_total as f64
-        }),
+        &ranged(results, ETCD_WRITES.key),
     ));
     for r in results {
         let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
@@ -510,13 +509,10 @@ pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
     s
 }
 
-/// Per result a group, per mode its median and min–max over the rounds
-/// (a single run: its value, no range).
-fn ranged<R: Run>(
-    results: &[Results<R>],
-    metric: &str,
-    f: fn(&R) -> f64,
-) -> Vec<charts::RangedGroup> {
+/// Per result a group, per mode the declared `metric`'s median and
+/// min–max over the rounds (a single run: its value, no range).
+fn ranged<R: Run>(results: &[Results<R>], metric: &str) -> Vec<charts::RangedGroup> {
+    let metrics = R::metrics();
     results
         .iter()
         .map(|r| {
@@ -526,7 +522,11 @@ fn ranged<R: Run>(
                     .iter()
                     .map(|(m, sum)| match sum.stats.get(metric) {
                         Some(x) if x.n > 1 => (m.clone(), x.median, Some((x.min, x.max))),
-                        _ => (m.clone(), f(&sum.result), None),
+                        _ => (
+                            m.clone(),
+                            value_of(&metrics, &sum.result, metric).unwrap_or(0.0),
+                            None,
+                        ),
                     })
                     .collect(),
             )
@@ -607,6 +607,30 @@ fn md_tables_to_html(md: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_report_page_is_titled_by_its_workload() {
+        use crate::bench::core::figures::RunFigures;
+        use crate::bench::core::result::{Results, Statistics};
+        let empty = Results::<RunFigures>::begin(
+            "measure-a",
+            "local",
+            "1.37.1".into(),
+            Default::default(),
+            Statistics::new(1, Vec::new(), String::new()),
+        );
+        let measure = super::html(&[empty]);
+        assert!(
+            measure.contains("<title>harness measure</title>") && !measure.contains("Thor"),
+            "{measure}"
+        );
+        let thor = super::html(&[crate::bench::thor::result::sample_result(100, 10.0)]);
+        assert!(
+            thor.contains("<title>Thor benchmark</title>")
+                && thor.contains("<h1>Thor on Kubernetes: baseline vs JobSet</h1>"),
+            "{thor}"
+        );
+    }
+
     #[test]
     fn code_and_bold_become_tags_and_an_odd_mark_stays() {
         assert_eq!(
