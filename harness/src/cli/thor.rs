@@ -288,79 +288,12 @@ fn check_out_dir(args: &BenchThorArgs) -> Result<()> {
 /// `bench thor` with the clusters of its provider.
 async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     check_out_dir(args)?;
-    let modes = if args.modes.is_empty() {
-        None
-    } else {
-        Some(
-            args.modes
-                .iter()
-                .map(|m| {
-                    Mode::parse(m).ok_or_else(|| {
-                        bad_input(format!(
-                            "--modes: unknown mode {m:?}; one of {}",
-                            Mode::ALL.map(Mode::name).join(", ")
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?,
-        )
-    };
+    let modes = parse_modes(&args.modes)?;
     harness::bench::core::rounds::check_repeat(args.repeat)?;
-    if args.record && args.shard.is_some() {
-        return Err(bad_input(
-            "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",
-        ));
-    }
-    if args.record
-        && let Some(o) = args.overrides.iter().find(|o| {
-            !o.split_once('=')
-                .is_some_and(|(k, _)| KEYED_OVERRIDES.contains(&k))
-        })
-    {
-        return Err(bad_input(format!(
-            "--record stores the scenario file's own run: drop --set {o}, or edit a copy of the scenario (only {} may be set: the baseline's path names it)",
-            KEYED_OVERRIDES.join(", ")
-        )));
-    }
-    let provider = args.target.provider(&args.node_image)?;
-    match &provider {
-        Provider::Kind(k)
-            if k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok =>
-        {
-            return Err(bad_input(
-                "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
-            ));
-        }
-        Provider::Kind(_) | Provider::Local { .. } | Provider::Existing(_) => {}
-    }
-    if !args.bins.is_empty() {
-        provider.check(Ask::Binaries, "--bin")?;
-    }
-    if args.profile.is_some() {
-        provider.check(Ask::Profiles, "--profile")?;
-    }
+    check_record(args)?;
+    let provider = checked_provider(args)?;
     let root = harness::paths::repo_root(&std::env::current_dir()?);
-    let opts = ThorBenchOptions {
-        scenario: args.scenario.clone(),
-        modes,
-        repeat: args.repeat,
-        seed: args.seed,
-        shard: args.shard,
-        bins: parse_bins(&args.bins)?,
-        cluster_prefix: format!("bench-{}", std::process::id()),
-        overrides: args.overrides.clone(),
-        out: Some(args.out.clone()),
-        scrape: args.scrape_metrics,
-        profiles: match &args.profile {
-            Some(list) => Some((
-                pprof::parse_kinds(list)?,
-                args.profile_seconds.clamp(1, 600),
-            )),
-            None => None,
-        },
-        real_node: args.target.real_node,
-        provider,
-    };
+    let opts = bench_options(args, modes, provider)?;
     // Every check before any cluster starts.
     let pre = thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
     if args.dry_run {
@@ -373,21 +306,7 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
         return Ok(0);
     }
     if let Some(dir) = &args.from {
-        if !(args.compare || args.record || args.record_band) {
-            return Err(bad_input(
-                "--from judges or records saved runs: add --compare, --record or --record-band",
-            ));
-        }
-        if args.load.is_some() {
-            return Err(bad_input("--load runs beside new runs, not with --from"));
-        }
-        let result = thor::saved::matching(dir, &pre.scenario)?;
-        eprintln!(
-            "harness: the runs saved in {} ({} started)",
-            dir.display(),
-            result.started
-        );
-        return judge_and_record(args, root.as_deref(), &result);
+        return judge_saved(args, dir, root.as_deref(), &pre.scenario);
     }
     let made = Made::Prefixed(&opts.cluster_prefix);
     let load = args.load.map(harness::load::Load::start).transpose()?;
@@ -408,6 +327,125 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     }
     print!("{}", markdown::markdown(&result));
     judge_and_record(args, root.as_deref(), &result)
+}
+
+/// `--modes` parsed, or None for the scenario's own modes.
+fn parse_modes(modes: &[String]) -> Result<Option<Vec<Mode>>> {
+    if modes.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        modes
+            .iter()
+            .map(|m| {
+                Mode::parse(m).ok_or_else(|| {
+                    bad_input(format!(
+                        "--modes: unknown mode {m:?}; one of {}",
+                        Mode::ALL.map(Mode::name).join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?,
+    ))
+}
+
+/// `--record` stores a whole run set of the scenario file's own run: no
+/// --shard, and no --set but of the keys the baseline's path names.
+fn check_record(args: &BenchThorArgs) -> Result<()> {
+    if args.record && args.shard.is_some() {
+        return Err(bad_input(
+            "--record stores a whole run set: run the shards, join them with `harness report merge`, then record the merged result (`bench thor --from DIR --record`)",
+        ));
+    }
+    if args.record
+        && let Some(o) = args.overrides.iter().find(|o| {
+            !o.split_once('=')
+                .is_some_and(|(k, _)| KEYED_OVERRIDES.contains(&k))
+        })
+    {
+        return Err(bad_input(format!(
+            "--record stores the scenario file's own run: drop --set {o}, or edit a copy of the scenario (only {} may be set: the baseline's path names it)",
+            KEYED_OVERRIDES.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The provider asked for, refused when it fixes kind's profile and
+/// checked to take --bin and --profile when given.
+fn checked_provider(args: &BenchThorArgs) -> Result<Provider> {
+    let provider = args.target.provider(&args.node_image)?;
+    match &provider {
+        Provider::Kind(k)
+            if k.config.is_some() || args.target.kind.kind_profile.is_some() || k.kwok =>
+        {
+            return Err(bad_input(
+                "--config, --kind-profile and --kwok: bench thor picks each mode's kind profile (kind-configs/)",
+            ));
+        }
+        Provider::Kind(_) | Provider::Local { .. } | Provider::Existing(_) => {}
+    }
+    if !args.bins.is_empty() {
+        provider.check(Ask::Binaries, "--bin")?;
+    }
+    if args.profile.is_some() {
+        provider.check(Ask::Profiles, "--profile")?;
+    }
+    Ok(provider)
+}
+
+/// The bench's options from the arguments, the parsed modes and the
+/// checked provider.
+fn bench_options(
+    args: &BenchThorArgs,
+    modes: Option<Vec<Mode>>,
+    provider: Provider,
+) -> Result<ThorBenchOptions> {
+    Ok(ThorBenchOptions {
+        scenario: args.scenario.clone(),
+        modes,
+        repeat: args.repeat,
+        seed: args.seed,
+        shard: args.shard,
+        bins: parse_bins(&args.bins)?,
+        cluster_prefix: format!("bench-{}", std::process::id()),
+        overrides: args.overrides.clone(),
+        out: Some(args.out.clone()),
+        scrape: args.scrape_metrics,
+        profiles: match &args.profile {
+            Some(list) => Some((
+                pprof::parse_kinds(list)?,
+                args.profile_seconds.clamp(1, 600),
+            )),
+            None => None,
+        },
+        real_node: args.target.real_node,
+        provider,
+    })
+}
+
+/// `--from`: the runs saved in `dir` for `scenario`, judged or recorded.
+fn judge_saved(
+    args: &BenchThorArgs,
+    dir: &std::path::Path,
+    root: Option<&std::path::Path>,
+    scenario: &harness::workload::thor::scenario::ThorScenario,
+) -> Result<i32> {
+    if !(args.compare || args.record || args.record_band) {
+        return Err(bad_input(
+            "--from judges or records saved runs: add --compare, --record or --record-band",
+        ));
+    }
+    if args.load.is_some() {
+        return Err(bad_input("--load runs beside new runs, not with --from"));
+    }
+    let result = thor::saved::matching(dir, scenario)?;
+    eprintln!(
+        "harness: the runs saved in {} ({} started)",
+        dir.display(),
+        result.started
+    );
+    judge_and_record(args, root, &result)
 }
 
 /// `--compare` and `--record` of a result, run now or saved (`--from`).

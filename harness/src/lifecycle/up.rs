@@ -5,7 +5,7 @@
 //! independent of each other.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -264,16 +264,29 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     let kubectl = cluster.tools()?.kubectl;
     let kc = cluster.kubeconfig().to_path_buf();
     let built = cluster.built();
-    // The minor: a pulled node image may run another patch release
-    // (kindest/node v1.37.0) than the one the harness builds.
-    let v = &cluster.state.k8s_version;
-    let release = crate::k8s::K8sRelease::parse(v.rsplit_once('.').map_or(v.as_str(), |(m, _)| m))?;
+    let release = kind_release(cluster)?;
     // Controllers built here get the kind control plane's lease
     // (install::release::lasting_leader_election).
     let lease = install::release::Lease {
         duration: crate::cluster::kind::patches::LEASE_DURATION,
         renew_deadline: crate::cluster::kind::patches::RENEW_DEADLINE,
     };
+    wait_kube_proxy(cluster, opts).await?;
+    apply_cert_manager(cluster, &kubectl, &kc, built).await?;
+    apply_controllers(cluster, opts, &kubectl, &kc, built, release, lease).await?;
+    wait_kind_ready(cluster, opts).await
+}
+
+/// The Kubernetes minor a kind cluster runs, from its recorded version.
+fn kind_release(cluster: &KindCluster) -> Result<K8sRelease> {
+    // The minor: a pulled node image may run another patch release
+    // (kindest/node v1.37.0) than the one the harness builds.
+    let v = &cluster.state.k8s_version;
+    crate::k8s::K8sRelease::parse(v.rsplit_once('.').map_or(v.as_str(), |(m, _)| m))
+}
+
+/// Waits until every node's kube-proxy has written the Service rules.
+async fn wait_kube_proxy(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> {
     // Before any controller (cert-manager's, JobSet's, Kueue's) is
     // applied: a pod that starts before its node's kube-proxy has written
     // the Service rules cannot reach the API server for 30 s.
@@ -287,6 +300,17 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
         .await?;
     }
     step.done("written");
+    Ok(())
+}
+
+/// Applies cert-manager, or records why it is absent when its images
+/// cannot be had for a built cluster.
+async fn apply_cert_manager(
+    cluster: &mut KindCluster,
+    kubectl: &Path,
+    kc: &Path,
+    built: bool,
+) -> Result<()> {
     let cert_manager = if built {
         install::certmanager::images_available(&cluster.tools()?.docker).await
     } else {
@@ -298,7 +322,7 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
                 "applying cert-manager v{}",
                 crate::tools::versions::CERT_MANAGER_VERSION
             ));
-            install::certmanager::install(&kubectl, &kc).await?;
+            install::certmanager::install(kubectl, kc).await?;
             step.done("applied");
         }
         Err(why) => {
@@ -309,6 +333,20 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
             cluster.set_cert_manager_absent(why)?;
         }
     }
+    Ok(())
+}
+
+/// Applies JobSet, then Kueue and kwok when asked, then loads agnhost
+/// into the nodes of a built cluster.
+async fn apply_controllers(
+    cluster: &mut KindCluster,
+    opts: &KindUpOptions,
+    kubectl: &Path,
+    kc: &Path,
+    built: bool,
+    release: K8sRelease,
+    lease: install::release::Lease,
+) -> Result<()> {
     let step = Step::start(format!(
         "applying JobSet v{}{}",
         crate::tools::versions::JOBSET_VERSION,
@@ -320,10 +358,10 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
     ));
     if built {
         install::jobset::RELEASE
-            .install_built(&*cluster, &kubectl, release, lease)
+            .install_built(&*cluster, kubectl, release, lease)
             .await?;
     } else {
-        install::jobset::RELEASE.install(&kubectl, &kc).await?;
+        install::jobset::RELEASE.install(kubectl, kc).await?;
     }
     step.done("applied");
     if opts.kueue {
@@ -333,10 +371,10 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
         ));
         if built {
             install::kueue::RELEASE
-                .install_built(&*cluster, &kubectl, release, lease)
+                .install_built(&*cluster, kubectl, release, lease)
                 .await?;
         } else {
-            install::kueue::RELEASE.install(&kubectl, &kc).await?;
+            install::kueue::RELEASE.install(kubectl, kc).await?;
         }
         step.done("applied");
     }
@@ -346,7 +384,7 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
             crate::tools::versions::KWOK_VERSION,
             if built { " (built here)" } else { "" }
         ));
-        install::kwok::install(&*cluster, &kubectl, release, built).await?;
+        install::kwok::install(&*cluster, kubectl, release, built).await?;
         cluster.set_kwok()?;
         step.done("applied");
     }
@@ -357,7 +395,12 @@ async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<
             .await?;
         step.done("loaded");
     }
-    let cluster: &KindCluster = cluster;
+    Ok(())
+}
+
+/// Waits for what was applied (cert-manager, JobSet, Kueue, kwok) and for
+/// every node to be Ready.
+async fn wait_kind_ready(cluster: &KindCluster, opts: &KindUpOptions) -> Result<()> {
     let client = cluster.client().await?;
     let alive = || cluster.check_containers();
     if cluster.state.cert_manager_absent.is_none() {

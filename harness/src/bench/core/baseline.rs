@@ -153,6 +153,26 @@ impl Baseline {
     /// the decoder's job.
     pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
+        self.header_problems(&mut out);
+        let v2 = self.schema == SCHEMA;
+        for (mode, metrics) in &self.modes {
+            // A `harness measure` baseline's modes are its variants.
+            if !self.is_measure() && crate::workload::thor::Mode::parse(mode).is_none() {
+                out.push((vec![k("modes"), k(mode)], format!("unknown mode {mode:?}")));
+            }
+            if metrics.is_empty() {
+                out.push((vec![k("modes"), k(mode)], "no metrics".into()));
+            }
+            for (name, m) in metrics {
+                self.metric_problems(mode, name, m, v2, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The schema, provider and Kubernetes minor known, and some mode
+    /// recorded.
+    fn header_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
         if self.schema != SCHEMA && self.schema != SCHEMA_V1 {
             out.push((
                 vec![k("schema")],
@@ -162,7 +182,6 @@ impl Baseline {
                 ),
             ));
         }
-        let v2 = self.schema == SCHEMA;
         if !PROVIDERS.contains(&self.provider.as_str()) {
             out.push((
                 vec![k("provider")],
@@ -178,103 +197,127 @@ impl Baseline {
         if self.modes.is_empty() {
             out.push((vec![k("modes")], "no modes recorded".into()));
         }
-        for (mode, metrics) in &self.modes {
-            // A `harness measure` baseline's modes are its variants.
-            if !self.is_measure() && crate::workload::thor::Mode::parse(mode).is_none() {
-                out.push((vec![k("modes"), k(mode)], format!("unknown mode {mode:?}")));
-            }
-            if metrics.is_empty() {
-                out.push((vec![k("modes"), k(mode)], "no metrics".into()));
-            }
-            for (name, m) in metrics {
-                let at = |rest: &[&str]| -> Vec<Seg> {
-                    let mut v = vec![k("modes"), k(mode), k(name)];
-                    v.extend(rest.iter().map(|r| k(r)));
-                    v
-                };
-                if !m.value.is_finite() || m.value < 0.0 {
-                    out.push((
-                        at(&["value"]),
-                        format!("{} is not a finite, non-negative number", m.value),
-                    ));
-                }
-                let units = units();
-                if !units.contains(&m.unit.as_str()) {
-                    out.push((
-                        at(&["unit"]),
-                        format!("unknown unit {:?}; one of {}", m.unit, units.join(", ")),
-                    ));
-                }
-                if v2 {
-                    if m.samples.is_empty() {
-                        out.push((at(&["samples"]), "no samples recorded".into()));
-                    }
-                    if let Some(x) = m.samples.iter().find(|x| !x.is_finite() || **x < 0.0) {
-                        out.push((
-                            at(&["samples"]),
-                            format!("{x} is not a finite, non-negative number"),
-                        ));
-                    }
-                    if let Some(x) = m.across.iter().find(|x| !x.is_finite() || **x < 0.0) {
-                        out.push((
-                            at(&["across"]),
-                            format!("{x} is not a finite, non-negative number"),
-                        ));
-                    }
-                    if !m.across.is_empty() && self.across.is_empty() {
-                        out.push((
-                            at(&["across"]),
-                            "values across conditions, but the baseline names no condition (its `across`)".into(),
-                        ));
-                    }
-                    let runs: usize = self.across.iter().filter_map(|c| c.runs.get(mode)).sum();
-                    if m.across.len() > runs {
-                        out.push((
-                            at(&["across"]),
-                            format!(
-                                "{} values across conditions, more than the {runs} runs its conditions name for {mode}",
-                                m.across.len()
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-                let t = &m.tolerance;
-                match m.kind {
-                    MetricKind::Count | MetricKind::Bytes | MetricKind::Exact => match t.relative {
-                        Some(r) if r > 0.0 && r <= 1.0 => {}
-                        Some(r) => out.push((
-                            at(&["tolerance", "relative"]),
-                            format!("{r} is not in (0, 1]"),
-                        )),
-                        None => out.push((
-                            at(&["tolerance"]),
-                            "a count needs a relative tolerance (e.g. relative: 0.05)".into(),
-                        )),
-                    },
-                    MetricKind::Latency => match t.ratio {
-                        Some([lo, hi]) if lo > 0.0 && lo < 1.0 && hi > 1.0 && hi.is_finite() => {}
-                        Some([lo, hi]) => out.push((
-                            at(&["tolerance", "ratio"]),
-                            format!("[{lo}, {hi}] must satisfy 0 < low < 1 < high"),
-                        )),
-                        None => out.push((
-                            at(&["tolerance"]),
-                            "a latency needs a ratio band (e.g. ratio: [0.66, 1.5])".into(),
-                        )),
-                    },
-                }
-                if let Some(f) = t.floor
-                    && !(f.is_finite() && f >= 0.0)
-                {
-                    out.push((
-                        at(&["tolerance", "floor"]),
-                        format!("{f} is not a non-negative number"),
-                    ));
-                }
-            }
+    }
+
+    /// One metric's value and unit, then its samples (v2) or its
+    /// tolerance (v1).
+    fn metric_problems(
+        &self,
+        mode: &str,
+        name: &str,
+        m: &Metric,
+        v2: bool,
+        out: &mut Vec<(Vec<Seg>, String)>,
+    ) {
+        let at = |rest: &[&str]| metric_path(mode, name, rest);
+        if !m.value.is_finite() || m.value < 0.0 {
+            out.push((
+                at(&["value"]),
+                format!("{} is not a finite, non-negative number", m.value),
+            ));
         }
-        out
+        let units = units();
+        if !units.contains(&m.unit.as_str()) {
+            out.push((
+                at(&["unit"]),
+                format!("unknown unit {:?}; one of {}", m.unit, units.join(", ")),
+            ));
+        }
+        if v2 {
+            self.sample_problems(mode, name, m, out);
+        } else {
+            tolerance_problems(mode, name, m, out);
+        }
+    }
+
+    /// A v2 metric's samples and its values across conditions, which the
+    /// baseline's conditions must name runs for.
+    fn sample_problems(
+        &self,
+        mode: &str,
+        name: &str,
+        m: &Metric,
+        out: &mut Vec<(Vec<Seg>, String)>,
+    ) {
+        let at = |rest: &[&str]| metric_path(mode, name, rest);
+        if m.samples.is_empty() {
+            out.push((at(&["samples"]), "no samples recorded".into()));
+        }
+        if let Some(x) = m.samples.iter().find(|x| !x.is_finite() || **x < 0.0) {
+            out.push((
+                at(&["samples"]),
+                format!("{x} is not a finite, non-negative number"),
+            ));
+        }
+        if let Some(x) = m.across.iter().find(|x| !x.is_finite() || **x < 0.0) {
+            out.push((
+                at(&["across"]),
+                format!("{x} is not a finite, non-negative number"),
+            ));
+        }
+        if !m.across.is_empty() && self.across.is_empty() {
+            out.push((
+                at(&["across"]),
+                "values across conditions, but the baseline names no condition (its `across`)"
+                    .into(),
+            ));
+        }
+        let runs: usize = self.across.iter().filter_map(|c| c.runs.get(mode)).sum();
+        if m.across.len() > runs {
+            out.push((
+                at(&["across"]),
+                format!(
+                    "{} values across conditions, more than the {runs} runs its conditions name for {mode}",
+                    m.across.len()
+                ),
+            ));
+        }
+    }
+}
+
+/// The field path of metric `name` of `mode`, then `rest`.
+fn metric_path(mode: &str, name: &str, rest: &[&str]) -> Vec<Seg> {
+    let mut v = vec![k("modes"), k(mode), k(name)];
+    v.extend(rest.iter().map(|r| k(r)));
+    v
+}
+
+/// A v1 metric's hand-set tolerance: relative for counts, a ratio band
+/// for latencies, and a non-negative floor.
+fn tolerance_problems(mode: &str, name: &str, m: &Metric, out: &mut Vec<(Vec<Seg>, String)>) {
+    let at = |rest: &[&str]| metric_path(mode, name, rest);
+    let t = &m.tolerance;
+    match m.kind {
+        MetricKind::Count | MetricKind::Bytes | MetricKind::Exact => match t.relative {
+            Some(r) if r > 0.0 && r <= 1.0 => {}
+            Some(r) => out.push((
+                at(&["tolerance", "relative"]),
+                format!("{r} is not in (0, 1]"),
+            )),
+            None => out.push((
+                at(&["tolerance"]),
+                "a count needs a relative tolerance (e.g. relative: 0.05)".into(),
+            )),
+        },
+        MetricKind::Latency => match t.ratio {
+            Some([lo, hi]) if lo > 0.0 && lo < 1.0 && hi > 1.0 && hi.is_finite() => {}
+            Some([lo, hi]) => out.push((
+                at(&["tolerance", "ratio"]),
+                format!("[{lo}, {hi}] must satisfy 0 < low < 1 < high"),
+            )),
+            None => out.push((
+                at(&["tolerance"]),
+                "a latency needs a ratio band (e.g. ratio: [0.66, 1.5])".into(),
+            )),
+        },
+    }
+    if let Some(f) = t.floor
+        && !(f.is_finite() && f >= 0.0)
+    {
+        out.push((
+            at(&["tolerance", "floor"]),
+            format!("{f} is not a non-negative number"),
+        ));
     }
 }
 

@@ -88,20 +88,41 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
     let Some(first) = parts.first() else {
         return Err(bad_input("report merge: no shard given"));
     };
-    let shard_of = |p: &Part<R>| -> Result<ShardOf> {
+    shard_of(first)?;
+    same_run_set(first, &parts[1..])?;
+    let shards = checked_shards(&parts)?;
+    parts.sort_by_key(|p| {
         p.result
             .statistics
             .as_ref()
-            .and_then(|s| s.shard.clone())
-            .ok_or_else(|| {
-                bad_input(format!(
-                    "report merge: {}: not a shard (it ran without --shard)",
-                    p.from
-                ))
-            })
-    };
-    shard_of(first)?;
-    for p in &parts[1..] {
+            .and_then(|s| s.shard.as_ref())
+            .map_or(0, |sh| sh.first)
+    });
+    let lost = lost_rounds(&shards);
+    let mut merged = joined(&parts);
+    merged.statistics = Some(joined_statistics(&merged, &parts, lost));
+    merged.judge_modes();
+    Ok(merged)
+}
+
+/// The shard a part says it is, or an error when it ran without --shard.
+fn shard_of<R: Run>(p: &Part<R>) -> Result<ShardOf> {
+    p.result
+        .statistics
+        .as_ref()
+        .and_then(|s| s.shard.clone())
+        .ok_or_else(|| {
+            bad_input(format!(
+                "report merge: {}: not a shard (it ran without --shard)",
+                p.from
+            ))
+        })
+}
+
+/// Refuses any of `rest` that ran differently from `first`, naming what
+/// differs.
+fn same_run_set<R: Run>(first: &Part<R>, rest: &[Part<R>]) -> Result<()> {
+    for p in rest {
         let d = differences(&first.result, &p.result);
         if !d.is_empty() {
             return Err(bad_input(format!(
@@ -112,8 +133,14 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
             )));
         }
     }
-    let mut shards = Vec::new();
-    for p in &parts {
+    Ok(())
+}
+
+/// Each part's shard (k, shard, where from), checked to be its whole
+/// slice of the set's rounds and given once.
+fn checked_shards<R: Run>(parts: &[Part<R>]) -> Result<Vec<(u32, ShardOf, String)>> {
+    let mut shards: Vec<(u32, ShardOf, String)> = Vec::new();
+    for p in parts {
         let sh = shard_of(p)?;
         let rounds = p.result.statistics.as_ref().map_or(0, |s| s.rounds.len());
         // Checked when read (`Statistics::check`); checked again here, as
@@ -150,19 +177,22 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
         }
         shards.push((sh.k, sh, p.from.clone()));
     }
-    parts.sort_by_key(|p| {
-        p.result
-            .statistics
-            .as_ref()
-            .and_then(|s| s.shard.as_ref())
-            .map_or(0, |sh| sh.first)
-    });
+    Ok(shards)
+}
+
+/// The set's rounds no shard brought.
+fn lost_rounds(shards: &[(u32, ShardOf, String)]) -> Vec<usize> {
     let of = shards[0].1.of;
     let covered: std::collections::BTreeSet<usize> = shards
         .iter()
         .flat_map(|(_, sh, _)| Shard { k: sh.k, n: sh.n }.rounds(sh.of))
         .collect();
-    let lost: Vec<usize> = (0..of).filter(|r| !covered.contains(r)).collect();
+    (0..of).filter(|r| !covered.contains(r)).collect()
+}
+
+/// The first part with every part's machine (if all alike), start, peak
+/// RSS, timelines and runs joined in, each mode summarised again.
+fn joined<R: Run>(parts: &[Part<R>]) -> Results<R> {
     let machines: Vec<_> = parts.iter().map(|p| p.result.machine.clone()).collect();
     let mut merged = parts[0].result.clone();
     merged.machine = match machines.iter().all(|m| *m == machines[0]) {
@@ -190,6 +220,16 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
             .collect();
         *sum = summarize(runs);
     }
+    merged
+}
+
+/// The merged statistics: every part's rounds in order, no shard, the
+/// `lost` rounds and each merged shard.
+fn joined_statistics<R: Run>(
+    merged: &Results<R>,
+    parts: &[Part<R>],
+    lost: Vec<usize>,
+) -> crate::bench::core::result::Statistics {
     let mut st = merged.statistics.clone().expect("a shard has statistics");
     st.rounds = parts
         .iter()
@@ -209,9 +249,7 @@ pub fn merge<R: Run>(mut parts: Vec<Part<R>>) -> Result<Results<R>> {
             )
         })
         .collect();
-    merged.statistics = Some(st);
-    merged.judge_modes();
-    Ok(merged)
+    st
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::error::bad_input;
 use crate::install::hpcc::spec::{HpccMode, KIND_VALUES, KIND_VALUES_PATH};
+use crate::yaml::Seg;
 
 const SMOKE_SCENARIO: &str = include_str!("../../../../suites/thor/smoke.yaml");
 
@@ -187,63 +188,41 @@ impl HpccValues {
     }
 
     /// Semantic problems as (field path, message).
-    pub fn problems(&self) -> Vec<(Vec<crate::yaml::Seg>, String)> {
-        use crate::yaml::Seg;
-        let k = |s: &str| Seg::Key(s.to_string());
+    pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
         let planes: Vec<&HpccPlane> = self.storage.iter().flat_map(|s| s.planes.iter()).collect();
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, p) in planes.iter().enumerate() {
-            let at = |f: &str| vec![k("storage"), k("planes"), Seg::Index(i), k(f)];
-            if !seen.insert(p.name.as_str()) {
-                out.push((at("name"), format!("plane name {:?} is used twice", p.name)));
-            }
-            if !PLANE_CATEGORIES.contains(&p.category.as_str()) {
-                out.push((
-                    at("category"),
-                    format!(
-                        "unknown plane category {:?}; one of {}",
-                        p.category,
-                        PLANE_CATEGORIES.join(", ")
-                    ),
-                ));
-            }
-            if let Some(m) = &p.storage_mode
-                && !STORAGE_MODES.contains(&m.as_str())
-            {
-                out.push((
-                    at("storageMode"),
-                    format!(
-                        "unknown access mode {m:?}; one of {}",
-                        STORAGE_MODES.join(", ")
-                    ),
-                ));
-            }
-            if p.pvc.is_some() && p.host_path.is_some() {
-                out.push((
-                    at("hostPath"),
-                    "a plane has a pvc or a hostPath, not both".into(),
-                ));
-            }
-            if !p.prefix.starts_with('/') {
-                out.push((
-                    at("prefix"),
-                    format!("{:?} is not an absolute path", p.prefix),
-                ));
+        plane_problems(&planes, &mut out);
+        self.engine_plane_problems(&planes, &mut out);
+        self.thor_problems(&mut out);
+        self.esp_problems(&mut out);
+        for (name, component) in self.deployments() {
+            if let Err(e) = crate::k8s::names::dns1123_label(&name) {
+                out.push((vec![], format!("{component} Deployment name {name:?}: {e}")));
             }
         }
+        out
+    }
+
+    /// The dali, dll and data planes Thor and the ECL agents need, when
+    /// storage is given and an engine is enabled.
+    fn engine_plane_problems(&self, planes: &[&HpccPlane], out: &mut Vec<(Vec<Seg>, String)>) {
         let has_engine =
             !self.thors().is_empty() || self.eclagent.iter().flatten().any(|e| on(e.disabled));
         if self.storage.is_some() && has_engine {
             for cat in ["dali", "dll", "data"] {
                 if !planes.iter().any(|p| p.category == cat && on(p.disabled)) {
                     out.push((
-                        vec![k("storage"), k("planes")],
+                        vec![key("storage"), key("planes")],
                         format!("no enabled {cat:?} plane: Thor and the ECL agents need dali, dll and data planes"),
                     ));
                 }
             }
         }
+    }
+
+    /// Exactly one enabled Thor, and each Thor's worker, job and graph
+    /// counts.
+    fn thor_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
         match &self.thor {
             None => out.push((
                 vec![],
@@ -253,14 +232,14 @@ impl HpccValues {
                 let enabled = list.iter().filter(|t| on(t.disabled)).count();
                 if enabled != 1 {
                     out.push((
-                        vec![k("thor")],
+                        vec![key("thor")],
                         format!("{enabled} enabled Thor clusters; the harness drives exactly one"),
                     ));
                 }
             }
         }
         for (i, t) in self.thor.iter().flatten().enumerate() {
-            let at = |f: &str| vec![k("thor"), Seg::Index(i), k(f)];
+            let at = |f: &str| vec![key("thor"), Seg::Index(i), key(f)];
             if t.num_workers == 0 {
                 out.push((
                     at("numWorkers"),
@@ -282,12 +261,17 @@ impl HpccValues {
                 out.push((at("maxGraphs"), "maxGraphs must be at least 1, is 0".into()));
             }
         }
+    }
+
+    /// Each ESP's service visibility, and an enabled eclwatch ESP when
+    /// ESPs are given.
+    fn esp_problems(&self, out: &mut Vec<(Vec<Seg>, String)>) {
         for (i, e) in self.esp.iter().flatten().enumerate() {
             if let Some(v) = e.service.as_ref().and_then(|s| s.visibility.as_ref())
                 && !VISIBILITIES.contains(&v.as_str())
             {
                 out.push((
-                    vec![k("esp"), Seg::Index(i), k("service"), k("visibility")],
+                    vec![key("esp"), Seg::Index(i), key("service"), key("visibility")],
                     format!(
                         "unknown visibility {v:?}; one of {}",
                         VISIBILITIES.join(", ")
@@ -303,16 +287,60 @@ impl HpccValues {
                 .any(|e| e.application == "eclwatch" && on(e.disabled))
         {
             out.push((
-                vec![k("esp")],
+                vec![key("esp")],
                 "no enabled ESP with application eclwatch: the ECL suite submits through it".into(),
             ));
         }
-        for (name, component) in self.deployments() {
-            if let Err(e) = crate::k8s::names::dns1123_label(&name) {
-                out.push((vec![], format!("{component} Deployment name {name:?}: {e}")));
-            }
+    }
+}
+
+/// A key segment of a field path.
+fn key(s: &str) -> Seg {
+    Seg::Key(s.to_string())
+}
+
+/// Each storage plane's name (used once), category, access mode, pvc or
+/// hostPath, and absolute prefix.
+fn plane_problems(planes: &[&HpccPlane], out: &mut Vec<(Vec<Seg>, String)>) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, p) in planes.iter().enumerate() {
+        let at = |f: &str| vec![key("storage"), key("planes"), Seg::Index(i), key(f)];
+        if !seen.insert(p.name.as_str()) {
+            out.push((at("name"), format!("plane name {:?} is used twice", p.name)));
         }
-        out
+        if !PLANE_CATEGORIES.contains(&p.category.as_str()) {
+            out.push((
+                at("category"),
+                format!(
+                    "unknown plane category {:?}; one of {}",
+                    p.category,
+                    PLANE_CATEGORIES.join(", ")
+                ),
+            ));
+        }
+        if let Some(m) = &p.storage_mode
+            && !STORAGE_MODES.contains(&m.as_str())
+        {
+            out.push((
+                at("storageMode"),
+                format!(
+                    "unknown access mode {m:?}; one of {}",
+                    STORAGE_MODES.join(", ")
+                ),
+            ));
+        }
+        if p.pvc.is_some() && p.host_path.is_some() {
+            out.push((
+                at("hostPath"),
+                "a plane has a pvc or a hostPath, not both".into(),
+            ));
+        }
+        if !p.prefix.starts_with('/') {
+            out.push((
+                at("prefix"),
+                format!("{:?} is not an absolute path", p.prefix),
+            ));
+        }
     }
 }
 

@@ -222,27 +222,50 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
     if stage.exists() {
         std::fs::remove_dir_all(&stage)?;
     }
-    let put = |at: &str, from: &Path, mode: u32| -> Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        let dest = stage.join(at.trim_start_matches('/'));
-        if let Some(d) = dest.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        std::fs::copy(from, &dest)
-            .with_context(|| format!("copying {} to {}", from.display(), dest.display()))?;
-        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(mode))?;
-        Ok(())
-    };
+    stage_files(&stage, parts)?;
+    let bc = start_build_container(dockerbin, parts)?;
+    set_up_build_container(&bc, &stage, scratch)?;
+    import_images(&bc, parts, &step)?;
+    let listed = bc.exec("ctr --namespace=k8s.io images list -q")?;
+    bc.exec(STOP_CONTAINERD)?;
+    commit_node_image(&bc, parts)?;
+    drop(bc);
+    let _ = std::fs::remove_dir_all(&stage);
+    let n = listed
+        .lines()
+        .filter(|l| !l.starts_with("sha256:") && !l.contains('@'))
+        .count();
+    step.done(&format!("{} ({n} images in its containerd)", parts.image));
+    Ok(())
+}
+
+/// Copy `from` to `at` under `stage` (its directories made) with `mode`.
+fn put(stage: &Path, at: &str, from: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dest = stage.join(at.trim_start_matches('/'));
+    if let Some(d) = dest.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::copy(from, &dest)
+        .with_context(|| format!("copying {} to {}", from.display(), dest.display()))?;
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// Lay out in `stage` what goes into the node: kind's base files, the
+/// binaries, containerd's config, `/kind/version` and the image archives.
+fn stage_files(stage: &Path, parts: &NodeParts) -> Result<()> {
     let files_root = parts.kind_dir.join("images/base/files");
     for rel in kind_files(&parts.kind_dir)? {
         put(
+            stage,
             &rel.to_string_lossy(),
             &files_root.join(&rel),
             kind_file_mode(&rel),
         )?;
     }
     for b in &parts.binaries {
-        put(&b.at, &b.from, b.mode)?;
+        put(stage, &b.at, &b.from, b.mode)?;
     }
     let cfg = stage.join("etc/containerd/config.toml");
     let text =
@@ -251,9 +274,19 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
     std::fs::write(stage.join("kind/version"), format!("{}\n", parts.version))?;
     for a in &parts.archives {
         let name = a.file_name().context("an archive file name")?;
-        put(&format!("images/{}", name.to_string_lossy()), a, 0o644)?;
+        put(
+            stage,
+            &format!("images/{}", name.to_string_lossy()),
+            a,
+            0o644,
+        )?;
     }
+    Ok(())
+}
 
+/// Start the privileged build container from the root filesystem image
+/// (removed when the returned guard drops, also if starting fails).
+fn start_build_container<'a>(dockerbin: &'a Path, parts: &NodeParts) -> Result<BuildContainer<'a>> {
     let bc = BuildContainer {
         docker: dockerbin,
         name: format!(
@@ -286,6 +319,13 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
         ],
     )
     .context("starting the build container")?;
+    Ok(bc)
+}
+
+/// Copy the staged files in, set up systemd as kind's base does, write
+/// `cri-base.json` and start containerd in the build container.
+fn set_up_build_container(bc: &BuildContainer<'_>, stage: &Path, scratch: &Path) -> Result<()> {
+    let dockerbin = bc.docker;
     docker::run(
         dockerbin,
         &[
@@ -310,6 +350,12 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
     )?;
     bc.exec(START_CONTAINERD)
         .context("starting containerd in the build container")?;
+    Ok(())
+}
+
+/// Import every image archive into the node's containerd (`k8s.io`
+/// namespace, pinned), as kind does.
+fn import_images(bc: &BuildContainer<'_>, parts: &NodeParts, step: &Step) -> Result<()> {
     for a in &parts.archives {
         let name = a
             .file_name()
@@ -321,10 +367,14 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
         ))
         .with_context(|| format!("importing {name} into the node's containerd"))?;
     }
-    let listed = bc.exec("ctr --namespace=k8s.io images list -q")?;
-    bc.exec(STOP_CONTAINERD)?;
+    Ok(())
+}
+
+/// `docker commit` the build container as `parts.image` with kind's
+/// entrypoint.
+fn commit_node_image(bc: &BuildContainer<'_>, parts: &NodeParts) -> Result<()> {
     docker::run(
-        dockerbin,
+        bc.docker,
         &[
             "commit",
             "--change",
@@ -340,13 +390,6 @@ pub fn assemble(dockerbin: &Path, parts: &NodeParts, scratch: &Path) -> Result<(
         ],
     )
     .context("committing the node image")?;
-    drop(bc);
-    let _ = std::fs::remove_dir_all(&stage);
-    let n = listed
-        .lines()
-        .filter(|l| !l.starts_with("sha256:") && !l.contains('@'))
-        .count();
-    step.done(&format!("{} ({n} images in its containerd)", parts.image));
     Ok(())
 }
 

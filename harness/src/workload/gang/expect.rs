@@ -93,7 +93,50 @@ impl<C: Cluster> Trial<'_, C> {
 /// Judge a check against the listed objects of its kind: which match, is
 /// the count right, does every matched object have the fields (a diff of
 /// expected vs observed when not), and what to capture.
-pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -> Result<Eval> {
+pub fn judge(c: &Check, objs: Vec<Value>, vars: &BTreeMap<String, String>) -> Result<Eval> {
+    let (name, matched) = matching(c, objs, vars)?;
+    let mut diff = String::new();
+    let n = matched.len() as u64;
+    let count_ok = count_holds(c.count.as_ref(), n)?;
+    let what = described(c, name.as_deref());
+    if !count_ok {
+        diff.push_str(&format!(
+            "  count of {what}: expected {}, observed {n}{}\n",
+            c.count
+                .as_ref()
+                .map(describe)
+                .unwrap_or_else(|| "at least 1".into()),
+            names_of(&matched)
+        ));
+    }
+    field_diffs(c, &matched, vars, &mut diff)?;
+    let captures = captured(c, &matched, &mut diff)?;
+    let mut summary = format!("{what}: {n}{}", names_of(&matched));
+    if !captures.is_empty() {
+        summary.push_str(&format!(
+            " [{}]",
+            captures
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(Eval {
+        ok: diff.is_empty(),
+        summary,
+        diff: diff.trim_end().to_string(),
+        captures,
+    })
+}
+
+/// The check's object name (variables substituted) and the objects, by
+/// name, of that name that every `where` matcher matches.
+fn matching(
+    c: &Check,
+    mut objs: Vec<Value>,
+    vars: &BTreeMap<String, String>,
+) -> Result<(Option<String>, Vec<Value>)> {
     objs.sort_by_key(|o| {
         o["metadata"]["name"]
             .as_str()
@@ -121,9 +164,13 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
             matched.push(o);
         }
     }
-    let mut diff = String::new();
-    let n = matched.len() as u64;
-    let count_ok = match &c.count {
+    Ok((name, matched))
+}
+
+/// Whether `n` matched objects meet the check's count (at least 1 when
+/// none is given; an exact number, or `$min` and `$max`).
+fn count_holds(count: Option<&Value>, n: u64) -> Result<bool> {
+    Ok(match count {
         None => n >= 1,
         Some(Value::Number(x)) => Some(n) == x.as_u64(),
         Some(Value::Object(o)) => {
@@ -131,8 +178,13 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
                 && o.get("$max").and_then(Value::as_u64).is_none_or(|m| n <= m)
         }
         Some(other) => bail!("bad count {other}"),
-    };
-    let what = match (&name, c.filter.is_empty()) {
+    })
+}
+
+/// What the check looks at, in words: the object of its name, or the
+/// objects of its kind with its `where` matchers.
+fn described(c: &Check, name: Option<&str>) -> String {
+    match (name, c.filter.is_empty()) {
         (Some(n), _) => format!("{} {n}", c.kind),
         (None, true) => format!("{} objects", c.kind),
         (None, false) => format!(
@@ -144,22 +196,22 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    };
-    if !count_ok {
-        diff.push_str(&format!(
-            "  count of {what}: expected {}, observed {n}{}\n",
-            c.count
-                .as_ref()
-                .map(describe)
-                .unwrap_or_else(|| "at least 1".into()),
-            names_of(&matched)
-        ));
     }
+}
+
+/// Adds to `diff`, per matched object, each field of the check it does
+/// not have (expected against observed).
+fn field_diffs(
+    c: &Check,
+    matched: &[Value],
+    vars: &BTreeMap<String, String>,
+    diff: &mut String,
+) -> Result<()> {
     let mut fields = Vec::new();
     for (path, m) in &c.fields {
         fields.push((path.as_str(), parse_path(path)?, substitute(m, vars)?));
     }
-    for o in &matched {
+    for o in matched {
         let mut lines = Vec::new();
         for (text, p, m) in &fields {
             let got = lookup(o, p);
@@ -181,6 +233,12 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
             ));
         }
     }
+    Ok(())
+}
+
+/// The check's captures from the first matched object once `diff` is
+/// empty; a capture still absent adds to `diff`.
+fn captured(c: &Check, matched: &[Value], diff: &mut String) -> Result<BTreeMap<String, String>> {
     // Captured once the check holds; a value still absent then is a
     // check not met yet (polled again), never an error before its time.
     let mut captures = BTreeMap::new();
@@ -197,23 +255,7 @@ pub fn judge(c: &Check, mut objs: Vec<Value>, vars: &BTreeMap<String, String>) -
             }
         }
     }
-    let mut summary = format!("{what}: {n}{}", names_of(&matched));
-    if !captures.is_empty() {
-        summary.push_str(&format!(
-            " [{}]",
-            captures
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(Eval {
-        ok: diff.is_empty(),
-        summary,
-        diff: diff.trim_end().to_string(),
-        captures,
-    })
+    Ok(captures)
 }
 
 pub struct Eval {

@@ -23,7 +23,7 @@ use crate::workload::thor::driver::env::{
 };
 use crate::workload::thor::driver::manager::{self, ManagerEnd, WorkerDocs};
 use crate::workload::thor::driver::waitjob::{self, Ended, Watched};
-use crate::workload::thor::template::{Mode, render, templates_for};
+use crate::workload::thor::template::{Mode, ThorParams, render, templates_for};
 
 fn name_of(doc: &Value) -> String {
     doc["metadata"]["name"]
@@ -59,49 +59,9 @@ pub async fn run_instance(
     let started = Instant::now();
     let p = plan.params(n);
     let job = p.job_name.clone();
-    let mut docs: Vec<Value> = templates_for(plan.mode, env.k8s_minor)
-        .iter()
-        .map(|t| render(t, &p))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    plan.adapt_pods(&mut docs);
-    plan.mode.queue(&mut docs);
+    let docs = rendered_docs(env, plan, &p)?;
     let (k, log) = (&env.thor, &env.calls);
-    // What thoragent applies, what the manager applies (baseline), and
-    // what waitJob watches.
-    let (own, workers, watched): (Vec<&Value>, Option<WorkerDocs<'_>>, Watched) = match plan.mode {
-        Mode::Baseline => {
-            let [mgr_np, mgr_job, wrk_np, wrk_job] = docs.as_slice() else {
-                bail!(
-                    "baseline templates render {} documents, expected 4",
-                    docs.len()
-                );
-            };
-            (
-                vec![mgr_np, mgr_job],
-                Some(WorkerDocs {
-                    network_policy: wrk_np,
-                    job: wrk_job,
-                }),
-                Watched::Job {
-                    name: name_of(mgr_job),
-                },
-            )
-        }
-        Mode::Jobset | Mode::JobsetGang | Mode::JobsetKueue => {
-            let js = docs
-                .iter()
-                .find(|d| kind_of(d) == "JobSet")
-                .context("JobSet templates render no JobSet")?;
-            (
-                docs.iter().collect(),
-                None,
-                Watched::JobSet { name: name_of(js) },
-            )
-        }
-    };
+    let (own, workers, watched) = roles(plan.mode, &docs)?;
     for d in &own {
         k.replace(log, d).await?;
     }
@@ -148,13 +108,77 @@ pub async fn run_instance(
     };
     // thoragent: the Job's outcome, then its deletion and the NetworkPolicy's.
     let delete_jobs = ended.deletes_job(plan.keep_jobs);
+    let failed = failure(threw, &ended);
+    delete_own(env, &own, delete_jobs).await?;
+    Ok(instance_result(env, &job, graphs, started, failed))
+}
+
+/// The instance's documents: its mode's templates rendered, its pods
+/// adapted to the plan and queued as the mode queues them.
+fn rendered_docs(env: &ThorEnv, plan: &Plan, p: &ThorParams) -> Result<Vec<Value>> {
+    let mut docs: Vec<Value> = templates_for(plan.mode, env.k8s_minor)
+        .iter()
+        .map(|t| render(t, p))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    plan.adapt_pods(&mut docs);
+    plan.mode.queue(&mut docs);
+    Ok(docs)
+}
+
+/// What thoragent applies, what the manager applies (baseline), and what
+/// waitJob watches, of the rendered `docs`.
+fn roles(mode: Mode, docs: &[Value]) -> Result<(Vec<&Value>, Option<WorkerDocs<'_>>, Watched)> {
+    Ok(match mode {
+        Mode::Baseline => {
+            let [mgr_np, mgr_job, wrk_np, wrk_job] = docs else {
+                bail!(
+                    "baseline templates render {} documents, expected 4",
+                    docs.len()
+                );
+            };
+            (
+                vec![mgr_np, mgr_job],
+                Some(WorkerDocs {
+                    network_policy: wrk_np,
+                    job: wrk_job,
+                }),
+                Watched::Job {
+                    name: name_of(mgr_job),
+                },
+            )
+        }
+        Mode::Jobset | Mode::JobsetGang | Mode::JobsetKueue => {
+            let js = docs
+                .iter()
+                .find(|d| kind_of(d) == "JobSet")
+                .context("JobSet templates render no JobSet")?;
+            (
+                docs.iter().collect(),
+                None,
+                Watched::JobSet { name: name_of(js) },
+            )
+        }
+    })
+}
+
+/// Why the instance failed, if it did: the operator sees both why the
+/// manager threw and what waitJob saw.
+fn failure(threw: Option<String>, ended: &Ended) -> Option<String> {
     let failed = ended.failure().map(str::to_string);
-    // The operator sees both: why the manager threw, what waitJob saw.
-    let failed = match (threw, failed) {
+    match (threw, failed) {
         (Some(m), Some(w)) => Some(format!("the manager threw \"{m}\"; waitJob: {w}")),
         (Some(m), None) => Some(format!("the manager threw \"{m}\"")),
         (None, w) => w,
-    };
+    }
+}
+
+/// Delete what thoragent applied, last first; the Job (or JobSet and gang
+/// objects) only when `delete_jobs`.
+async fn delete_own(env: &ThorEnv, own: &[&Value], delete_jobs: bool) -> Result<()> {
+    let (k, log) = (&env.thor, &env.calls);
     for d in own.iter().rev() {
         let kind = kind_of(d);
         let is_job = matches!(kind, "Job" | "JobSet" | "Workload" | "PodGroup");
@@ -163,18 +187,29 @@ pub async fn run_instance(
         }
         k.delete(log, resource_of(kind)?, &name_of(d), None).await?;
     }
-    let pods = env.tracker.matching(JOB_LABEL, &job);
+    Ok(())
+}
+
+/// The instance's result from its pods as the tracker saw them.
+fn instance_result(
+    env: &ThorEnv,
+    job: &str,
+    graphs: u32,
+    started: Instant,
+    failed: Option<String>,
+) -> InstanceResult {
+    let pods = env.tracker.matching(JOB_LABEL, job);
     let workers: Vec<_> = pods
         .iter()
         .filter(|p| p.labels.get(COMPONENT_LABEL).map(String::as_str) == Some("thorworker"))
         .cloned()
         .collect();
-    Ok(InstanceResult {
-        job_name: job.clone(),
+    InstanceResult {
+        job_name: job.to_string(),
         graphs,
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         start_ms: group_start_ms(&pods),
         worker_rates: rates(&workers),
         failed,
-    })
+    }
 }
