@@ -143,7 +143,7 @@ pub async fn bench_thor(args: &BenchThorArgs) -> Result<i32> {
 /// `bench thor --on-cluster`: the rounds as the pods of an Indexed Job,
 /// merged here.
 async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
-    use harness::bench::on_cluster::{image, run};
+    use harness::bench::on_cluster::run;
     let t = &args.target;
     if t.provider != crate::cli::provider::ProviderName::Local
         || t.real_node
@@ -177,29 +177,7 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
     let existing = on_cluster::cluster(&args.target).await?;
     check_out_dir(args)?;
     let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
-    let mut pod_args: Vec<String> = vec![
-        "bench".into(),
-        "thor".into(),
-        "--scenario".into(),
-        format!("{}/suites/thor/{}", image::REPO, rel.display()),
-        "--repeat".into(),
-        args.repeat.to_string(),
-        "--seed".into(),
-        seed.to_string(),
-        "--shard".into(),
-        format!("index/{}", args.repeat),
-        "--out".into(),
-        harness::bench::on_cluster::job::OUT.into(),
-    ];
-    if !args.modes.is_empty() {
-        pod_args.extend(["--modes".into(), args.modes.join(",")]);
-    }
-    for o in &args.overrides {
-        pod_args.extend(["--set".into(), o.clone()]);
-    }
-    if args.scrape_metrics {
-        pod_args.push("--scrape-metrics".into());
-    }
+    let pod_args = pod_args(args, &rel, seed);
     let opts = ThorBenchOptions {
         scenario: args.scenario.clone(),
         modes: None,
@@ -263,6 +241,40 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
     }
     print!("{}", markdown::markdown(&merged));
     judge_and_record(args, Some(&root), &merged)
+}
+
+/// What each round's pod runs: `bench thor` of the scenario at `rel` in
+/// the image's suites/thor/, its shard the pod's index, the run set's
+/// seed, modes, overrides and scraping.
+fn pod_args(args: &BenchThorArgs, rel: &std::path::Path, seed: u64) -> Vec<String> {
+    let mut pod_args: Vec<String> = vec![
+        "bench".into(),
+        "thor".into(),
+        "--scenario".into(),
+        format!(
+            "{}/suites/thor/{}",
+            harness::bench::on_cluster::image::REPO,
+            rel.display()
+        ),
+        "--repeat".into(),
+        args.repeat.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+        "--shard".into(),
+        format!("index/{}", args.repeat),
+        "--out".into(),
+        harness::bench::on_cluster::job::OUT.into(),
+    ];
+    if !args.modes.is_empty() {
+        pod_args.extend(["--modes".into(), args.modes.join(",")]);
+    }
+    for o in &args.overrides {
+        pod_args.extend(["--set".into(), o.clone()]);
+    }
+    if args.scrape_metrics {
+        pod_args.push("--scrape-metrics".into());
+    }
+    pod_args
 }
 
 /// The scenario values a recorded run may override: those the baseline's

@@ -70,30 +70,8 @@ fn check_rendering(
         };
         let (kind, spec) = (str_of(&doc["kind"]), &doc["spec"]);
         let name = str_of(&doc["metadata"]["name"]);
-        for (path, pod) in pod_templates(doc).into_iter().filter(|_| deep) {
-            f.extend(check_pod_basics(&ctx, &path, pod));
-            let component = str_of(&pod["metadata"]["labels"]["component"]);
-            let labels = thor_labels(p, component);
-            let mut problems = vec![];
-            if !matches!(component, "thormanager" | "thorworker")
-                || pod["metadata"]["labels"] != labels
-            {
-                problems.push((
-                    at("metadata.labels"),
-                    format!("carries the chart's 13 labels, {labels}"),
-                ));
-            }
-            problems.extend(expect(
-                pod,
-                &thor_pod(p, component, kind == "JobSet"),
-                &mut vec![],
-            ));
-            for (rel, msg) in problems.into_iter().take(1) {
-                f.push(ctx.finding(
-                    &[path.clone(), rel].concat(),
-                    format!("the {component} pod {msg}"),
-                ));
-            }
+        if deep {
+            f.extend(check_pods(&ctx, p, doc, kind));
         }
         let mut fail = |path: &str, msg: String| f.push(ctx.finding(&at(path), msg));
         if let Some(s) = leftover(doc) {
@@ -166,6 +144,37 @@ fn check_rendering(
         out.extend(f);
     }
     out
+}
+
+/// Each pod template of `doc` (a `kind`): the basics every pod has, and
+/// the chart's labels and Thor's pod spec for its component.
+fn check_pods(ctx: &Ctx<'_>, p: &ThorParams, doc: &Value, kind: &str) -> Vec<Finding> {
+    let mut f = Vec::new();
+    for (path, pod) in pod_templates(doc) {
+        f.extend(check_pod_basics(ctx, &path, pod));
+        let component = str_of(&pod["metadata"]["labels"]["component"]);
+        let labels = thor_labels(p, component);
+        let mut problems = vec![];
+        if !matches!(component, "thormanager" | "thorworker") || pod["metadata"]["labels"] != labels
+        {
+            problems.push((
+                at("metadata.labels"),
+                format!("carries the chart's 13 labels, {labels}"),
+            ));
+        }
+        problems.extend(expect(
+            pod,
+            &thor_pod(p, component, kind == "JobSet"),
+            &mut vec![],
+        ));
+        for (rel, msg) in problems.into_iter().take(1) {
+            f.push(ctx.finding(
+                &[path.clone(), rel].concat(),
+                format!("the {component} pod {msg}"),
+            ));
+        }
+    }
+    f
 }
 
 fn check_jobset(
