@@ -239,6 +239,22 @@ pub async fn client_get_bytes(client: &kube::Client, path: &str) -> Result<Vec<u
     Ok(body)
 }
 
+/// A client for a kubeconfig's context; a kubeconfig that cannot be used
+/// is bad input (exit 2).
+pub async fn client_for(kubeconfig: &Path, context: Option<&str>) -> Result<kube::Client> {
+    crate::cluster::client::client_for_context(kubeconfig, context)
+        .await
+        .map_err(|e| {
+            crate::error::bad_input(format!(
+                "--kubeconfig {}{}: {e:#}",
+                kubeconfig.display(),
+                context
+                    .map(|c| format!(" --context {c}"))
+                    .unwrap_or_default()
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,9 @@ pub const JOBSET_USER: &str = "jobset-controller";
 /// The user name the Kueue controller runs as (RBAC binds it).
 pub const KUEUE_USER: &str = "kueue-controller";
 
+/// The scheduler's user name (the same on every cluster).
+pub const SCHEDULER_USER: &str = "system:kube-scheduler";
+
 /// The namespace Kueue works in (its Configuration's `namespace`): the one
 /// its release manifests create.
 pub const KUEUE_NAMESPACE: &str = "kueue-system";

@@ -18,9 +18,11 @@ pub mod existing;
 pub mod kind;
 pub mod kwok;
 pub mod local;
+pub mod needs;
 pub mod pool;
 pub mod profile;
 pub mod provider;
+pub mod run_id;
 pub mod spec;
 pub mod state;
 

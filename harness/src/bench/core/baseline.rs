@@ -568,8 +568,7 @@ mod tests {
         let e = same_capabilities(&b, &other, p).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(format!("{e}").contains("not comparable"), "{e}");
-        b.capabilities =
-            Some(crate::cluster::existing::probe::Capabilities::default().comparable());
+        b.capabilities = Some(crate::cluster::needs::Capabilities::default().comparable());
         assert!(same_capabilities(&b, &other, p).is_ok());
     }
     use crate::bench::core::compare::compare;

@@ -170,7 +170,7 @@ pub struct Results<R: Run> {
     /// What the cluster offered, probed before the run (existing clusters
     /// only): results with different sets are not compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<crate::cluster::existing::probe::Capabilities>,
+    pub capabilities: Option<crate::cluster::needs::Capabilities>,
     /// Each run's metrics over time as (mode, repeat, timeline): written
     /// beside result.json as timeline.json and timeline.csv, drawn in
     /// report.html; not part of result.json (they are long).

@@ -21,10 +21,12 @@ use serde_json::json;
 
 use crate::bench::measure::target::{ACCOUNT, Identity};
 use crate::cluster::ExistingTarget;
-use crate::cluster::existing::apf::{self, ApfFlows, Attribution};
+use crate::cluster::apf_flows::ApfFlows;
+use crate::cluster::existing::apf;
 use crate::cluster::existing::lacks;
-use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
+use crate::cluster::existing::probe;
 use crate::cluster::existing::{ExistingCluster, site};
+use crate::cluster::needs::{Access, Attribution, Capabilities, Needs};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
 
@@ -40,7 +42,7 @@ pub fn needs(attribution: Attribution) -> Result<Needs> {
         ));
     }
     let apf = attribution == Attribution::Apf;
-    let mut access = probe::run_access(apf);
+    let mut access = crate::cluster::needs::run_access(apf);
     access.sort();
     Ok(Needs {
         access,

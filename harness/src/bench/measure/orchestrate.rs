@@ -253,7 +253,7 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
 /// order of `rounds` from `seed`.
 fn begin(
     opts: &MeasureOptions,
-    caps: Option<crate::cluster::existing::probe::Capabilities>,
+    caps: Option<crate::cluster::needs::Capabilities>,
     k8s: K8sRelease,
     seed: u64,
     rounds: &[(usize, Vec<String>)],

@@ -17,7 +17,7 @@ use crate::bench::measure::result::{Overhead, WORKLOAD_ROW, WorkloadRun};
 use crate::bench::measure::target::Identity;
 use crate::bench::measure::workload::{Variant, Workload};
 use crate::cluster::Cluster;
-use crate::cluster::existing::apf::ApfFlows;
+use crate::cluster::apf_flows::ApfFlows;
 use crate::metrics::pods::{self, PodTracker};
 use crate::metrics::timeline::Timeline;
 use crate::metrics::window::{Options, Window};

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::bench::on_cluster::image::{HARNESS, WORK};
 
 /// The label every object of the run carries (the existing provider's).
-pub const RUN_ID_LABEL: &str = crate::cluster::existing::labels::RUN_ID_LABEL;
+pub const RUN_ID_LABEL: &str = crate::cluster::run_id::RUN_ID_LABEL;
 /// The Job's name.
 pub const JOB: &str = "harness-rounds";
 /// Where a pod's out dir is.

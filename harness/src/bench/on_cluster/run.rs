@@ -147,9 +147,9 @@ pub async fn run(o: &OnCluster) -> Result<Collected> {
             job::INPUTS_MAX_BYTES
         )));
     }
-    let client = crate::cluster::existing::client_for(&o.kubeconfig, o.context.as_deref()).await?;
+    let client = crate::cluster::client::client_for(&o.kubeconfig, o.context.as_deref()).await?;
     let image = image(o).await?;
-    let namespace = crate::cluster::existing::site::run_namespace(&o.run_id, "rounds", 0)?;
+    let namespace = crate::cluster::run_id::run_namespace(&o.run_id, "rounds", 0)?;
     let mut objects = vec![job::namespace(&namespace, &o.run_id)];
     if !o.inputs.is_empty() {
         objects.push(job::inputs(&namespace, &o.run_id, &o.inputs));

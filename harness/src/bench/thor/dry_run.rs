@@ -15,8 +15,8 @@ use crate::bench::thor::existing::{
     self, ECLCC_SA, ExistingTarget, KUBELET_SA, THOR_SA, kubelet_rbac, namespace_of,
 };
 use crate::bench::thor::run;
-use crate::cluster::existing::site::namespace_object;
 use crate::cluster::provider::Cluster;
+use crate::cluster::run_id::namespace_object;
 use crate::workload::thor::Mode;
 use crate::workload::thor::discovery::{Discovery, DiscoveryCache};
 use crate::workload::thor::kubectl::Call;

@@ -11,10 +11,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::cluster::existing::apf::{self, Attribution, Identity};
+use crate::cluster::existing::apf::{self, Identity};
 use crate::cluster::existing::lacks;
-use crate::cluster::existing::probe::{self, Access, Capabilities, Needs};
+use crate::cluster::existing::probe;
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
+use crate::cluster::needs::{Access, Attribution, Capabilities, Needs};
 use crate::cluster::provider::Cluster;
 use crate::workload::thor::Mode;
 use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
@@ -41,7 +42,7 @@ const TOKEN_TTL: Duration = Duration::from_secs(4 * 3600);
 /// the modes' Roles grant (a user may only grant what it holds).
 pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Result<Needs> {
     let apf = attribution == Attribution::Apf;
-    let mut access = probe::run_access(apf);
+    let mut access = crate::cluster::needs::run_access(apf);
     for (verb, group, resource) in [
         ("create", "rbac.authorization.k8s.io", "roles"),
         ("create", "", "configmaps"),

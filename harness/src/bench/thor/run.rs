@@ -119,7 +119,7 @@ pub struct Site {
     pub service_accounts: Option<(String, String)>,
     /// The FlowSchemas that count requests per identity (--attribution
     /// apf), set up for this site.
-    pub apf: Option<crate::cluster::existing::apf::ApfFlows>,
+    pub apf: Option<crate::cluster::apf_flows::ApfFlows>,
     /// Count HPCC's identities' requests client-side (`--attribution
     /// client`): where neither the audit log nor APF can.
     pub count_requests: bool,
@@ -529,8 +529,8 @@ fn contention_of(
             workunits_failed: report.failed_workunits,
             deadlock: contention::deadlock(&pods, expected, end),
             wasted_pod_seconds: contention::wasted_pod_seconds(&pods, expected, end),
-            scheduler_requests: of(crate::cluster::local::identity::SCHEDULER_USER),
-            kueue_requests: of(crate::cluster::local::identity::KUEUE_USER),
+            scheduler_requests: of(crate::cluster::controllers::SCHEDULER_USER),
+            kueue_requests: of(crate::cluster::controllers::KUEUE_USER),
             most_instances_at_once: contention::most_instances_at_once(&pods, expected, end),
         }
     })

@@ -48,7 +48,7 @@ impl Runs {
         s: &ThorScenario,
         provider: &str,
         k8s_version: &str,
-        capabilities: Option<crate::cluster::existing::probe::Capabilities>,
+        capabilities: Option<crate::cluster::needs::Capabilities>,
     ) -> Runs {
         let seed = plan.seed.unwrap_or_else(crate::stats::clock_seed);
         let rounds = rounds::plan(plan.modes, plan.repeat, seed, plan.shard);

@@ -35,44 +35,9 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 // here; the type itself is provider-neutral (cluster::apf_flows).
 pub use crate::cluster::apf_flows::{ApfFlows, EXEMPT_SCHEMA};
 use crate::cluster::existing::labels::RUN_ID_LABEL;
+pub use crate::cluster::needs::Attribution;
 use crate::error::{bad_input, env_missing};
 use crate::poll::Poll;
-
-/// Where requests per client come from on an existing cluster.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Attribution {
-    /// The API server's audit log (`--audit-log`): every request, by
-    /// client, verb and resource.
-    #[default]
-    Audit,
-    /// APF's counts per FlowSchema, one added per followed identity.
-    Apf,
-    /// Where neither is allowed: only the identities the harness drives
-    /// (HPCC's, through kubectl -v=6), counted client-side.
-    Client,
-}
-
-impl Attribution {
-    /// `--attribution audit|apf`.
-    pub fn parse(s: &str) -> Result<Attribution> {
-        match s {
-            "audit" => Ok(Attribution::Audit),
-            "apf" => Ok(Attribution::Apf),
-            "client" => Ok(Attribution::Client),
-            other => Err(bad_input(format!(
-                "--attribution {other:?}: audit (the audit log), apf (FlowSchema counts) or client (HPCC's kubectl, counted client-side)"
-            ))),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Attribution::Audit => "audit",
-            Attribution::Apf => "apf",
-            Attribution::Client => "client",
-        }
-    }
-}
 
 /// One identity whose requests are counted apart.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 
 use crate::cluster::existing::labels::{KWOK_NODE_ANNOTATION, RUN_ID_LABEL};
 
+pub use crate::cluster::client::client_for;
 use crate::cluster::client::{client_get, ok_body};
 use crate::cluster::existing::apf::{self, Attribution, Identity};
 use crate::cluster::pool::NodePool;
@@ -73,22 +74,6 @@ impl std::fmt::Debug for ExistingCluster {
             .field("opts", &self.opts)
             .finish_non_exhaustive()
     }
-}
-
-/// A client for a kubeconfig's context; a kubeconfig that cannot be used
-/// is bad input (exit 2).
-pub async fn client_for(kubeconfig: &Path, context: Option<&str>) -> Result<kube::Client> {
-    crate::cluster::client::client_for_context(kubeconfig, context)
-        .await
-        .map_err(|e| {
-            bad_input(format!(
-                "--kubeconfig {}{}: {e:#}",
-                kubeconfig.display(),
-                context
-                    .map(|c| format!(" --context {c}"))
-                    .unwrap_or_default()
-            ))
-        })
 }
 
 impl ExistingCluster {

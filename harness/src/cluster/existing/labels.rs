@@ -6,6 +6,5 @@
 /// annotation-selector`, as the local provider runs it).
 pub const KWOK_NODE_ANNOTATION: &str = crate::cluster::kwok::KWOK_NODE_ANNOTATION;
 /// The label everything the harness creates on such a cluster carries
-/// (namespaces, pool nodes, FlowSchemas): the run's id (cleanup finds what
-/// is left by it).
-pub const RUN_ID_LABEL: &str = "harness.batch.dev/run-id";
+/// (cluster::run_id).
+pub use crate::cluster::run_id::RUN_ID_LABEL;

@@ -39,8 +39,8 @@ pub const ADMIN_USER: &str = "admin";
 /// The identity of the workload `harness measure` runs.
 pub const WORKLOAD_USER: &str = "workload";
 
-/// The scheduler's user name (the same on every cluster).
-pub const SCHEDULER_USER: &str = "system:kube-scheduler";
+/// The scheduler's user name (cluster::controllers).
+pub use crate::cluster::controllers::SCHEDULER_USER;
 
 #[cfg(test)]
 mod tests {
