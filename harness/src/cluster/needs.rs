@@ -134,6 +134,17 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// The release the server runs (its patch if pinned here, else its
+    /// minor's): the templates and tools follow it, not a scenario's.
+    pub fn server_release(&self) -> Result<crate::k8s::K8sRelease> {
+        use crate::k8s::K8sRelease;
+        K8sRelease::parse(&self.server_version).or_else(|_| {
+            let v = self.server_version.trim_start_matches('v');
+            let minor: String = v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+            K8sRelease::parse(&minor)
+        })
+    }
+
     /// The set a result is comparable by: what was measurable, not counts
     /// that change between runs (nodes, other pods).
     pub fn comparable(&self) -> String {

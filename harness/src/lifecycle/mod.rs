@@ -2,10 +2,12 @@
 //! installs, capacity, readiness) and down, HPCC's install policy, and
 //! tears down after Ctrl-C; `target` is where a run set's runs go — a
 //! fresh cluster of its provider per run, or the existing one it attached
-//! to — and what is done with each after its run. The one place that
+//! to — and what is done with each after its run; `measured` is where a
+//! measured workload acts on each provider's cluster. The one place that
 //! composes the layers, so providers and installers stay independent of
 //! each other.
 
+pub mod measured;
 pub mod target;
 pub mod up;
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::cluster::existing::ExistingCluster;
 use crate::cluster::kind::KindSpec;
@@ -320,6 +320,15 @@ fn end_of_run<T>(cluster: AnyCluster, r: Result<T>, what: &str) -> Result<T> {
             })
         }
     }
+}
+
+/// A private directory for the identities' kubeconfigs (tokens): removed
+/// when dropped.
+pub fn token_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("harness-tokens-")
+        .tempdir()
+        .context("a directory for the run's ServiceAccount kubeconfigs")
 }
 
 /// Client names that differ from run to run made alike, so that rounds

@@ -9,13 +9,11 @@
 
 pub mod apply;
 pub mod command;
-pub mod existing;
 pub mod kueue_perf;
 pub mod orchestrate;
 pub mod report;
 pub mod result;
 pub mod run;
-pub mod target;
 pub mod workload;
 
 pub use crate::bench::measure::orchestrate::*;

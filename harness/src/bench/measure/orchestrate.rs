@@ -9,13 +9,12 @@
 
 use crate::bench::measure::apply;
 use crate::bench::measure::command;
-use crate::bench::measure::existing;
 use crate::bench::measure::kueue_perf;
 use crate::bench::measure::report;
 use crate::bench::measure::result;
 use crate::bench::measure::run;
-use crate::bench::measure::target;
 use crate::bench::measure::workload;
+use crate::lifecycle::measured::existing;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -149,9 +148,9 @@ pub async fn measure(opts: &MeasureOptions) -> Result<MeasureResult> {
         }
         None => None,
     };
-    let tokens = crate::bench::thor::existing::token_dir()?;
+    let tokens = lifecycle::target::token_dir()?;
     let k8s = match &caps {
-        Some(caps) => crate::bench::thor::existing::server_release(caps)?,
+        Some(caps) => caps.server_release()?,
         None => K8sRelease::parse(&opts.spec.k8s_minor)?,
     };
     let kubectl = lifecycle::resolve_tool(k8s, opts.bins.clone(), Component::Kubectl).await?;
@@ -356,7 +355,7 @@ async fn one_run(on: OnCluster<'_>, ctx: &run::RunContext<'_>, dir: &Path) -> Re
                 run::run_one(cluster, place, ctx).await
             }
             _ => {
-                let identity = target::identity(cluster, ttl).await?;
+                let identity = crate::lifecycle::measured::identity::identity(cluster, ttl).await?;
                 let place = run::Place {
                     identity: &identity,
                     pods_in: None,

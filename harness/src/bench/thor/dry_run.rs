@@ -47,7 +47,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
     let admin = cluster.client().await?;
     let served = Discovery::read(&admin).await?;
     let model = run::kubectl_model(s)?;
-    let minor = existing::server_release(&caps)?.minor_number();
+    let minor = caps.server_release()?.minor_number();
     let mut out = String::new();
     let _ = writeln!(
         out,

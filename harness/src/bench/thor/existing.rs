@@ -163,17 +163,6 @@ pub async fn survey(opts: &ExistingOptions, smoke: &ThorScenario) -> Result<Surv
     })
 }
 
-/// The release the server runs (its patch if pinned here, else its
-/// minor's): the templates follow it, not the scenario's.
-pub fn server_release(caps: &Capabilities) -> Result<crate::k8s::K8sRelease> {
-    use crate::k8s::K8sRelease;
-    K8sRelease::parse(&caps.server_version).or_else(|_| {
-        let v = caps.server_version.trim_start_matches('v');
-        let minor: String = v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
-        K8sRelease::parse(&minor)
-    })
-}
-
 /// The namespace of one run of a mode (the existing provider's
 /// `site::run_namespace`).
 pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> Result<String> {
@@ -293,13 +282,4 @@ pub async fn apf_plan(cluster: &ExistingCluster, ns: &str) -> Result<Option<apf:
         .map(|sa| Identity::service_account(ns, sa))
         .collect();
     cluster.apf_plan(run).await
-}
-
-/// A private directory for the identities' kubeconfigs (tokens): removed
-/// when dropped.
-pub fn token_dir() -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("harness-tokens-")
-        .tempdir()
-        .context("a directory for the run's ServiceAccount kubeconfigs")
 }

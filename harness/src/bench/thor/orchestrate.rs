@@ -233,7 +233,7 @@ async fn runs_on(
     };
     let k8s = match &caps {
         Some(caps) => {
-            let k8s = existing::server_release(caps)?;
+            let k8s = caps.server_release()?;
             s.cluster.k8s_minor = k8s.minor.to_string();
             k8s
         }
@@ -255,7 +255,7 @@ async fn runs_on(
     };
     let provider = target.provider_name();
     let mut runs = Runs::start(&plan_of(opts, modes), s, provider, &version, caps);
-    let tokens = existing::token_dir()?;
+    let tokens = lifecycle::target::token_dir()?;
     for (rep, mode) in runs.order() {
         let profile = profile_req
             .as_ref()

@@ -30,7 +30,7 @@ use harness::cluster::{ExistingTarget, Provider};
 use crate::Fixture;
 use crate::suite::measure::{command, hello_job};
 
-/// The run's account as rounds name it (bench::measure::existing).
+/// The run's account as rounds name it (lifecycle::measured::existing).
 const WORKLOAD: &str = "system:serviceaccount:<run>:harness-workload";
 const JOB_CONTROLLER: &str =
     "system:serviceaccount:kube-system:job-controller (kube-controller-manager)";

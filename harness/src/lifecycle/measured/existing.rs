@@ -19,7 +19,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::bench::measure::target::{ACCOUNT, Identity};
 use crate::cluster::ExistingTarget;
 use crate::cluster::apf_flows::ApfFlows;
 use crate::cluster::existing::apf;
@@ -29,6 +28,7 @@ use crate::cluster::existing::{ExistingCluster, site};
 use crate::cluster::needs::{Access, Attribution, Capabilities, Needs};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
+use crate::lifecycle::measured::identity::{ACCOUNT, Identity};
 
 /// What the harness itself does on the cluster: the runs' namespaces, the
 /// workload's ServiceAccount, token and RoleBinding, the pod watch, the

@@ -4,7 +4,7 @@
 //! `harness-measure`, bound to cluster-admin, through a token kubeconfig —
 //! as `bench thor --provider kind` gives HPCC's identities
 //! (cluster/existing/site.rs). On an existing cluster, a namespace's
-//! admin only (bench::measure::existing). The identity is made before the
+//! admin only (lifecycle::measured::existing). The identity is made before the
 //! window opens, so its requests are not the workload's.
 
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub async fn identity(cluster: &AnyCluster, ttl: Duration) -> Result<Identity> {
             client: c.client_as(WORKLOAD_USER).await?,
         }),
         AnyCluster::Existing(_) => Err(crate::error::bad_input(
-            "on an existing cluster a run's identity is its namespace's (bench::measure::existing::site)",
+            "on an existing cluster a run's identity is its namespace's (lifecycle::measured::existing::site)",
         )),
         AnyCluster::Kind(c) => {
             let admin = c.client().await?;
