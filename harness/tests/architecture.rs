@@ -6,7 +6,8 @@
 //! and a folder's module file only declares (its code lives in files named
 //! by their concept). A file is as long as its one concept needs: there is
 //! no line cap. In harness/src, install, metrics, workloads and the
-//! benchmarks also name no provider (but the files NOT_YET_FREE lists). Paths in comments are not imports and are not read.
+//! benchmarks also name no provider (but the files NOT_YET_FREE lists).
+//! Paths in comments are not imports and are not read.
 
 mod common;
 
