@@ -106,17 +106,6 @@ fn rank(module: &str) -> Option<usize> {
     rank_in(LAYERS, module)
 }
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 /// The code of a file without its `#[cfg(test)] mod tests` block.
 fn non_test(text: &str) -> &str {
     text.find("\n#[cfg(test)]\nmod tests")
@@ -170,11 +159,7 @@ fn references_by(code: &str, prefixes: &[&str]) -> Vec<(usize, String)> {
 
 /// The sources of `tree`, sorted.
 fn sources_of(tree: &Tree) -> Vec<PathBuf> {
-    let src = common::repo_root().join(tree.src);
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
-    files
+    common::rust_sources(&common::repo_root().join(tree.src))
 }
 
 fn all_sources() -> Vec<PathBuf> {

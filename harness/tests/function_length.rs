@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
 /// The longest a function may be.
 const MOST: usize = 120;
 /// The longest a function that is one list or table may be.
@@ -16,17 +14,6 @@ const MOST_TABLE: usize = 150;
 /// Functions that are one list or table (file, name), allowed up to
 /// `MOST_TABLE`.
 const TABLES: &[(&str, &str)] = &[];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The name of the function a line declares, if it declares one.
 fn declares(line: &str) -> Option<&str> {
@@ -94,9 +81,7 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
 #[test]
 fn no_function_is_longer_than_its_concept() {
     let src = common::repo_root().join("harness/src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
+    let files = common::rust_sources(&src);
     let (mut long, mut counted) = (Vec::new(), 0);
     for path in files {
         let rel = path.strip_prefix(&src).unwrap().display().to_string();

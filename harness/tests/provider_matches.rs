@@ -11,24 +11,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
 /// The enums whose variants are providers.
 const PROVIDER_ENUMS: &[&str] = &["Provider::", "AnyCluster::", "OnCluster::"];
 
 /// Where branching on a provider with a catch-all is the seam's own work.
 const SEAM: &[&str] = &["cluster", "lifecycle"];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The code before a file's `#[cfg(test)]` module, comment lines blanked
 /// (line numbers hold).
@@ -208,9 +195,7 @@ fn catch_alls(code: &str) -> Vec<(usize, String)> {
 #[test]
 fn outside_the_seam_a_branch_on_a_provider_names_every_provider() {
     let src = common::repo_root().join("harness/src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
+    let files = common::rust_sources(&src);
     let (mut bad, mut checked, mut branches) = (Vec::new(), 0, 0);
     for path in files {
         let rel = path.strip_prefix(&src).unwrap();

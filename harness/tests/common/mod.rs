@@ -29,3 +29,21 @@ pub fn assert_code(o: &Output, code: i32) -> String {
     assert_eq!(o.status.code(), Some(code), "{t}");
     t
 }
+
+/// Every Rust source file under `dir`, sorted.
+pub fn rust_sources(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
