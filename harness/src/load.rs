@@ -81,19 +81,22 @@ mod tests {
         assert!(Load::start(max_cores() + 1).is_err());
         let l = Load::start(1).unwrap();
         let pid = l.children[0].id();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        // utime (field 14) has moved: it spins.
-        let utime: u64 = stat
-            .rsplit_once(") ")
-            .unwrap()
-            .1
-            .split_whitespace()
-            .nth(11)
-            .unwrap()
-            .parse()
+        // utime (field 14) moves: it spins (on a busy machine it may wait
+        // its turn for a core, so it is read until it moves, up to 10 s).
+        let utime = move || -> u64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let field = stat.rsplit_once(") ").unwrap().1.split_whitespace().nth(11);
+            field.unwrap().parse().unwrap()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
             .unwrap();
-        assert!(utime > 0, "{stat}");
+        rt.block_on(
+            crate::poll::Poll::new("the hog's CPU time", std::time::Duration::from_secs(10))
+                .until(|| async { Ok((utime() > 0).then_some(())) }),
+        )
+        .unwrap();
         drop(l);
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     }

@@ -6,7 +6,8 @@
 //! and a folder's module file only declares (its code lives in files named
 //! by their concept). A file is as long as its one concept needs: there is
 //! no line cap. In harness/src, install, metrics, workloads and the
-//! benchmarks also name no provider (but the files NOT_YET_FREE lists).
+//! benchmarks also name no provider (a branch on one is
+//! tests/provider_matches.rs's).
 //! Paths in comments are not imports and are not read.
 
 mod common;
@@ -596,17 +597,6 @@ fn the_cycle_finder_finds_a_cycle() {
 /// providers and installs).
 const PROVIDER_FREE: &[&str] = &["install", "metrics", "workload", "bench"];
 
-/// The files of a provider-free layer that still name a provider, each
-/// to move behind the seam (lifecycle/): the list only shrinks.
-const NOT_YET_FREE: &[&str] = &[
-    // Thor's site on an existing or kind cluster (its ServiceAccounts,
-    // Roles and exits), its local site, and its dry run.
-    "bench/thor/existing.rs",
-    "bench/thor/run.rs",
-    "bench/thor/orchestrate.rs",
-    "bench/thor/dry_run.rs",
-];
-
 /// The providers under `cluster::`.
 const PROVIDERS: &[&str] = &["kind", "local", "existing"];
 
@@ -648,7 +638,6 @@ fn providers_named(code: &str) -> Vec<(usize, String)> {
 fn install_metrics_workloads_and_benchmarks_name_no_provider() {
     let src = common::repo_root().join("harness/src");
     let mut bad = Vec::new();
-    let mut still = Vec::new();
     let mut checked = 0;
     for path in all_sources() {
         let rel = path.strip_prefix(&src).unwrap();
@@ -664,16 +653,6 @@ fn install_metrics_workloads_and_benchmarks_name_no_provider() {
         checked += 1;
         let text = std::fs::read_to_string(&path).unwrap();
         let named = providers_named(&without_comments(non_test(&text)));
-        let rel_s = rel.display().to_string();
-        if NOT_YET_FREE.contains(&rel_s.as_str()) {
-            still.push(rel_s);
-            assert!(
-                !named.is_empty(),
-                "harness/src/{}: names no provider now: take it off NOT_YET_FREE",
-                rel.display()
-            );
-            continue;
-        }
         for (line, provider) in named {
             bad.push(format!(
                 "harness/src/{}:{line}: {top} names the provider {provider}; ask the Cluster trait (cluster/provider.rs) or take plain data",
@@ -686,11 +665,6 @@ fn install_metrics_workloads_and_benchmarks_name_no_provider() {
         "only {checked} files checked: is the scan broken?"
     );
     assert!(bad.is_empty(), "providers named:\n{}", bad.join("\n"));
-    assert_eq!(
-        still.len(),
-        NOT_YET_FREE.len(),
-        "NOT_YET_FREE names files that are gone: {still:?}"
-    );
 }
 
 #[test]

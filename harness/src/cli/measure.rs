@@ -11,8 +11,8 @@ use harness::bench::core::report::compare as compare_report;
 use harness::bench::core::{baseline, policy};
 use harness::bench::measure::workload::{self, Variant, Workload};
 use harness::bench::measure::{self, MeasureOptions, report};
+use harness::cluster::Ask;
 use harness::cluster::profile::{ControlPlane, Profile};
-use harness::cluster::{Ask, Provider};
 use harness::cluster::{ClusterSpec, NodeSpec};
 use harness::error::{self, bad_input};
 use harness::k8s::K8sRelease;
@@ -377,20 +377,10 @@ async fn measure_here(args: &MeasureArgs) -> Result<i32> {
     if let Some(bin) = args.bins.first() {
         provider.check(Ask::Binaries, &format!("--bin {bin}"))?;
     }
-    match &provider {
-        Provider::Existing(_) => {
-            if args.kueue || args.kueue_perf.is_some() {
-                return Err(bad_input(
-                    "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply",
-                ));
-            }
-        }
-        Provider::Kind(choice) => {
-            let config = harness::lifecycle::target::kind_config(choice, None, k8s.minor)?;
-            harness::lifecycle::validate_kind_config(&config)?;
-        }
-        Provider::Local { .. } => {}
-    }
+    let queues = (args.kueue || args.kueue_perf.is_some()).then(|| {
+        "--kueue/--kueue-perf install Kueue and create cluster-wide queues: on an existing cluster Kueue is the cluster's own; measure a workload that uses it with a command or --apply".to_string()
+    });
+    harness::lifecycle::target::preflight(&provider, &[None], k8s.minor, queues)?;
     let provider = args.target.provider("")?;
     let mut spec = ClusterSpec::new("measure", k8s.minor);
     spec.nodes = NodeSpec {

@@ -34,7 +34,7 @@ pub struct StatusArgs {
 async fn existing(args: &StatusArgs) -> Result<i32> {
     let opts = args.existing.options()?;
     let smoke = harness::workload::thor::scenario::load(&args.scenario)?;
-    let s = harness::bench::thor::existing::survey(&opts, &smoke).await?;
+    let s = harness::lifecycle::thor::existing::survey(&opts, &smoke).await?;
     let health = s.cluster.health().await;
     let healthy = health.iter().all(|h| h.healthy);
     match args.format {

@@ -212,6 +212,32 @@ pub async fn start(
     }
 }
 
+/// What a run set asks of its provider, checked before anything starts:
+/// on kind, the config of each profile its runs use (`kind_profiles`;
+/// None: the choice's own) found and valid for `minor`; on an existing
+/// cluster, nothing it cannot give (`not_on_existing`: why a run set
+/// cannot run there, e.g. it creates cluster-wide queues).
+pub fn preflight(
+    provider: &Provider,
+    kind_profiles: &[Option<&str>],
+    minor: &str,
+    not_on_existing: Option<String>,
+) -> Result<()> {
+    match provider {
+        Provider::Existing(_) => match not_on_existing {
+            Some(why) => Err(crate::error::bad_input(why)),
+            None => Ok(()),
+        },
+        Provider::Kind(choice) => {
+            for profile in kind_profiles {
+                crate::lifecycle::up::validate_kind_config(&kind_config(choice, *profile, minor)?)?;
+            }
+            Ok(())
+        }
+        Provider::Local { .. } => Ok(()),
+    }
+}
+
 /// The kind config of a cluster: the given one, or `profile`'s (else the
 /// choice's) of the repository's kind-configs/ for `minor`.
 pub fn kind_config(choice: &KindChoice, profile: Option<&str>, minor: &str) -> Result<PathBuf> {

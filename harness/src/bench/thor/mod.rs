@@ -6,8 +6,6 @@
 
 pub mod answer;
 pub mod contention;
-pub mod dry_run;
-pub mod existing;
 pub mod headline;
 pub mod metrics;
 pub mod orchestrate;

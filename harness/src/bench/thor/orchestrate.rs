@@ -7,19 +7,18 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::bench::core::baseline;
-use crate::bench::thor::dry_run;
-use crate::bench::thor::existing;
 use crate::bench::thor::result::ThorResult;
 use crate::bench::thor::run;
 use crate::bench::thor::runs;
 use crate::bench::thor::runs::Runs;
-use crate::cluster::existing::ExistingCluster;
-use crate::cluster::{Cluster, ClusterSpec, ExistingTarget, NodeSpec, Provider};
+use crate::cluster::{ClusterSpec, NodeSpec, Provider};
 use crate::k8s::K8sRelease;
-use crate::lifecycle::{self, OnCluster, Target};
+use crate::lifecycle::thor::existing;
+use crate::lifecycle::thor::place::Place;
+use crate::lifecycle::{self, Target};
 use crate::metrics::pprof;
 use crate::tools::Component;
 use crate::workload::thor::Mode;
@@ -156,7 +155,7 @@ fn kubectl_component(s: &ThorScenario) -> Component {
 }
 
 /// `--dry-run` on an existing cluster: the probe, then what each mode
-/// would create and call (bench::thor::dry_run); nothing is created.
+/// would create and call (lifecycle::thor::dry_run); nothing is created.
 pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
     let s = preflight(opts, None, false, false)?.scenario;
     let modes: Vec<Mode> = match &opts.modes {
@@ -168,7 +167,7 @@ pub async fn plan_only(opts: &ThorBenchOptions) -> Result<String> {
             "--dry-run is for --provider existing (a local run creates its own cluster)",
         )
     })?;
-    dry_run::dry_run(target, &s, &modes).await
+    crate::lifecycle::thor::dry_run::dry_run(target, &s, &modes).await
 }
 
 /// Run every mode (× repeats), each on a fresh cluster torn down after
@@ -183,27 +182,14 @@ pub async fn bench_thor(opts: &ThorBenchOptions) -> Result<ThorResult> {
     if modes.is_empty() {
         return Err(crate::error::bad_input("no modes to run"));
     }
-    match &opts.provider {
-        Provider::Existing(_) => {
-            if let Some(m) = modes.iter().find(|m| m.needs_kueue()) {
-                return Err(crate::error::bad_input(format!(
-                    "{} runs on the local provider only: it creates cluster-wide Kueue queues",
-                    m.name()
-                )));
-            }
-        }
-        Provider::Kind(choice) => {
-            for &m in &modes {
-                let config = crate::lifecycle::target::kind_config(
-                    choice,
-                    Some(kind_profile(m)),
-                    &s.cluster.k8s_minor,
-                )?;
-                lifecycle::validate_kind_config(&config)?;
-            }
-        }
-        Provider::Local { .. } => {}
-    }
+    let kueue = modes.iter().find(|m| m.needs_kueue()).map(|m| {
+        format!(
+            "{} runs on the local provider only: it creates cluster-wide Kueue queues",
+            m.name()
+        )
+    });
+    let profiles: Vec<Option<&str>> = modes.iter().map(|&m| Some(kind_profile(m))).collect();
+    lifecycle::target::preflight(&opts.provider, &profiles, &s.cluster.k8s_minor, kueue)?;
     let target = Target::new(&opts.provider, opts.bins.clone(), &opts.cluster_prefix).await?;
     let r = runs_on(&target, opts, &mut s, &modes).await;
     if r.is_err()
@@ -285,73 +271,6 @@ async fn runs_on(
         runs.add(step, mode, rep, r, timeline)?;
     }
     Ok(runs.progress.result)
-}
-
-/// Where one run's HPCC lives on its cluster: the local provider's
-/// `default` namespace and certificate users, or a namespace of the run's
-/// with ServiceAccounts (kind: as on an existing cluster, the kind
-/// cluster attached to by its kubeconfig and audit log).
-struct Place {
-    /// The run on a cluster the run's namespace is made on (None: the
-    /// local provider's own namespace and users).
-    target: Option<ExistingTarget>,
-    /// The run's namespace.
-    namespace: Option<String>,
-    /// The progress line's "where".
-    where_: String,
-}
-
-impl Place {
-    fn of(on: &OnCluster<'_>, mode: Mode, rep: u32) -> Result<Place> {
-        let Some(target) = on.as_existing() else {
-            return Ok(Place {
-                target: None,
-                namespace: None,
-                where_: String::new(),
-            });
-        };
-        let ns = existing::namespace_of(&target.run_id, mode, rep)?;
-        let where_ = match on.attached() {
-            Some(_) => format!(" in namespace {ns}"),
-            None => format!(" on {} cluster {}", on.get().provider(), on.get().name()),
-        };
-        Ok(Place {
-            where_,
-            namespace: Some(ns),
-            target: Some(target),
-        })
-    }
-
-    /// The run's site: its namespace, identities and how processes end.
-    async fn site(
-        &self,
-        on: &OnCluster<'_>,
-        s: &ThorScenario,
-        mode: Mode,
-        rep: u32,
-        tokens: &Path,
-    ) -> Result<run::Site> {
-        let Some(t) = &self.target else {
-            let cluster = on.get();
-            let local = cluster.as_local().with_context(|| {
-                format!(
-                    "a {} cluster's run has a namespace of its own (OnCluster::as_existing)",
-                    cluster.provider()
-                )
-            })?;
-            return run::Site::local(local, mode).await;
-        };
-        match on.attached() {
-            Some((c, _)) => existing::site(c, t, mode, rep, tokens, s.cluster.real_node).await,
-            // A fresh cluster reached as an existing one: its nodes are
-            // real (kind's workers).
-            None => {
-                let mut ex = ExistingCluster::attach(t.cluster.clone()).await?;
-                ex.run_id = t.run_id.clone();
-                existing::site(&ex, t, mode, rep, tokens, true).await
-            }
-        }
-    }
 }
 
 /// The runs' order and where their Result goes, from the options.

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, ServiceAccount};
 use kube::api::Api;
-use serde_json::Value;
 
-use crate::cluster::local::{LocalCluster, realnode};
 use crate::cluster::provider::Cluster;
 use crate::error::bad_input;
 use crate::k8s::K8sRelease;
@@ -24,169 +22,22 @@ use crate::metrics::timeline::Timeline;
 use crate::metrics::window::NOT_MEASURED_REQUESTS;
 use crate::metrics::window::{Options, Window};
 use crate::poll::Poll;
-use crate::workload::thor::THOR_AGENT_USER;
 use crate::workload::thor::discovery::{Discovery, DiscoveryCache};
 use crate::workload::thor::driver::callplan;
 use crate::workload::thor::driver::calls::{CallLog, Kubectl, Who};
 use crate::workload::thor::driver::dispatch::Dispatcher;
-use crate::workload::thor::driver::env::{CompilePlan, Plan, ThorEnv};
-use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
+use crate::workload::thor::driver::env::{Plan, ThorEnv};
 use crate::workload::thor::driver::{self, DriverReport};
 use crate::workload::thor::kubectl::KubectlModel;
-use crate::workload::thor::realpods::RealPods;
-use crate::workload::thor::scenario::{DiscoveryCacheSpec, KeepJobs, ThorScenario, parse_duration};
-use crate::workload::thor::template::{self, Mode, Template, ThorParams, render};
+use crate::workload::thor::mode_plan::{kubectl_model, plan};
+use crate::workload::thor::scenario::{KeepJobs, ThorScenario};
+use crate::workload::thor::setup_objects::setup_objects;
+use crate::workload::thor::site::Site;
+use crate::workload::thor::template::{self, Mode};
 
 use crate::bench::core::figures::RunFigures;
 use crate::bench::thor::contention::{self, Contention};
 use crate::bench::thor::result::ModeResult;
-
-/// HPCC is installed, as its own docs do, without a namespace: `default`
-/// (kubectl then makes no namespace lookups after a 404; see
-/// workload::thor::kubectl).
-pub const NAMESPACE: &str = "default";
-/// eclccserver's user on the local provider.
-pub const ECLCCSERVER_USER: &str = "eclccserver";
-/// The thoragent pod's name suffix HPCC builds job names from.
-pub const AGENT_SUFFIX: &str = "6d9f7c8b5d-x2v9k";
-/// The platform version the pods run (the pinned chart's).
-pub const JOB_VERSION: &str = crate::tools::versions::HPCC_CHART_VERSION;
-
-fn duration(v: &str) -> Result<Duration> {
-    parse_duration(v).map_err(bad_input)
-}
-
-/// The plan a scenario makes for `mode`.
-pub fn plan(s: &ThorScenario, mode: Mode) -> Result<Plan> {
-    Ok(Plan {
-        mode,
-        thor_name: s.thor.name.clone(),
-        agent_suffix: AGENT_SUFFIX.into(),
-        num_workers: s.thor.num_workers,
-        num_workers_per_pod: s.thor.num_workers_per_pod,
-        job_version: JOB_VERSION.into(),
-        max_graphs: s.thor.max_graphs,
-        max_jobs: s.thor.max_jobs,
-        linger: duration(&s.thor.linger_period)?,
-        keep_jobs: s.thor.keep_jobs,
-        workunits: s.workunits,
-        graphs_per_workunit: s.graphs_per_workunit,
-        graph: duration(&s.graph_duration)?,
-        compile: match s.compile.enabled {
-            false => None,
-            true => Some(CompilePlan {
-                duration: duration(&s.compile.duration)?,
-                linger: duration(&s.compile.linger_period)?,
-                max_active: s.compile.max_active,
-            }),
-        },
-        postrun_exit: duration(&s.postrun_exit)?,
-        dns_hostnames: s.jobset.enable_dns_hostnames,
-        namespace: NAMESPACE.into(),
-        resources: s.resources(),
-        scheduling_timeout: Duration::from_secs(s.thor.scheduling_timeout_secs.into()),
-        max_registration: Duration::from_secs(
-            u64::from(s.thor.expert.max_worker_registration_mins) * 60,
-        ),
-        real_pods: None,
-    })
-}
-
-fn render_all(ts: &[Template], p: &ThorParams) -> Result<Vec<Value>> {
-    Ok(ts
-        .iter()
-        .map(|t| render(t, p))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect())
-}
-
-/// Where a mode runs and as whom: the namespace, HPCC's two identities
-/// (kubeconfig and user name each) and how its processes end.
-pub struct Site {
-    pub namespace: String,
-    /// Where the identities' kubectl cache directories go.
-    pub work_dir: PathBuf,
-    /// How processes end: the fake kubelets' client, or real exits.
-    pub exits: Exits,
-    /// What makes Thor's pods run on real nodes; None: kwok's nodes.
-    pub real_pods: Option<RealPods>,
-    pub thor: (PathBuf, String),
-    pub eclcc: (PathBuf, String),
-    /// Bind the Roles to these ServiceAccounts (thor, eclcc) in the
-    /// namespace instead of the templates' certificate users.
-    pub service_accounts: Option<(String, String)>,
-    /// The FlowSchemas that count requests per identity (--attribution
-    /// apf), set up for this site.
-    pub apf: Option<crate::cluster::apf_flows::ApfFlows>,
-    /// Count HPCC's identities' requests client-side (`--attribution
-    /// client`): where neither the audit log nor APF can.
-    pub count_requests: bool,
-}
-
-impl Site {
-    /// A mode on the harness's own local cluster: HPCC's `default`
-    /// namespace and the certificate identities the cluster was made with;
-    /// Thor's pods on its real node when it has one.
-    pub async fn local(cluster: &LocalCluster, mode: Mode) -> Result<Site> {
-        let user = |u: &str| (cluster.kubeconfig_of(u), u.to_string());
-        let (exits, real_pods) = match &cluster.state.real_node {
-            Some(_) => (
-                Exits::Real(RealExits {
-                    admin: cluster.client().await?,
-                    reach: Reach::PodIp(crate::cluster::client::http_client()?),
-                }),
-                Some(RealPods {
-                    image: realnode::image::image_name(&cluster.state.k8s_version),
-                    nodes: vec![realnode::names::NODE_NAME.to_string()],
-                }),
-            ),
-            None => (Exits::Kwok(cluster.client_as("kwok").await?), None),
-        };
-        Ok(Site {
-            namespace: NAMESPACE.into(),
-            work_dir: cluster.layout.root.join(format!("kubectl-{}", mode.name())),
-            exits,
-            real_pods,
-            thor: user(THOR_AGENT_USER),
-            eclcc: user(ECLCCSERVER_USER),
-            service_accounts: None,
-            apf: None,
-            count_requests: false,
-        })
-    }
-}
-
-/// RoleBindings of `docs` bound to ServiceAccount `sa` in `namespace`.
-fn bind_to_service_account(docs: &mut [Value], sa: &str, namespace: &str) {
-    for d in docs.iter_mut().filter(|d| d["kind"] == "RoleBinding") {
-        d["subjects"] = serde_json::json!([
-            {"kind": "ServiceAccount", "name": sa, "namespace": namespace}
-        ]);
-    }
-}
-
-/// HPCC's once-per-release objects and both identities' RBAC for `plan`'s
-/// namespace, the RoleBindings bound to `service_accounts` (thor, eclcc)
-/// when given.
-pub fn setup_objects(
-    plan: &Plan,
-    service_accounts: Option<&(String, String)>,
-) -> Result<Vec<Value>> {
-    let p = plan.params(0);
-    let mut docs = Vec::new();
-    docs.extend(render_all(&template::setup(), &p)?);
-    let mut thor = render(&template::rbac(plan.mode), &p)?;
-    let mut eclcc = render(&template::eclccserver_rbac(), &p)?;
-    if let Some((t, e)) = service_accounts {
-        bind_to_service_account(&mut thor, t, &plan.namespace);
-        bind_to_service_account(&mut eclcc, e, &plan.namespace);
-    }
-    docs.extend(thor);
-    docs.extend(eclcc);
-    Ok(docs)
-}
 
 /// The namespace, HPCC's once-per-release objects and both identities'
 /// RBAC, as the harness; waits until pods can be created and the storage
@@ -227,15 +78,6 @@ async fn setup(admin: &kube::Client, plan: &Plan, site: &Site) -> Result<Vec<Str
         .filter(|d| d["kind"] == "NetworkPolicy")
         .filter_map(|d| d["metadata"]["name"].as_str().map(str::to_string))
         .collect())
-}
-
-/// The kubectl HPCC runs in scenario `s` (its version and discovery cache).
-pub fn kubectl_model(s: &ThorScenario) -> Result<KubectlModel> {
-    let cache = match s.kubectl.discovery_cache {
-        DiscoveryCacheSpec::None => DiscoveryCache::None,
-        DiscoveryCacheSpec::Warm => DiscoveryCache::Warm,
-    };
-    KubectlModel::new(&s.kubectl.version, cache)
 }
 
 /// `--attribution client`: the window counted no client (no audit log,

@@ -11,11 +11,15 @@ pub mod discovery;
 pub mod driver;
 pub mod kubectl;
 pub mod mode;
+pub mod mode_plan;
+pub mod needs;
 pub mod overrides;
 pub mod realpods;
 pub mod room;
 pub mod scenario;
+pub mod setup_objects;
 pub mod shape;
+pub mod site;
 pub mod template;
 
 pub use crate::workload::thor::api::{ApiUse, THOR_AGENT_USER, api_usage};

@@ -11,16 +11,18 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::bench::thor::existing::{
-    self, ECLCC_SA, ExistingTarget, KUBELET_SA, THOR_SA, kubelet_rbac, namespace_of,
-};
-use crate::bench::thor::run;
+use crate::cluster::ExistingTarget;
+use crate::cluster::existing::ExistingCluster;
 use crate::cluster::provider::Cluster;
 use crate::cluster::run_id::namespace_object;
+use crate::lifecycle::thor::existing::{self, namespace_of};
 use crate::workload::thor::Mode;
 use crate::workload::thor::discovery::{Discovery, DiscoveryCache};
 use crate::workload::thor::kubectl::Call;
+use crate::workload::thor::mode_plan::{kubectl_model, plan};
 use crate::workload::thor::scenario::ThorScenario;
+use crate::workload::thor::setup_objects::setup_objects;
+use crate::workload::thor::site::{ECLCC_SA, KUBELET_SA, THOR_SA, kubelet_rbac};
 use crate::workload::thor::template::{self, render};
 
 /// One object with who creates it.
@@ -40,13 +42,12 @@ fn key(doc: &Value) -> String {
 /// The plan of a dry run, as text: YAML documents (JSON is YAML) with
 /// comments, then the calls.
 pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) -> Result<String> {
-    let mut cluster =
-        crate::cluster::existing::ExistingCluster::attach(target.cluster.clone()).await?;
+    let mut cluster = ExistingCluster::attach(target.cluster.clone()).await?;
     cluster.run_id = target.run_id.clone();
     let caps = existing::prepare(&cluster, target, s, modes).await?;
     let admin = cluster.client().await?;
     let served = Discovery::read(&admin).await?;
-    let model = run::kubectl_model(s)?;
+    let model = kubectl_model(s)?;
     let minor = caps.server_release()?.minor_number();
     let mut out = String::new();
     let _ = writeln!(
@@ -87,7 +88,7 @@ pub async fn dry_run(target: &ExistingTarget, s: &ThorScenario, modes: &[Mode]) 
 /// namespace `ns` (its objects, each with who creates it), how many of
 /// them each Thor instance makes, and the first instance's job name.
 async fn mode_objects(
-    cluster: &crate::cluster::existing::ExistingCluster,
+    cluster: &ExistingCluster,
     target: &ExistingTarget,
     s: &ThorScenario,
     mode: Mode,
@@ -96,7 +97,7 @@ async fn mode_objects(
 ) -> Result<(Vec<Created>, usize, String)> {
     let ns = ns.to_string();
     let sa = |n: &str| format!("system:serviceaccount:{ns}:{n}");
-    let mut plan = run::plan(s, mode)?;
+    let mut plan = plan(s, mode)?;
     plan.namespace = ns.clone();
     // On real nodes: no fake kubelet, and the pods run the node image
     // (kept off kwok's nodes, if the cluster has any, when it runs).
@@ -129,7 +130,7 @@ async fn mode_objects(
         by(&cluster.user, kubelet_rbac(&ns));
     }
     let sas = (THOR_SA.to_string(), ECLCC_SA.to_string());
-    by(&cluster.user, run::setup_objects(&plan, Some(&sas))?);
+    by(&cluster.user, setup_objects(&plan, Some(&sas))?);
     if let Some(apf) = existing::apf_plan(cluster, &ns).await? {
         by(
             &cluster.user,

@@ -1,110 +1,35 @@
-//! `bench thor --provider existing`: the modes of a scenario on a cluster
-//! the harness did not start. Before anything is created the cluster is
-//! probed for what the run needs (cluster::existing::probe), and a lack is
-//! an error naming each missing piece (exit 3). Each mode then runs in a
-//! namespace of its own carrying the run's id, as ServiceAccounts with the
-//! scenario's Roles; the namespace is deleted after the mode, and on any
-//! failure everything carrying the run id is.
+//! Thor's site on a cluster the harness did not start (`bench thor
+//! --provider existing`, and kind's clusters reached the same way).
+//! Before anything is created the cluster is probed for what the run
+//! needs (workload::thor::needs, checked by cluster::existing::probe),
+//! and a lack is an error naming each missing piece (exit 3). Each mode
+//! then runs in a namespace of its own carrying the run's id, as
+//! ServiceAccounts with the scenario's Roles; the namespace is deleted
+//! after the mode, and on any failure everything carrying the run id is.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 
+use crate::cluster::ExistingTarget;
 use crate::cluster::existing::apf::{self, Identity};
 use crate::cluster::existing::lacks;
 use crate::cluster::existing::probe;
 use crate::cluster::existing::{ExistingCluster, ExistingOptions, site};
-use crate::cluster::needs::{Access, Attribution, Capabilities, Needs};
+use crate::cluster::needs::{Attribution, Capabilities, Needs};
 use crate::cluster::provider::Cluster;
 use crate::workload::thor::Mode;
 use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
+use crate::workload::thor::needs::needs;
 use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::ThorScenario;
-use crate::workload::thor::template::{self, render};
+use crate::workload::thor::site::{ECLCC_SA, KUBELET_SA, Site, THOR_SA, kubelet_rbac};
 
-use crate::bench::thor::run::{self, Site};
-
-pub use crate::cluster::ExistingTarget;
-
-/// The ServiceAccounts a mode runs as.
-pub const THOR_SA: &str = "harness-thor-agent";
-pub const ECLCC_SA: &str = "harness-eclccserver";
-pub const KUBELET_SA: &str = "harness-fake-kubelet";
 /// Workers above which a busy cluster needs --yes (the smoke scenario's
 /// size).
 const SMOKE_WORKERS: u32 = 2;
 /// How long the identities' tokens live.
 const TOKEN_TTL: Duration = Duration::from_secs(4 * 3600);
-
-/// Every access the run needs: the harness's own (namespaces, identities,
-/// HPCC's setup objects, the fake kubelets' pod status, /metrics) and what
-/// the modes' Roles grant (a user may only grant what it holds).
-pub fn needs(s: &ThorScenario, modes: &[Mode], attribution: Attribution) -> Result<Needs> {
-    let apf = attribution == Attribution::Apf;
-    let mut access = crate::cluster::needs::run_access(apf);
-    for (verb, group, resource) in [
-        ("create", "rbac.authorization.k8s.io", "roles"),
-        ("create", "", "configmaps"),
-        ("create", "", "persistentvolumeclaims"),
-        ("list", "", "persistentvolumeclaims"),
-        ("create", "networking.k8s.io", "networkpolicies"),
-        ("list", "batch", "jobs"),
-    ] {
-        access.push(Access::new(verb, group, resource, true));
-    }
-    // Ending processes: the fake kubelets' status PATCH, or on real nodes
-    // a container's /exit through the pod proxy.
-    access.push(match s.cluster.real_node {
-        false => Access::new("patch", "", "pods/status", true),
-        true => Access::new("get", "", "pods/proxy", true),
-    });
-    let params = run::plan(s, modes.first().copied().unwrap_or(Mode::Baseline))?.params(0);
-    let mut roles = render(&template::eclccserver_rbac(), &params)?;
-    for m in modes {
-        roles.extend(render(&template::rbac(*m), &params)?);
-    }
-    for rule in roles
-        .iter()
-        .filter(|d| d["kind"] == "Role")
-        .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
-    {
-        let list = |k: &str| -> Vec<String> {
-            rule[k]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        for g in list("apiGroups") {
-            for r in list("resources") {
-                for v in list("verbs") {
-                    access.push(Access::new(&v, &g, &r, true));
-                }
-            }
-        }
-    }
-    let jobset = modes.iter().any(|m| *m != Mode::Baseline);
-    if jobset {
-        access.push(Access::new("list", "jobset.x-k8s.io", "jobsets", true));
-    }
-    access.sort();
-    access.dedup();
-    Ok(Needs {
-        access,
-        jobset,
-        gang_apis: modes.contains(&Mode::JobsetGang),
-        kwok_nodes: !s.cluster.real_node,
-        real_nodes: s.cluster.real_node,
-        default_storage_class: true,
-        audit_log: attribution == Attribution::Audit,
-        apf,
-    })
-}
 
 /// Probe the attached cluster; the probe's table goes to stderr.
 /// Anything the run needs and lacks is an error naming each piece (exit
@@ -167,27 +92,6 @@ pub async fn survey(opts: &ExistingOptions, smoke: &ThorScenario) -> Result<Surv
 /// `site::run_namespace`).
 pub fn namespace_of(run_id: &str, mode: Mode, rep: u32) -> Result<String> {
     site::run_namespace(run_id, mode.name(), rep)
-}
-
-/// The fake kubelets' Role in namespace `ns`: read pods, patch their
-/// status.
-pub fn kubelet_rbac(ns: &str) -> Vec<Value> {
-    vec![
-        serde_json::json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": KUBELET_SA, "namespace": ns},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
-                {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
-            ],
-        }),
-        serde_json::json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": KUBELET_SA, "namespace": ns},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": KUBELET_SA},
-            "subjects": [{"kind": "ServiceAccount", "name": KUBELET_SA, "namespace": ns}],
-        }),
-    ]
 }
 
 /// The namespace, its identities and (on kwok's nodes) the fake
