@@ -1,8 +1,9 @@
-//! `up`: provider start, then installs, then capacity, then readiness (for
-//! the local provider; `up_kind` for kind clusters, whose capacity is their
-//! config's nodes). The
-//! one place that composes the layers, so providers and installers stay
-//! independent of each other.
+//! `up`: provider start, then one bring-up sequence for every provider
+//! (`bring_up`: installs, capacity, readiness; a failure downs the
+//! half-started cluster): the local provider's (`up`) and kind's
+//! (`up_kind`, whose capacity is its config's nodes). The one place that
+//! composes the layers, so providers and installers stay independent of
+//! each other.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,29 +78,50 @@ pub async fn resolve_tool(
 pub async fn up(opts: &UpOptions) -> Result<LocalCluster> {
     let tools = resolve_tools(&opts.spec, opts.bins.clone()).await?;
     let started = Instant::now();
-    let mut cluster = LocalCluster::start(&opts.spec, &tools).await?;
-    match finish_up(&mut cluster, opts, &tools)
-        .await
-        .and_then(|()| cluster.mark_ready())
-    {
+    let cluster = LocalCluster::start(&opts.spec, &tools).await?;
+    let failed = |c: &LocalCluster| {
+        let name = &c.state.name;
+        format!(
+            "bringing up local cluster {name:?} (logs kept in {}; `harness down --name {name}` removes them)",
+            c.layout.root.display()
+        )
+    };
+    let finish = async |c: &mut LocalCluster| {
+        finish_up(c, opts, &tools).await?;
+        c.mark_ready()
+    };
+    bring_up("local", cluster, started, finish, true, failed).await
+}
+
+/// The one bring-up sequence every provider's fresh cluster takes once
+/// its provider has started it: its installs, capacity and readiness
+/// (`finish`), then ready, logged with the time since `started`; on a
+/// failure the half-started cluster of `provider` is downed its way (its
+/// state kept when `keep_state`) and the error says so (`failed`).
+async fn bring_up<C: Cluster>(
+    provider: &str,
+    mut cluster: C,
+    started: Instant,
+    finish: impl AsyncFnOnce(&mut C) -> Result<()>,
+    keep_state: bool,
+    failed: impl FnOnce(&C) -> String,
+) -> Result<C> {
+    match finish(&mut cluster).await {
         Ok(()) => {
             tracing::info!(
-                "cluster {} ready in {:.1} s",
-                opts.spec.name,
+                "{} cluster {} ready in {:.1} s",
+                provider,
+                cluster.name(),
                 started.elapsed().as_secs_f64()
             );
             Ok(cluster)
         }
         Err(e) => {
-            let name = cluster.state.name.clone();
-            let dir = cluster.layout.root.clone();
-            if let Err(down_err) = cluster.down(true) {
-                tracing::error!("stopping the half-started cluster: {down_err:#}");
+            let what = failed(&cluster);
+            if let Err(down_err) = cluster.down(keep_state) {
+                tracing::error!("downing the half-started {provider} cluster: {down_err:#}");
             }
-            Err(e.context(format!(
-                "bringing up local cluster {name:?} (logs kept in {}; `harness down --name {name}` removes them)",
-                dir.display()
-            )))
+            Err(e.context(what))
         }
     }
 }
@@ -237,27 +259,15 @@ pub fn validate_kind_config(path: &std::path::Path) -> Result<()> {
 pub async fn up_kind(opts: &KindUpOptions) -> Result<KindCluster> {
     validate_kind_config(&opts.spec.config)?;
     let started = Instant::now();
-    let mut cluster = KindCluster::start(&opts.spec, &KindEnv::from_process()).await?;
-    match finish_kind(&mut cluster, opts).await {
-        Ok(()) => {
-            tracing::info!(
-                "kind cluster {} ready in {:.1} s",
-                opts.spec.name,
-                started.elapsed().as_secs_f64()
-            );
-            Ok(cluster)
-        }
-        Err(e) => {
-            let name = cluster.state.name.clone();
-            let kind_name = cluster.state.kind_cluster.clone();
-            if let Err(down_err) = cluster.down(false) {
-                tracing::error!("deleting the half-installed kind cluster: {down_err:#}");
-            }
-            Err(e.context(format!(
-                "installing on kind cluster {name:?} ({kind_name} deleted, state dir removed)"
-            )))
-        }
-    }
+    let cluster = KindCluster::start(&opts.spec, &KindEnv::from_process()).await?;
+    let failed = |c: &KindCluster| {
+        format!(
+            "installing on kind cluster {:?} ({} deleted, state dir removed)",
+            c.state.name, c.state.kind_cluster
+        )
+    };
+    let finish = async |c: &mut KindCluster| finish_kind(c, opts).await;
+    bring_up("kind", cluster, started, finish, false, failed).await
 }
 
 async fn finish_kind(cluster: &mut KindCluster, opts: &KindUpOptions) -> Result<()> {
