@@ -669,7 +669,6 @@ impl Component {
         self.spec().family == Family::Kubernetes
     }
 
-    /// The pinned version (no leading v) for a Kubernetes release.
     /// Where the cache keeps this component at its pinned version.
     pub fn cached_path(self, cache_dir: &std::path::Path, k8s: K8sRelease) -> std::path::PathBuf {
         cache_dir
@@ -677,6 +676,7 @@ impl Component {
             .join(format!("{}-{}", self.name(), self.version(k8s)))
     }
 
+    /// The pinned version (no leading v) for a Kubernetes release.
     pub fn version(self, k8s: K8sRelease) -> String {
         match self.spec().version {
             Version::Release => k8s.version.to_string(),
