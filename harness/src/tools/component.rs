@@ -716,6 +716,59 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_component_has_one_consistent_row() {
+        let rows: Vec<&Spec> = SPECS.iter().flat_map(|t| t.iter()).collect();
+        assert_eq!(rows.len(), Component::ALL.len());
+        for c in Component::ALL {
+            let n = rows.iter().filter(|s| s.component == c).count();
+            assert_eq!(n, 1, "{c:?} has {n} rows");
+        }
+        let names: std::collections::BTreeSet<&str> = rows.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), rows.len(), "two components share a name");
+        let env_vars: std::collections::BTreeSet<String> =
+            Component::ALL.iter().map(|c| c.env_var()).collect();
+        assert_eq!(
+            env_vars.len(),
+            rows.len(),
+            "two components share a variable"
+        );
+        // A binary is looked for on PATH under its own name, but for a
+        // component installed as another one (HPCC's kubectl as kubectl).
+        for s in &rows {
+            if s.path_name != s.name {
+                assert_eq!(
+                    (s.component, Component::from_name(s.path_name)),
+                    (Component::HpccKubectl, Some(Component::Kubectl))
+                );
+            }
+        }
+        // The tables are the groups `Component` names.
+        let of = |t: &[Spec]| t.iter().map(|s| s.component).collect::<Vec<_>>();
+        assert_eq!(of(&CLUSTER_SPECS), Component::CLUSTER);
+        assert_eq!(of(&NODE_SPECS), Component::NODE);
+        assert_eq!(of(&KIND_SPECS), Component::KIND);
+        for s in &rows {
+            if let Version::Pinned(v) = s.version {
+                assert_eq!(v.split('.').count(), 3, "{}: {v}", s.name);
+            }
+            // Kubernetes' commands follow the release and come from its
+            // module; a real node's runtime comes from node_sources.rs.
+            match s.family {
+                Family::Kubernetes => assert!(
+                    matches!(s.version, Version::Release)
+                        && matches!(s.source, Source::Kubernetes(_)),
+                    "{}",
+                    s.name
+                ),
+                Family::NodeRuntime => {
+                    assert!(matches!(s.source, Source::NodeSources), "{}", s.name)
+                }
+                Family::Other => {}
+            }
+        }
+    }
+
+    #[test]
     fn names_and_env_vars() {
         assert_eq!(
             Component::KubeApiserver.env_var(),
