@@ -98,6 +98,463 @@ fn k8s_version_ldflags(version: &str) -> Vec<String> {
     ldflags
 }
 
+/// One component, as data: what `Component`'s methods answer for it. A
+/// component is one row of one of the tables in `SPECS`.
+struct Spec {
+    component: Component,
+    /// The binary's file name.
+    name: &'static str,
+    /// The file name looked for on PATH.
+    path_name: &'static str,
+    version: Version,
+    family: Family,
+    source: Source,
+    /// The arguments that make the binary print its version; None when its
+    /// version is read from the Go build information in the binary.
+    version_args: Option<&'static [&'static str]>,
+    /// What comes right before "X.Y.Z" in what the version command prints
+    /// (`parse_version`); Kubernetes' "Kubernetes v" where there is no
+    /// other.
+    version_prefix: &'static str,
+}
+
+/// Where a component's version comes from.
+enum Version {
+    /// The cluster's Kubernetes release.
+    Release,
+    /// A pin of tools/versions.rs, whatever the release.
+    Pinned(&'static str),
+}
+
+/// Which kind of binary a component is (`is_kubernetes`,
+/// `is_node_runtime`).
+#[derive(PartialEq)]
+enum Family {
+    /// A command of the Kubernetes release.
+    Kubernetes,
+    /// A real node's runtime, built from containerd's, runc's and the CNI
+    /// plugins' modules.
+    NodeRuntime,
+    Other,
+}
+
+/// Which Go module a component is built from (`Component::go_source`).
+enum Source {
+    /// A main package of k8s.io/kubernetes at the release: one build tree
+    /// for all of them, its staging modules replaced by their published
+    /// versions, stamped by `k8s_version_ldflags`.
+    Kubernetes(&'static str),
+    /// A main package of a module tagged `v{version}`, built in the tree
+    /// `{tree}-{version}` with the `-X` flags `ldflags` gives for the
+    /// version.
+    Module {
+        tree: &'static str,
+        module: &'static str,
+        package: &'static str,
+        ldflags: fn(&str) -> Vec<String>,
+    },
+    /// A Kubernetes staging module, published as v0.<minor>.<patch> for
+    /// 1.<minor>.<patch>, built from a main.go of the harness's own and
+    /// stamped by `k8s_version_ldflags`.
+    Staging {
+        tree: &'static str,
+        module: &'static str,
+        main_go: &'static str,
+    },
+    /// Described by name in tools/node_sources.rs: a real node's runtime,
+    /// and crictl, CoreDNS and kind of a kind node.
+    NodeSources,
+}
+
+const KUBERNETES_PREFIX: &str = "Kubernetes v";
+const VERSION_FLAG: Option<&[&str]> = Some(&["--version"]);
+const KUBECTL_VERSION_ARGS: Option<&[&str]> = Some(&["version", "--client"]);
+const KUBECTL_PREFIX: &str = "Client Version: v";
+
+/// Every component's row: the tables below, one per group of `Component`.
+static SPECS: [&[Spec]; 4] = [&CLUSTER_SPECS, &NODE_SPECS, &KIND_SPECS, &OTHER_SPECS];
+
+/// What every local cluster runs (`Component::CLUSTER`).
+static CLUSTER_SPECS: [Spec; 7] = [
+    Spec {
+        component: Component::Etcd,
+        name: "etcd",
+        path_name: "etcd",
+        version: Version::Pinned(ETCD_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "etcd",
+            module: "go.etcd.io/etcd/server/v3",
+            package: "go.etcd.io/etcd/server/v3",
+            // etcd's version is a constant in go.etcd.io/etcd/api/v3.
+            ldflags: |_| vec![],
+        },
+        version_args: VERSION_FLAG,
+        version_prefix: "etcd Version: ",
+    },
+    Spec {
+        component: Component::KubeApiserver,
+        name: "kube-apiserver",
+        path_name: "kube-apiserver",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-apiserver"),
+        version_args: VERSION_FLAG,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::KubeControllerManager,
+        name: "kube-controller-manager",
+        path_name: "kube-controller-manager",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-controller-manager"),
+        version_args: VERSION_FLAG,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::KubeScheduler,
+        name: "kube-scheduler",
+        path_name: "kube-scheduler",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-scheduler"),
+        version_args: VERSION_FLAG,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Kubectl,
+        name: "kubectl",
+        path_name: "kubectl",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubectl"),
+        version_args: KUBECTL_VERSION_ARGS,
+        version_prefix: KUBECTL_PREFIX,
+    },
+    Spec {
+        component: Component::Kwok,
+        name: "kwok",
+        path_name: "kwok",
+        version: Version::Pinned(KWOK_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "kwok",
+            module: "sigs.k8s.io/kwok",
+            package: "sigs.k8s.io/kwok/cmd/kwok",
+            ldflags: |_| vec![],
+        },
+        version_args: VERSION_FLAG,
+        version_prefix: "version v",
+    },
+    // Its version (and Kueue's) is read from the Go build information
+    // embedded in the binary.
+    Spec {
+        component: Component::Jobset,
+        name: "jobset-controller",
+        path_name: "jobset-controller",
+        version: Version::Pinned(JOBSET_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "jobset",
+            module: "sigs.k8s.io/jobset",
+            package: "sigs.k8s.io/jobset",
+            ldflags: |v| vec![format!("sigs.k8s.io/jobset/pkg/version.GitVersion=v{v}")],
+        },
+        version_args: None,
+        version_prefix: "jobset ",
+    },
+];
+
+/// What a real node needs (`Component::NODE`).
+static NODE_SPECS: [Spec; 9] = [
+    Spec {
+        component: Component::Kubelet,
+        name: "kubelet",
+        path_name: "kubelet",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubelet"),
+        version_args: VERSION_FLAG,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    // agnhost prints "app version development"; the others of a real
+    // node are read from their build information too.
+    Spec {
+        component: Component::Agnhost,
+        name: "agnhost",
+        path_name: "agnhost",
+        version: Version::Release,
+        family: Family::Other,
+        source: Source::Kubernetes("k8s.io/kubernetes/test/images/agnhost"),
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Containerd,
+        name: "containerd",
+        path_name: "containerd",
+        version: Version::Pinned(CONTAINERD_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::ContainerdShim,
+        name: "containerd-shim-runc-v2",
+        path_name: "containerd-shim-runc-v2",
+        version: Version::Pinned(CONTAINERD_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Ctr,
+        name: "ctr",
+        path_name: "ctr",
+        version: Version::Pinned(CONTAINERD_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Runc,
+        name: "runc",
+        path_name: "runc",
+        version: Version::Pinned(RUNC_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::CniBridge,
+        name: "bridge",
+        path_name: "bridge",
+        version: Version::Pinned(CNI_PLUGINS_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::CniHostLocal,
+        name: "host-local",
+        path_name: "host-local",
+        version: Version::Pinned(CNI_PLUGINS_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::CniLoopback,
+        name: "loopback",
+        path_name: "loopback",
+        version: Version::Pinned(CNI_PLUGINS_VERSION),
+        family: Family::NodeRuntime,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+];
+
+/// What a kind node image built here holds (`Component::KIND`).
+static KIND_SPECS: [Spec; 5] = [
+    // kubeadm's `version` prints a Go struct; crictl's and CoreDNS's
+    // versions are read from the build information too.
+    Spec {
+        component: Component::Kubeadm,
+        name: "kubeadm",
+        path_name: "kubeadm",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubeadm"),
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::KubeProxy,
+        name: "kube-proxy",
+        path_name: "kube-proxy",
+        version: Version::Release,
+        family: Family::Kubernetes,
+        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-proxy"),
+        version_args: VERSION_FLAG,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Crictl,
+        name: "crictl",
+        path_name: "crictl",
+        version: Version::Pinned(CRICTL_VERSION),
+        family: Family::Other,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Coredns,
+        name: "coredns",
+        path_name: "coredns",
+        version: Version::Pinned(COREDNS_VERSION),
+        family: Family::Other,
+        source: Source::NodeSources,
+        version_args: None,
+        version_prefix: KUBERNETES_PREFIX,
+    },
+    Spec {
+        component: Component::Kind,
+        name: "kind",
+        path_name: "kind",
+        version: Version::Pinned(KIND_VERSION),
+        family: Family::Other,
+        source: Source::NodeSources,
+        version_args: Some(&["version"]),
+        version_prefix: "kind v",
+    },
+];
+
+/// The rest: Kueue and its performance runner, HPCC's kubectl and the
+/// registry the tests run.
+static OTHER_SPECS: [Spec; 4] = [
+    Spec {
+        component: Component::Kueue,
+        name: "kueue-controller",
+        path_name: "kueue-controller",
+        version: Version::Pinned(KUEUE_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "kueue",
+            module: "sigs.k8s.io/kueue",
+            package: "sigs.k8s.io/kueue/cmd/kueue",
+            ldflags: |v| {
+                vec![
+                    format!("sigs.k8s.io/kueue/pkg/version.GitVersion=v{v}"),
+                    // The visibility server's certificates: a fixed "/visibility"
+                    // (pkg/visibility/server.go) moved under the /etc overlay a
+                    // local Kueue runs with (cluster/local/kueue.rs).
+                    format!(
+                        "sigs.k8s.io/kueue/pkg/visibility.certDir=/etc/{KUEUE_VISIBILITY_CERT_DIR}"
+                    ),
+                ]
+            },
+        },
+        version_args: None,
+        version_prefix: "kueue ",
+    },
+    Spec {
+        component: Component::KueuePerfRunner,
+        name: "kueue-perf-runner",
+        path_name: "kueue-perf-runner",
+        version: Version::Pinned(KUEUE_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "kueue",
+            module: "sigs.k8s.io/kueue",
+            package: "sigs.k8s.io/kueue/test/performance/scheduler/runner",
+            ldflags: |_| vec![],
+        },
+        version_args: None,
+        version_prefix: "kueue ",
+    },
+    // A kubectl at HPCC's version is installed as `kubectl`, and only
+    // accepted at that version.
+    Spec {
+        component: Component::HpccKubectl,
+        name: "hpcc-kubectl",
+        path_name: "kubectl",
+        version: Version::Pinned(HPCC_KUBECTL_VERSION),
+        family: Family::Other,
+        source: Source::Staging {
+            tree: "hpcc-kubectl",
+            module: "k8s.io/kubectl",
+            main_go: KUBECTL_MAIN_GO,
+        },
+        version_args: KUBECTL_VERSION_ARGS,
+        version_prefix: KUBECTL_PREFIX,
+    },
+    Spec {
+        component: Component::Registry,
+        name: "registry",
+        path_name: "registry",
+        version: Version::Pinned(REGISTRY_VERSION),
+        family: Family::Other,
+        source: Source::Module {
+            tree: "registry",
+            module: "github.com/distribution/distribution/v3",
+            package: "github.com/distribution/distribution/v3/cmd/registry",
+            // What its Makefile stamps (version/version.go).
+            ldflags: |v| {
+                vec![format!(
+                    "github.com/distribution/distribution/v3/version.version=v{v}"
+                )]
+            },
+        },
+        version_args: VERSION_FLAG,
+        version_prefix: "distribution/v3 v",
+    },
+];
+
+impl Source {
+    /// How to build the component from this source at version `v` (no
+    /// leading v) for the Kubernetes release `k8s`.
+    fn go_source(&self, name: &str, v: &str, k8s: K8sRelease) -> GoSource {
+        let plain = |tree: String, module, package: String, ldflags| GoSource {
+            tree,
+            module,
+            module_version: format!("v{v}"),
+            package,
+            staging_replaces: None,
+            ldflags,
+            main_go: None,
+            cgo: false,
+            tags: &[],
+        };
+        match self {
+            Source::Kubernetes(package) => GoSource {
+                staging_replaces: Some(k8s.staging_version()),
+                ..plain(
+                    format!("k8s-{v}"),
+                    "k8s.io/kubernetes",
+                    package.to_string(),
+                    k8s_version_ldflags(v),
+                )
+            },
+            Source::Module {
+                tree,
+                module,
+                package,
+                ldflags,
+            } => plain(
+                format!("{tree}-{v}"),
+                module,
+                package.to_string(),
+                ldflags(v),
+            ),
+            // k8s.io/kubectl is published as v0.<minor>.<patch> for 1.<minor>.<patch>.
+            Source::Staging {
+                tree,
+                module,
+                main_go,
+            } => GoSource {
+                module_version: format!("v0.{}", v.split_once('.').map_or("", |(_, rest)| rest)),
+                main_go: Some(main_go.to_string()),
+                ..plain(
+                    format!("{tree}-{v}"),
+                    module,
+                    ".".into(),
+                    k8s_version_ldflags(v),
+                )
+            },
+            Source::NodeSources => crate::tools::node_sources::go_source(name, v),
+        }
+    }
+}
+
 impl Component {
     pub const ALL: [Component; 25] = [
         Component::Etcd,
@@ -169,44 +626,24 @@ impl Component {
         Component::Jobset,
     ];
 
+    /// This component's row in `SPECS`.
+    fn spec(self) -> &'static Spec {
+        SPECS
+            .iter()
+            .flat_map(|table| table.iter())
+            .find(|spec| spec.component == self)
+            .expect("every component has a row in SPECS")
+    }
+
     /// The binary's file name.
     pub fn name(self) -> &'static str {
-        match self {
-            Component::Etcd => "etcd",
-            Component::KubeApiserver => "kube-apiserver",
-            Component::KubeControllerManager => "kube-controller-manager",
-            Component::KubeScheduler => "kube-scheduler",
-            Component::Kubectl => "kubectl",
-            Component::Kwok => "kwok",
-            Component::Jobset => "jobset-controller",
-            Component::Kueue => "kueue-controller",
-            Component::KueuePerfRunner => "kueue-perf-runner",
-            Component::HpccKubectl => "hpcc-kubectl",
-            Component::Kubelet => "kubelet",
-            Component::Agnhost => "agnhost",
-            Component::Containerd => "containerd",
-            Component::ContainerdShim => "containerd-shim-runc-v2",
-            Component::Ctr => "ctr",
-            Component::Runc => "runc",
-            Component::CniBridge => "bridge",
-            Component::CniHostLocal => "host-local",
-            Component::CniLoopback => "loopback",
-            Component::Kubeadm => "kubeadm",
-            Component::KubeProxy => "kube-proxy",
-            Component::Crictl => "crictl",
-            Component::Coredns => "coredns",
-            Component::Kind => "kind",
-            Component::Registry => "registry",
-        }
+        self.spec().name
     }
 
     /// The file name to look for on PATH: a kubectl at HPCC's version is
     /// installed as `kubectl`, and only accepted at that version.
     pub fn path_name(self) -> &'static str {
-        match self {
-            Component::HpccKubectl => "kubectl",
-            c => c.name(),
-        }
+        self.spec().path_name
     }
 
     pub fn from_name(name: &str) -> Option<Component> {
@@ -225,32 +662,13 @@ impl Component {
     /// A real node's runtime, built from containerd's, runc's and the
     /// CNI plugins' modules (tools/node_sources.rs).
     pub fn is_node_runtime(self) -> bool {
-        matches!(
-            self,
-            Component::Containerd
-                | Component::ContainerdShim
-                | Component::Ctr
-                | Component::Runc
-                | Component::CniBridge
-                | Component::CniHostLocal
-                | Component::CniLoopback
-        )
+        self.spec().family == Family::NodeRuntime
     }
 
     pub fn is_kubernetes(self) -> bool {
-        matches!(
-            self,
-            Component::KubeApiserver
-                | Component::KubeControllerManager
-                | Component::KubeScheduler
-                | Component::Kubectl
-                | Component::Kubelet
-                | Component::Kubeadm
-                | Component::KubeProxy
-        )
+        self.spec().family == Family::Kubernetes
     }
 
-    /// The pinned version (no leading v) for a Kubernetes release.
     /// Where the cache keeps this component at its pinned version.
     pub fn cached_path(self, cache_dir: &std::path::Path, k8s: K8sRelease) -> std::path::PathBuf {
         cache_dir
@@ -258,175 +676,30 @@ impl Component {
             .join(format!("{}-{}", self.name(), self.version(k8s)))
     }
 
+    /// The pinned version (no leading v) for a Kubernetes release.
     pub fn version(self, k8s: K8sRelease) -> String {
-        match self {
-            Component::Etcd => ETCD_VERSION.to_string(),
-            Component::Kwok => KWOK_VERSION.to_string(),
-            Component::Jobset => JOBSET_VERSION.to_string(),
-            Component::Kueue | Component::KueuePerfRunner => KUEUE_VERSION.to_string(),
-            Component::HpccKubectl => HPCC_KUBECTL_VERSION.to_string(),
-            Component::Containerd | Component::ContainerdShim | Component::Ctr => {
-                CONTAINERD_VERSION.to_string()
-            }
-            Component::Runc => RUNC_VERSION.to_string(),
-            Component::Crictl => CRICTL_VERSION.to_string(),
-            Component::Coredns => COREDNS_VERSION.to_string(),
-            Component::Kind => KIND_VERSION.to_string(),
-            Component::Registry => REGISTRY_VERSION.to_string(),
-            Component::CniBridge | Component::CniHostLocal | Component::CniLoopback => {
-                CNI_PLUGINS_VERSION.to_string()
-            }
-            _ => k8s.version.to_string(),
+        match self.spec().version {
+            Version::Release => k8s.version.to_string(),
+            Version::Pinned(v) => v.to_string(),
         }
     }
 
     pub fn go_source(self, k8s: K8sRelease) -> GoSource {
-        let v = self.version(k8s);
-        match self {
-            Component::Etcd => GoSource {
-                tree: format!("etcd-{v}"),
-                module: "go.etcd.io/etcd/server/v3",
-                module_version: format!("v{v}"),
-                package: "go.etcd.io/etcd/server/v3".into(),
-                staging_replaces: None,
-                // etcd's version is a constant in go.etcd.io/etcd/api/v3.
-                ldflags: vec![],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            Component::Kwok => GoSource {
-                tree: format!("kwok-{v}"),
-                module: "sigs.k8s.io/kwok",
-                module_version: format!("v{v}"),
-                package: "sigs.k8s.io/kwok/cmd/kwok".into(),
-                staging_replaces: None,
-                ldflags: vec![],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            Component::Jobset => GoSource {
-                tree: format!("jobset-{v}"),
-                module: "sigs.k8s.io/jobset",
-                module_version: format!("v{v}"),
-                package: "sigs.k8s.io/jobset".into(),
-                staging_replaces: None,
-                ldflags: vec![format!("sigs.k8s.io/jobset/pkg/version.GitVersion=v{v}")],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            Component::Kueue => GoSource {
-                tree: format!("kueue-{v}"),
-                module: "sigs.k8s.io/kueue",
-                module_version: format!("v{v}"),
-                package: "sigs.k8s.io/kueue/cmd/kueue".into(),
-                staging_replaces: None,
-                ldflags: vec![
-                    format!("sigs.k8s.io/kueue/pkg/version.GitVersion=v{v}"),
-                    // The visibility server's certificates: a fixed "/visibility"
-                    // (pkg/visibility/server.go) moved under the /etc overlay a
-                    // local Kueue runs with (cluster/local/kueue.rs).
-                    format!(
-                        "sigs.k8s.io/kueue/pkg/visibility.certDir=/etc/{KUEUE_VISIBILITY_CERT_DIR}"
-                    ),
-                ],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            Component::KueuePerfRunner => GoSource {
-                tree: format!("kueue-{v}"),
-                module: "sigs.k8s.io/kueue",
-                module_version: format!("v{v}"),
-                package: "sigs.k8s.io/kueue/test/performance/scheduler/runner".into(),
-                staging_replaces: None,
-                ldflags: vec![],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            // k8s.io/kubectl is published as v0.<minor>.<patch> for 1.<minor>.<patch>.
-            Component::HpccKubectl => GoSource {
-                tree: format!("hpcc-kubectl-{v}"),
-                module: "k8s.io/kubectl",
-                module_version: format!("v0.{}", v.split_once('.').map_or("", |(_, rest)| rest)),
-                package: ".".into(),
-                staging_replaces: None,
-                ldflags: k8s_version_ldflags(&v),
-                main_go: Some(KUBECTL_MAIN_GO.to_string()),
-                cgo: false,
-                tags: &[],
-            },
-            c if c.is_node_runtime() => crate::tools::node_sources::go_source(self.name(), &v),
-            Component::Crictl | Component::Coredns | Component::Kind => {
-                crate::tools::node_sources::go_source(self.name(), &v)
-            }
-            Component::Registry => GoSource {
-                tree: format!("registry-{v}"),
-                module: "github.com/distribution/distribution/v3",
-                module_version: format!("v{v}"),
-                package: "github.com/distribution/distribution/v3/cmd/registry".into(),
-                staging_replaces: None,
-                // What its Makefile stamps (version/version.go).
-                ldflags: vec![format!(
-                    "github.com/distribution/distribution/v3/version.version=v{v}"
-                )],
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-            _ => GoSource {
-                tree: format!("k8s-{v}"),
-                module: "k8s.io/kubernetes",
-                module_version: format!("v{v}"),
-                package: match self {
-                    Component::Agnhost => "k8s.io/kubernetes/test/images/agnhost".into(),
-                    _ => format!("k8s.io/kubernetes/cmd/{}", self.name()),
-                },
-                staging_replaces: Some(k8s.staging_version()),
-                ldflags: k8s_version_ldflags(&v),
-                main_go: None,
-                cgo: false,
-                tags: &[],
-            },
-        }
+        self.spec()
+            .source
+            .go_source(self.name(), &self.version(k8s), k8s)
     }
 
     /// The arguments that make the binary print its version, or None when it
     /// has no version command (the JobSet and Kueue controllers: their version is read
     /// from the Go build information embedded in the binary).
     pub fn version_args(self) -> Option<&'static [&'static str]> {
-        match self {
-            Component::Kubectl | Component::HpccKubectl => Some(&["version", "--client"]),
-            // agnhost prints "app version development"; the others of a
-            // real node are read from their build information too.
-            Component::Jobset
-            | Component::Kueue
-            | Component::KueuePerfRunner
-            | Component::Agnhost => None,
-            // kubeadm's `version` prints a Go struct; crictl's and
-            // CoreDNS's versions are read from the build information too.
-            Component::Kubeadm | Component::Crictl | Component::Coredns => None,
-            Component::Kind => Some(&["version"]),
-            c if c.is_node_runtime() => None,
-            _ => Some(&["--version"]),
-        }
+        self.spec().version_args
     }
 
     /// Extract "X.Y.Z" from what the version command printed.
     pub fn parse_version(self, output: &str) -> Option<String> {
-        let prefix = match self {
-            Component::Etcd => "etcd Version: ",
-            Component::Kubectl | Component::HpccKubectl => "Client Version: v",
-            Component::Kwok => "version v",
-            Component::Jobset => "jobset ",
-            Component::Kueue | Component::KueuePerfRunner => "kueue ",
-            Component::Kind => "kind v",
-            Component::Registry => "distribution/v3 v",
-            _ => "Kubernetes v",
-        };
+        let prefix = self.spec().version_prefix;
         let start = output.find(prefix)? + prefix.len();
         let rest = output[start..].trim_start_matches('v');
         let v: String = rest
@@ -441,6 +714,59 @@ impl Component {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_component_has_one_consistent_row() {
+        let rows: Vec<&Spec> = SPECS.iter().flat_map(|t| t.iter()).collect();
+        assert_eq!(rows.len(), Component::ALL.len());
+        for c in Component::ALL {
+            let n = rows.iter().filter(|s| s.component == c).count();
+            assert_eq!(n, 1, "{c:?} has {n} rows");
+        }
+        let names: std::collections::BTreeSet<&str> = rows.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), rows.len(), "two components share a name");
+        let env_vars: std::collections::BTreeSet<String> =
+            Component::ALL.iter().map(|c| c.env_var()).collect();
+        assert_eq!(
+            env_vars.len(),
+            rows.len(),
+            "two components share a variable"
+        );
+        // A binary is looked for on PATH under its own name, but for a
+        // component installed as another one (HPCC's kubectl as kubectl).
+        for s in &rows {
+            if s.path_name != s.name {
+                assert_eq!(
+                    (s.component, Component::from_name(s.path_name)),
+                    (Component::HpccKubectl, Some(Component::Kubectl))
+                );
+            }
+        }
+        // The tables are the groups `Component` names.
+        let of = |t: &[Spec]| t.iter().map(|s| s.component).collect::<Vec<_>>();
+        assert_eq!(of(&CLUSTER_SPECS), Component::CLUSTER);
+        assert_eq!(of(&NODE_SPECS), Component::NODE);
+        assert_eq!(of(&KIND_SPECS), Component::KIND);
+        for s in &rows {
+            if let Version::Pinned(v) = s.version {
+                assert_eq!(v.split('.').count(), 3, "{}: {v}", s.name);
+            }
+            // Kubernetes' commands follow the release and come from its
+            // module; a real node's runtime comes from node_sources.rs.
+            match s.family {
+                Family::Kubernetes => assert!(
+                    matches!(s.version, Version::Release)
+                        && matches!(s.source, Source::Kubernetes(_)),
+                    "{}",
+                    s.name
+                ),
+                Family::NodeRuntime => {
+                    assert!(matches!(s.source, Source::NodeSources), "{}", s.name)
+                }
+                Family::Other => {}
+            }
+        }
+    }
 
     #[test]
     fn names_and_env_vars() {
