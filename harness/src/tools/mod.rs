@@ -4,6 +4,7 @@
 //! (`build`), and `doctor`: where each would come from right now.
 
 pub mod build;
+pub mod build_cost;
 pub mod buildinfo;
 pub mod cdeps;
 pub mod command;
