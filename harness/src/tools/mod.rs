@@ -26,6 +26,7 @@ pub mod oci;
 pub mod push;
 pub mod release;
 pub mod resolve;
+pub mod side_by_side;
 pub mod source;
 pub mod toolchain;
 pub mod verify;
