@@ -113,8 +113,11 @@ impl<T> Runner<'_, T> {
                 if s.failed.is_none() {
                     let not_started = self.names(&s, false).len();
                     say(&format!(
-                        "harness: {name} failed; {not_started} not started, waiting for {} still running{}",
-                        running.len(),
+                        "harness: {name} failed{}{}",
+                        match not_started {
+                            0 => String::new(),
+                            n => format!("; {n} more will not start"),
+                        },
                         listed(&running)
                     ));
                     s.failed = Some(e.context(format!("{name} failed")));
@@ -148,11 +151,12 @@ impl<T> Runner<'_, T> {
     }
 }
 
-fn listed(names: &[String]) -> String {
-    if names.is_empty() {
+/// `; waiting for kube-apiserver v1.37.1 to finish`, or nothing.
+fn listed(running: &[String]) -> String {
+    if running.is_empty() {
         String::new()
     } else {
-        format!(" ({})", names.join(", "))
+        format!("; waiting for {} to finish", running.join(", "))
     }
 }
 
