@@ -5,13 +5,17 @@
 # band across machines and loads where this runner is not the recording
 # machine; latencies shown, not judged), reports in $REPORTS (default
 # reports/local): result.json, report.md, report.html, junit.xml,
-# compare.md, compare-summary.md, compare-junit.xml. The comparison's
+# compare.md, compare-summary.md, compare-junit.xml, and from the suites
+# that cargo test runs, suites-timing-all.md (their longest trials, each
+# lane's span and critical path; suites/src/timing.rs). The comparison's
 # summary leads the job's summary page; exit 4 ("could not judge
 # everything here") is a warning there, not a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${REPORTS:-reports/local}
 mkdir -p "$out"
+# The suites' runner writes its timing report into $REPORTS.
+export REPORTS="$out"
 export HARNESS_NO_PROGRESS=1
 
 bash .ci/run

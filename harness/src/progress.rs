@@ -1,11 +1,23 @@
 //! Progress display for long steps. On a terminal it is an indicatif
 //! spinner with elapsed time; elsewhere (CI logs, test output) it prints one
 //! line when a step starts and one when it ends, so logs show durations.
+//! Steps may run at once (builds side by side, `tools::side_by_side`):
+//! their spinners share one [`MultiProgress`], each on its own line, and a
+//! line said through [`say`] prints above them.
 
 use std::io::IsTerminal;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+/// Every spinner on screen.
+static SPINNERS: LazyLock<MultiProgress> = LazyLock::new(MultiProgress::new);
+
+/// Print a line on stderr, above the spinners when any show.
+pub fn say(line: &str) {
+    SPINNERS.suspend(|| eprintln!("{line}"));
+}
 
 pub struct Step {
     bar: Option<ProgressBar>,
@@ -19,7 +31,7 @@ impl Step {
         let bar = if std::io::stderr().is_terminal()
             && std::env::var_os("HARNESS_NO_PROGRESS").is_none()
         {
-            let bar = ProgressBar::new_spinner();
+            let bar = SPINNERS.add(ProgressBar::new_spinner());
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -28,7 +40,7 @@ impl Step {
             bar.enable_steady_tick(Duration::from_millis(120));
             Some(bar)
         } else {
-            eprintln!("harness: {label} …");
+            say(&format!("harness: {label} …"));
             None
         };
         Step {
@@ -54,7 +66,7 @@ impl Step {
         let line = format!("{}: {outcome} ({:.1} s)", self.label, took.as_secs_f64());
         match &self.bar {
             Some(bar) => bar.finish_with_message(line),
-            None => eprintln!("harness: {line}"),
+            None => say(&format!("harness: {line}")),
         }
         took
     }

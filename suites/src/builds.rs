@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
 
 use harness::k8s::K8sRelease;
+use harness::tools::side_by_side::{self, BUILDS_AT_ONCE};
 use harness::tools::{Component, Resolver};
 
 /// A binary a test runs: a component at the release it is used with.
@@ -77,14 +78,16 @@ pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need
         .collect()
 }
 
-/// How many builds run at once. On a fresh machine (2 cores), every
+/// How many builds run at once: the harness's bound for builds side by
+/// side (`harness::tools::side_by_side::BUILDS_AT_ONCE`), one for `up`
+/// and this runner. On a fresh machine (2 cores), every
 /// build at once beside the tests made the test command 31 min 29 s
 /// (3c05235); one at a time 27 min 45 s (976b315), the quiet tests taking
 /// the gaps between builds; the run where the real node's containerd was
 /// built beside the build lane (two at once for 3 min 20 s of it) 25 min
 /// 48 s (14bb588). A Go build does not keep both cores busy throughout
 /// (module downloads, links).
-pub const AT_ONCE: usize = 2;
+pub const AT_ONCE: usize = BUILDS_AT_ONCE;
 
 /// The Go source tree `n` is built in (`GoSource::tree`): builds of one
 /// tree share its lock and its build cache, so they go one at a time.
@@ -156,14 +159,10 @@ fn pending(pending: &[(Binary, String)], b: &Binary) -> bool {
 }
 
 /// Whether `b` is among the first [`AT_ONCE`] of the `pending` builds
-/// whose tree has no earlier build pending.
+/// whose tree has no earlier build pending: the harness's rule for builds
+/// side by side.
 fn may_start(pending: &[(Binary, String)], b: &Binary) -> bool {
-    let mut trees_seen = BTreeSet::new();
-    pending
-        .iter()
-        .filter(|(_, tree)| trees_seen.insert(tree.as_str()))
-        .take(AT_ONCE)
-        .any(|(x, _)| x == b)
+    side_by_side::may_start(pending, b, AT_ONCE)
 }
 
 /// A build trial's end, said to the waiting tests when dropped.

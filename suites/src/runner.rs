@@ -43,7 +43,7 @@ use crate::builds::{self, Builds, Need};
 use crate::failures::Failures;
 use crate::lane::Lane;
 use crate::slots::Slots;
-use crate::timing::Timings;
+use crate::timing::{self, Timings};
 
 /// How many tests run at once unless told otherwise.
 pub const TEST_THREADS: usize = 8;
@@ -414,6 +414,9 @@ pub fn main(suites: &[Make]) -> ! {
         e.run();
     }
     eprint!("{}", timings.summary());
+    if !args.list {
+        timings.write_report(&timing_report_path());
+    }
     eprint!("{}", failures.summary());
     // What a failed trial left (a half-made cluster dir, its processes)
     // does not outlive the run either (issue 30).
@@ -423,6 +426,13 @@ pub fn main(suites: &[Make]) -> ! {
         std::process::exit(101);
     }
     conclusion.exit()
+}
+
+/// Where this test binary's timing report goes (`timing::report_path`).
+fn timing_report_path() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let stem = exe.file_stem().and_then(|s| s.to_str()).unwrap_or("suites");
+    timing::report_path(std::env::var_os("REPORTS"), timing::binary_name(stem))
 }
 
 /// The builds' trials' kind and lane: `[build] kube-apiserver v1.36.4`,

@@ -121,15 +121,13 @@ async fn tools_install(args: &ToolsInstallArgs) -> Result<i32> {
             })
             .collect::<Result<_>>()?
     };
-    let mut rows = Vec::new();
-    for c in wanted {
+    // What is missing is built side by side, the biggest first.
+    let rows = {
         let r = r.clone();
-        let started = Instant::now();
-        let resolved = tokio::task::spawn_blocking(move || r.resolve(c))
+        tokio::task::spawn_blocking(move || r.resolve_many(&wanted))
             .await
-            .context("tool resolution panicked")??;
-        rows.push((resolved, started.elapsed()));
-    }
+            .context("tool resolution panicked")??
+    };
     println!(
         "{:<24} {:<9} {:<10} {:>8}  PATH",
         "BINARY", "VERSION", "SOURCE", "TIME"

@@ -4,6 +4,7 @@
 //! (`build`), and `doctor`: where each would come from right now.
 
 pub mod build;
+pub mod build_cost;
 pub mod buildinfo;
 pub mod cdeps;
 pub mod command;
@@ -25,6 +26,7 @@ pub mod oci;
 pub mod push;
 pub mod release;
 pub mod resolve;
+pub mod side_by_side;
 pub mod source;
 pub mod toolchain;
 pub mod verify;

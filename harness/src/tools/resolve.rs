@@ -7,16 +7,20 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::error::{bad_input, env_missing};
 use crate::k8s::K8sRelease;
+use crate::progress::say;
+use crate::tools::build_cost::cold_build_estimate;
 use crate::tools::component::Component;
 use crate::tools::download::download;
 use crate::tools::exec::probe_version;
 use crate::tools::http::DownloadConfig;
+use crate::tools::side_by_side::{self, BUILDS_AT_ONCE, Job};
 use crate::tools::source::{SourceMode, process_source};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -198,42 +202,61 @@ impl Resolver {
     /// Resolve, downloading or building (per the source mode) what
     /// nothing on the machine has.
     pub fn resolve(&self, c: Component) -> Result<Resolved> {
-        if let Some(problem) = &self.invalid_env {
-            return Err(bad_input(problem.clone()));
-        }
+        self.check_env()?;
         match self.find(c) {
             Ok(r) => Ok(r),
-            Err(mut skipped) => {
-                let explicit = self.flags.contains_key(&c) || self.env.contains_key(&c);
-                if explicit {
-                    return Err(env_missing(
-                        format!(
-                            "{} named explicitly cannot be used: {}",
-                            c.name(),
-                            skipped.join("; ")
-                        ),
-                        format!(
-                            "point {} (or --bin {}=PATH) at a working {} v{}, or unset it to let the harness build one",
-                            c.env_var(),
-                            c.name(),
-                            c.name(),
-                            c.version(self.k8s)
-                        ),
-                    ));
-                }
-                let (path, source) = self.obtain(c, &mut skipped)?;
-                let version = probe_version(c, &path)
-                    .with_context(|| format!("checking the new {}", path.display()))?;
-                Ok(Resolved {
-                    component: c.name(),
-                    path,
-                    version,
-                    wanted: c.version(self.k8s),
-                    source,
-                    skipped,
-                })
+            Err(skipped) => {
+                self.may_obtain(c, &skipped)?;
+                self.obtain_resolved(c, skipped)
             }
         }
+    }
+
+    /// An unusable `HARNESS_SOURCE` or `HARNESS_DOWNLOAD_BASE` fails
+    /// resolving before anything runs.
+    fn check_env(&self) -> Result<()> {
+        match &self.invalid_env {
+            Some(problem) => Err(bad_input(problem.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `c`, found nowhere (`skipped` says where not), may be
+    /// downloaded or built: not when it was named explicitly.
+    fn may_obtain(&self, c: Component, skipped: &[String]) -> Result<()> {
+        let explicit = self.flags.contains_key(&c) || self.env.contains_key(&c);
+        if !explicit {
+            return Ok(());
+        }
+        Err(env_missing(
+            format!(
+                "{} named explicitly cannot be used: {}",
+                c.name(),
+                skipped.join("; ")
+            ),
+            format!(
+                "point {} (or --bin {}=PATH) at a working {} v{}, or unset it to let the harness build one",
+                c.env_var(),
+                c.name(),
+                c.name(),
+                c.version(self.k8s)
+            ),
+        ))
+    }
+
+    /// Download or build `c` and check what came.
+    fn obtain_resolved(&self, c: Component, mut skipped: Vec<String>) -> Result<Resolved> {
+        let (path, source) = self.obtain(c, &mut skipped)?;
+        let version = probe_version(c, &path)
+            .with_context(|| format!("checking the new {}", path.display()))?;
+        Ok(Resolved {
+            component: c.name(),
+            path,
+            version,
+            wanted: c.version(self.k8s),
+            source,
+            skipped,
+        })
     }
 
     /// Download or build `c` into the cache, as the source mode says. In
@@ -250,10 +273,10 @@ impl Resolver {
         match download(c, self.k8s, &self.cache_dir, &self.download) {
             Ok(d) => {
                 if self.source == SourceMode::Auto {
-                    eprintln!(
+                    say(&format!(
                         "harness: {label}: downloaded {} (sha256 checked against {})",
                         d.url, d.checked_against
-                    );
+                    ));
                 }
                 Ok((d.path, Source::Downloaded))
             }
@@ -261,10 +284,10 @@ impl Resolver {
                 Err(f.error.context("--source download (nothing is built)"))
             }
             Err(f) if f.falls_back() => {
-                eprintln!(
+                say(&format!(
                     "harness: {label}: could not download ({}): building from Go modules",
                     f.reason
-                );
+                ));
                 skipped.push(format!("download: {}", f.reason));
                 build(skipped)
             }
@@ -275,14 +298,97 @@ impl Resolver {
     /// Resolve what every local cluster runs (`Component::CLUSTER`) and
     /// the optional components this one also runs (`extra`: Kueue).
     pub fn resolve_all(&self, extra: &[Component]) -> Result<Tools> {
-        let mut tools = Tools::default();
-        for c in Component::CLUSTER.into_iter().chain(extra.iter().copied()) {
-            let r = self.resolve(c)?;
-            tools.bins.insert(c, r);
-        }
-        tools.k8s = Some(self.k8s);
-        Ok(tools)
+        let wanted: Vec<Component> = Component::CLUSTER
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        let resolved = self.resolve_many(&wanted)?;
+        let bins = wanted
+            .into_iter()
+            .zip(resolved)
+            .map(|(c, (r, _))| (c, r))
+            .collect();
+        Ok(Tools {
+            k8s: Some(self.k8s),
+            bins,
+        })
     }
+
+    /// Resolve each of `wanted` (in its order, each with how long it
+    /// took). What the machine has is found first, one after the other
+    /// (a version probe each); what it lacks is then downloaded or built
+    /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, the
+    /// biggest build first, one per Go source tree). A binary named
+    /// explicitly that does not work fails before anything is built.
+    pub fn resolve_many(&self, wanted: &[Component]) -> Result<Vec<(Resolved, Duration)>> {
+        self.check_env()?;
+        let t0 = Instant::now();
+        let mut found: Vec<Option<(Resolved, Duration)>> = Vec::new();
+        let mut missing = Vec::new();
+        for (i, &c) in wanted.iter().enumerate() {
+            let started = Instant::now();
+            match self.find(c) {
+                Ok(r) => found.push(Some((r, started.elapsed()))),
+                Err(skipped) => {
+                    self.may_obtain(c, &skipped)?;
+                    found.push(None);
+                    missing.push((i, c, skipped));
+                }
+            }
+        }
+        missing.sort_by_key(|&(_, c, _)| std::cmp::Reverse(cold_build_estimate(c)));
+        let jobs: Vec<Job> = missing
+            .iter()
+            .map(|&(_, c, _)| Job {
+                name: format!("{} v{}", c.name(), c.version(self.k8s)),
+                tree: c.go_source(self.k8s).tree,
+            })
+            .collect();
+        let obtained = side_by_side::run(&jobs, BUILDS_AT_ONCE, |j| {
+            let (_, c, skipped) = &missing[j];
+            let started = Instant::now();
+            let r = self.obtain_resolved(*c, skipped.clone())?;
+            let verb = match r.source {
+                Source::Built => "built",
+                _ => "downloaded",
+            };
+            say(&format!(
+                "harness: {verb} {} in {:.0} s",
+                jobs[j].name,
+                started.elapsed().as_secs_f64()
+            ));
+            Ok(r)
+        })?;
+        if !missing.is_empty() {
+            say(&format!(
+                "harness: {}",
+                obtained_line(wanted.len(), &obtained, t0.elapsed())
+            ));
+        }
+        for ((i, _, _), got) in missing.iter().zip(obtained) {
+            found[*i] = Some(got);
+        }
+        Ok(found
+            .into_iter()
+            .map(|f| f.expect("each was found or obtained"))
+            .collect())
+    }
+}
+
+/// `7 binaries resolved in 412 s (3 built, 1 downloaded, 3 at hand;
+/// builds side by side, 2 at a time)`: the wall time of resolving them
+/// all, every download and build within it.
+fn obtained_line(total: usize, obtained: &[(Resolved, Duration)], wall: Duration) -> String {
+    let built = obtained
+        .iter()
+        .filter(|(r, _)| r.source == Source::Built)
+        .count();
+    let downloaded = obtained.len() - built;
+    format!(
+        "{total} binaries resolved in {:.0} s ({built} built, {downloaded} downloaded, {} at hand; builds side by side, {BUILDS_AT_ONCE} at a time)",
+        wall.as_secs_f64(),
+        total - obtained.len()
+    )
 }
 
 /// The resolved binaries of one Kubernetes release.
@@ -426,6 +532,108 @@ mod tests {
         let text = format!("{err:#}");
         assert!(text.contains("HARNESS_KUBE_SCHEDULER_BIN"), "{text}");
         assert!(text.contains("no such file"), "{text}");
+    }
+
+    /// Put a fake of `c` at its cached path, answering `version_line`.
+    fn cache(r: &Resolver, c: Component, version_line: &str) {
+        let cached = r.cached_path(c);
+        fake(
+            cached.parent().unwrap(),
+            cached.file_name().unwrap().to_str().unwrap(),
+            version_line,
+        );
+    }
+
+    #[test]
+    fn the_biggest_build_goes_first_kube_apiserver_of_a_cluster() {
+        let mut order = Component::CLUSTER.to_vec();
+        order.sort_by_key(|&c| std::cmp::Reverse(cold_build_estimate(c)));
+        let names: Vec<&str> = order.iter().map(|c| c.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "kube-apiserver",
+                "kube-controller-manager",
+                "jobset-controller",
+                "kwok",
+                "etcd",
+                "kubectl",
+                "kube-scheduler"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_is_at_hand_resolves_without_building_in_the_order_asked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = resolver(tmp.path());
+        cache(&r, Component::Etcd, "etcd Version: 3.6.16");
+        cache(&r, C, "Kubernetes v1.37.1");
+        let got = r.resolve_many(&[C, Component::Etcd]).unwrap();
+        let found: Vec<(&str, Source)> = got.iter().map(|(x, _)| (x.component, x.source)).collect();
+        assert_eq!(
+            found,
+            [("kube-scheduler", Source::Cache), ("etcd", Source::Cache)]
+        );
+        assert!(!tmp.path().join("cache/go").exists(), "a build was started");
+    }
+
+    #[test]
+    fn a_broken_explicit_binary_fails_before_any_build_starts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        // Everything else is missing and would be built (source: build).
+        r.flags.insert(C, tmp.path().join("does-not-exist"));
+        let err = r.resolve_many(&Component::CLUSTER).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
+        assert!(format!("{err:#}").contains("kube-scheduler named explicitly"));
+        assert!(!tmp.path().join("cache/go").exists(), "a build was started");
+        assert!(
+            !tmp.path().join("cache/logs").exists(),
+            "a build was started"
+        );
+    }
+
+    #[test]
+    fn a_failure_to_obtain_is_named_and_nothing_is_half_resolved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.source = SourceMode::Download;
+        cache(&r, Component::Etcd, "etcd Version: 3.6.16");
+        // JobSet has no release binary: its job fails, named.
+        let err = r
+            .resolve_many(&[Component::Etcd, Component::Jobset])
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("jobset-controller v0.12.0 failed: --source download"),
+            "{text}"
+        );
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
+    }
+
+    #[test]
+    fn the_summary_line_counts_builds_downloads_and_what_was_at_hand() {
+        let one = |source| {
+            let r = Resolved {
+                component: "x",
+                path: PathBuf::from("/x"),
+                version: "1".into(),
+                wanted: "1".into(),
+                source,
+                skipped: Vec::new(),
+            };
+            (r, Duration::from_secs(1))
+        };
+        let obtained = [
+            one(Source::Built),
+            one(Source::Built),
+            one(Source::Downloaded),
+        ];
+        assert_eq!(
+            obtained_line(7, &obtained, Duration::from_millis(411_600)),
+            "7 binaries resolved in 412 s (2 built, 1 downloaded, 4 at hand; builds side by side, 2 at a time)"
+        );
     }
 
     #[test]
