@@ -166,6 +166,61 @@ enum Source {
     NodeSources,
 }
 
+impl Spec {
+    /// A command of the Kubernetes release built from `package` of
+    /// k8s.io/kubernetes, printing "Kubernetes vX.Y.Z" for `--version`.
+    const fn kube(component: Component, name: &'static str, package: &'static str) -> Spec {
+        Spec {
+            component,
+            name,
+            path_name: name,
+            version: Version::Release,
+            family: Family::Kubernetes,
+            source: Source::Kubernetes(package),
+            version_args: VERSION_FLAG,
+            version_prefix: KUBERNETES_PREFIX,
+        }
+    }
+
+    /// A binary tools/node_sources.rs builds, at `pin`, its version read
+    /// from its Go build information.
+    const fn node_sources(
+        component: Component,
+        name: &'static str,
+        pin: &'static str,
+        family: Family,
+    ) -> Spec {
+        Spec {
+            component,
+            name,
+            path_name: name,
+            version: Version::Pinned(pin),
+            family,
+            source: Source::NodeSources,
+            version_args: None,
+            version_prefix: KUBERNETES_PREFIX,
+        }
+    }
+
+    /// Its version read by running it with `args`, after `prefix` (None:
+    /// from its Go build information).
+    const fn version_from(
+        mut self,
+        args: Option<&'static [&'static str]>,
+        prefix: &'static str,
+    ) -> Spec {
+        self.version_args = args;
+        self.version_prefix = prefix;
+        self
+    }
+
+    /// Built from the release's tree but not one of its commands.
+    const fn not_kubernetes(mut self) -> Spec {
+        self.family = Family::Other;
+        self
+    }
+}
+
 const KUBERNETES_PREFIX: &str = "Kubernetes v";
 const VERSION_FLAG: Option<&[&str]> = Some(&["--version"]);
 const KUBECTL_VERSION_ARGS: Option<&[&str]> = Some(&["version", "--client"]);
@@ -175,6 +230,7 @@ const KUBECTL_PREFIX: &str = "Client Version: v";
 static SPECS: [&[Spec]; 4] = [&CLUSTER_SPECS, &NODE_SPECS, &KIND_SPECS, &OTHER_SPECS];
 
 /// What every local cluster runs (`Component::CLUSTER`).
+#[rustfmt::skip]
 static CLUSTER_SPECS: [Spec; 7] = [
     Spec {
         component: Component::Etcd,
@@ -192,46 +248,10 @@ static CLUSTER_SPECS: [Spec; 7] = [
         version_args: VERSION_FLAG,
         version_prefix: "etcd Version: ",
     },
-    Spec {
-        component: Component::KubeApiserver,
-        name: "kube-apiserver",
-        path_name: "kube-apiserver",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-apiserver"),
-        version_args: VERSION_FLAG,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::KubeControllerManager,
-        name: "kube-controller-manager",
-        path_name: "kube-controller-manager",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-controller-manager"),
-        version_args: VERSION_FLAG,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::KubeScheduler,
-        name: "kube-scheduler",
-        path_name: "kube-scheduler",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-scheduler"),
-        version_args: VERSION_FLAG,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Kubectl,
-        name: "kubectl",
-        path_name: "kubectl",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubectl"),
-        version_args: KUBECTL_VERSION_ARGS,
-        version_prefix: KUBECTL_PREFIX,
-    },
+    Spec::kube(Component::KubeApiserver, "kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
+    Spec::kube(Component::KubeControllerManager, "kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+    Spec::kube(Component::KubeScheduler, "kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"),
+    Spec::kube(Component::Kubectl, "kubectl", "k8s.io/kubernetes/cmd/kubectl").version_from(KUBECTL_VERSION_ARGS, KUBECTL_PREFIX),
     Spec {
         component: Component::Kwok,
         name: "kwok",
@@ -267,155 +287,31 @@ static CLUSTER_SPECS: [Spec; 7] = [
 ];
 
 /// What a real node needs (`Component::NODE`).
+#[rustfmt::skip]
 static NODE_SPECS: [Spec; 9] = [
-    Spec {
-        component: Component::Kubelet,
-        name: "kubelet",
-        path_name: "kubelet",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubelet"),
-        version_args: VERSION_FLAG,
-        version_prefix: KUBERNETES_PREFIX,
-    },
+    Spec::kube(Component::Kubelet, "kubelet", "k8s.io/kubernetes/cmd/kubelet"),
     // agnhost prints "app version development"; the others of a real
     // node are read from their build information too.
-    Spec {
-        component: Component::Agnhost,
-        name: "agnhost",
-        path_name: "agnhost",
-        version: Version::Release,
-        family: Family::Other,
-        source: Source::Kubernetes("k8s.io/kubernetes/test/images/agnhost"),
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Containerd,
-        name: "containerd",
-        path_name: "containerd",
-        version: Version::Pinned(CONTAINERD_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::ContainerdShim,
-        name: "containerd-shim-runc-v2",
-        path_name: "containerd-shim-runc-v2",
-        version: Version::Pinned(CONTAINERD_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Ctr,
-        name: "ctr",
-        path_name: "ctr",
-        version: Version::Pinned(CONTAINERD_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Runc,
-        name: "runc",
-        path_name: "runc",
-        version: Version::Pinned(RUNC_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::CniBridge,
-        name: "bridge",
-        path_name: "bridge",
-        version: Version::Pinned(CNI_PLUGINS_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::CniHostLocal,
-        name: "host-local",
-        path_name: "host-local",
-        version: Version::Pinned(CNI_PLUGINS_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::CniLoopback,
-        name: "loopback",
-        path_name: "loopback",
-        version: Version::Pinned(CNI_PLUGINS_VERSION),
-        family: Family::NodeRuntime,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
+    Spec::kube(Component::Agnhost, "agnhost", "k8s.io/kubernetes/test/images/agnhost").not_kubernetes().version_from(None, KUBERNETES_PREFIX),
+    Spec::node_sources(Component::Containerd, "containerd", CONTAINERD_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::ContainerdShim, "containerd-shim-runc-v2", CONTAINERD_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::Ctr, "ctr", CONTAINERD_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::Runc, "runc", RUNC_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::CniBridge, "bridge", CNI_PLUGINS_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::CniHostLocal, "host-local", CNI_PLUGINS_VERSION, Family::NodeRuntime),
+    Spec::node_sources(Component::CniLoopback, "loopback", CNI_PLUGINS_VERSION, Family::NodeRuntime),
 ];
 
 /// What a kind node image built here holds (`Component::KIND`).
+#[rustfmt::skip]
 static KIND_SPECS: [Spec; 5] = [
     // kubeadm's `version` prints a Go struct; crictl's and CoreDNS's
     // versions are read from the build information too.
-    Spec {
-        component: Component::Kubeadm,
-        name: "kubeadm",
-        path_name: "kubeadm",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kubeadm"),
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::KubeProxy,
-        name: "kube-proxy",
-        path_name: "kube-proxy",
-        version: Version::Release,
-        family: Family::Kubernetes,
-        source: Source::Kubernetes("k8s.io/kubernetes/cmd/kube-proxy"),
-        version_args: VERSION_FLAG,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Crictl,
-        name: "crictl",
-        path_name: "crictl",
-        version: Version::Pinned(CRICTL_VERSION),
-        family: Family::Other,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Coredns,
-        name: "coredns",
-        path_name: "coredns",
-        version: Version::Pinned(COREDNS_VERSION),
-        family: Family::Other,
-        source: Source::NodeSources,
-        version_args: None,
-        version_prefix: KUBERNETES_PREFIX,
-    },
-    Spec {
-        component: Component::Kind,
-        name: "kind",
-        path_name: "kind",
-        version: Version::Pinned(KIND_VERSION),
-        family: Family::Other,
-        source: Source::NodeSources,
-        version_args: Some(&["version"]),
-        version_prefix: "kind v",
-    },
+    Spec::kube(Component::Kubeadm, "kubeadm", "k8s.io/kubernetes/cmd/kubeadm").version_from(None, KUBERNETES_PREFIX),
+    Spec::kube(Component::KubeProxy, "kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy"),
+    Spec::node_sources(Component::Crictl, "crictl", CRICTL_VERSION, Family::Other),
+    Spec::node_sources(Component::Coredns, "coredns", COREDNS_VERSION, Family::Other),
+    Spec::node_sources(Component::Kind, "kind", KIND_VERSION, Family::Other).version_from(Some(&["version"]), "kind v"),
 ];
 
 /// The rest: Kueue and its performance runner, HPCC's kubectl and the
