@@ -29,7 +29,7 @@ use crate::bench::core::calibrate::{
 };
 use crate::bench::core::compare::{Status, status_across};
 use crate::bench::core::figures::WALL;
-use crate::bench::core::metric::{Drive, Kind, spec_of};
+use crate::bench::core::metric::{Drive, Kind, Spec, spec_of};
 use crate::stats::{self, Prng, Rule};
 
 /// One metric of one mode, its recorded runs and its runs under each
@@ -75,13 +75,18 @@ fn split(b: &Baseline, mode: &str, values: &[f64]) -> Option<Vec<Vec<f64>>> {
 
 /// Every judged metric of `baselines` with recorded runs and runs under
 /// at least two other conditions.
-pub fn series(baselines: &[(String, Baseline)]) -> Vec<Series> {
+/// `specs_of` gives the metrics of the workload that recorded each
+/// (`bench::recorded::specs_of`).
+pub fn series(
+    baselines: &[(String, Baseline)],
+    specs_of: fn(&Baseline) -> Vec<Spec>,
+) -> Vec<Series> {
     let mut out = Vec::new();
     for (from, b) in baselines {
         if b.across.len() < 2 {
             continue;
         }
-        let specs = crate::bench::saved::specs_of(b);
+        let specs = specs_of(b);
         for (mode, metrics) in &b.modes {
             let wall = metrics.get(WALL.key);
             for (name, m) in metrics {

@@ -46,9 +46,10 @@ pub fn compare_markdown(c: &Comparison) -> String {
     if verdicts.iter().any(|v| v.judged.is_some()) {
         let _ = writeln!(
             s,
-            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
+            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); {} must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
             crate::stats::CONFIDENCE * 100.0,
             crate::bench::core::result::RULE_TEXT,
+            c.in_range,
             crate::bench::core::thin::MIN_ABOVE,
             crate::bench::core::thin::MIN_REQUESTS
         );
@@ -347,6 +348,7 @@ mod tests {
             timing: Err("another machine".into()),
             across: Vec::new(),
             counts_only: false,
+            in_range: "pods, containers and objects",
         }
     }
 
