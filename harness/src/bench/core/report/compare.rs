@@ -6,6 +6,8 @@
 use std::fmt::Write;
 
 use crate::bench::core::charts::fmt_num;
+use crate::bench::core::figures;
+use crate::bench::core::metric::Spec;
 use crate::bench::core::verdict::{Comparison, Status, Verdict};
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
@@ -130,15 +132,19 @@ fn place(c: &Comparison) -> String {
     s
 }
 
-/// The client family whose members name a client's requests by verb and
-/// resource ("client: verb resource").
-const BY_REQUEST: &str = "api_requests_by_client_request.";
-const BY_CLIENT: &str = "api_requests_by_client.";
+/// What a family's member names follow (its key before the member).
+fn family_prefix(spec: &Spec) -> &'static str {
+    spec.key.split_once("{}").map_or(spec.key, |(pre, _)| pre)
+}
 
 /// What moved behind a regressed row: for a client's requests, its
 /// requests by verb × resource that grew most; for a total, the clients
 /// that grew most and theirs. From the rows' medians (baseline → now).
 fn behind(v: &Verdict, all: &[Verdict]) -> String {
+    // A client's requests, and its requests by verb and resource
+    // ("client: verb resource").
+    let by_client = family_prefix(&figures::BY_CLIENT);
+    let by_request = family_prefix(&figures::BY_CLIENT_REQUEST);
     let grew = |prefix: &str, within: &dyn Fn(&str) -> bool| {
         let mut rows: Vec<(&str, f64, f64)> = all
             .iter()
@@ -160,7 +166,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
     };
     let requests_of = |client: &str| {
         let pre = format!("{client}: ");
-        grew(BY_REQUEST, &|n: &str| n.starts_with(&pre))
+        grew(by_request, &|n: &str| n.starts_with(&pre))
             .into_iter()
             .map(|(n, was, now)| {
                 format!(
@@ -174,10 +180,8 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
     };
     // etcd's writes are the API's writes: the clients' write requests
     // that grew most stand behind them.
-    if v.metric == crate::bench::core::figures::ETCD_WRITES.key
-        || v.metric == crate::bench::core::figures::ETCD_BYTES.key
-    {
-        let writes: Vec<String> = grew(BY_REQUEST, &|n: &str| {
+    if v.metric == figures::ETCD_WRITES.key || v.metric == figures::ETCD_BYTES.key {
+        let writes: Vec<String> = grew(by_request, &|n: &str| {
             n.split_once(": ").is_some_and(|(_, req)| {
                 ["create ", "update ", "patch ", "delete "]
                     .iter()
@@ -196,7 +200,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
             )
         };
     }
-    if let Some(client) = v.metric.strip_prefix(BY_CLIENT) {
+    if let Some(client) = v.metric.strip_prefix(by_client) {
         let r = requests_of(client);
         return if r.is_empty() {
             String::new()
@@ -205,7 +209,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
         };
     }
     if v.metric.starts_with("api_requests") && !v.metric.starts_with("api_requests_by_client") {
-        let clients: Vec<String> = grew(BY_CLIENT, &|_| true)
+        let clients: Vec<String> = grew(by_client, &|_| true)
             .into_iter()
             .map(|(c, was, now)| {
                 let r = requests_of(c);
@@ -339,6 +343,39 @@ mod tests {
             judged: None,
             note: note.into(),
         }
+    }
+
+    /// The rule's list of what must stay in range is the workload's:
+    /// Thor's words as compare.md always printed them.
+    #[test]
+    fn the_rule_names_what_the_workload_fixes() {
+        use crate::bench::core::result::Run;
+        let mut v = row("pods_created", 10.0, 10.0, Status::Ok, "");
+        v.judged = Some(crate::stats::Judged {
+            ratio: crate::stats::Ratio {
+                ratio: 1.0,
+                ci_low: 1.0,
+                ci_high: 1.0,
+                n: 3,
+                paired: false,
+            },
+            verdict: crate::stats::Direction::Same,
+            p_value: None,
+            method: None,
+            detectable: None,
+        });
+        let mut c = comparison(vec![v]);
+        let measure = compare_markdown(&c);
+        assert!(
+            measure.contains("); pods, containers and objects must stay in their recorded range;"),
+            "{measure}"
+        );
+        c.in_range = crate::bench::thor::result::ModeResult::IN_RANGE;
+        let thor = compare_markdown(&c);
+        assert!(
+            thor.contains("); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99"),
+            "{thor}"
+        );
     }
 
     fn comparison(verdicts: Vec<Verdict>) -> Comparison {
