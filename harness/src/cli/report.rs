@@ -241,7 +241,7 @@ fn calibrate(
     let rows = calibrate_across::calibrate(&across, across_rounds, trials);
     print!(
         "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
-        calibrate_across::markdown(&rows, &named, trials)
+        calibrate_across::markdown(&rows, &named, trials, "`bench thor --record-band`")
     );
     Ok(0)
 }

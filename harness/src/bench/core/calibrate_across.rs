@@ -267,8 +267,14 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
     rows
 }
 
-/// The table, with what it was drawn from.
-pub fn markdown(rows: &[Row], baselines: &[(String, Baseline)], trials: usize) -> String {
+/// The table, with what it was drawn from; `add_runs` says how runs
+/// under other conditions are added (the command's words).
+pub fn markdown(
+    rows: &[Row],
+    baselines: &[(String, Baseline)],
+    trials: usize,
+    add_runs: &str,
+) -> String {
     let mut s = String::new();
     let from: Vec<String> = baselines
         .iter()
@@ -293,7 +299,10 @@ pub fn markdown(rows: &[Row], baselines: &[(String, Baseline)], trials: usize) -
         })
         .collect();
     if from.is_empty() {
-        s.push_str("No baseline holds runs under two or more other conditions: the cross-machine columns are not measured (add them with `bench thor --record-band`).\n");
+        let _ = writeln!(
+            s,
+            "No baseline holds runs under two or more other conditions: the cross-machine columns are not measured (add them with {add_runs})."
+        );
         return s;
     }
     let _ = writeln!(
@@ -383,7 +392,7 @@ mod tests {
         );
         let rows = calibrate(&[s], &[3], 40);
         assert!(rows[0].falses > 0.3 && rows[0].withheld > 0.3, "{rows:?}");
-        let md = markdown(&rows, &[], 40);
+        let md = markdown(&rows, &[], 40, "`bench thor --record-band`");
         assert!(md.contains("not measured"), "{md}");
     }
 }

@@ -2,7 +2,7 @@
 //! figures (requests per client, etcd, latency, CPU and memory per
 //! component), the pods it created and how fast they started, and its wall
 //! time — and the metrics declared on them, which every workload's list
-//! starts from (`harness measure`'s runs are exactly this: bench::measure).
+//! starts from (a workload with no figures of its own runs exactly these).
 
 use serde::{Deserialize, Serialize};
 
@@ -307,13 +307,13 @@ const WATCH_FLOOR: f64 = 10.0;
 
 /// Every client's requests (the audit log's user, as the attribution
 /// names it): judged one by one, so a regression of the total or of
-/// everyone-but-HPCC names the clients behind it, each with its own
+/// everyone-but-the-workload names the clients behind it, each with its own
 /// interval. A client absent from a run made no request in it (0).
 pub const BY_CLIENT: Spec = per_client("api_requests_by_client.{}", "API requests of {}");
 /// A client's requests that move by fewer than this between two sets of
 /// runs are not judged: measured on 3 rounds of one build (the smoke on
 /// a real node, 2026-11-29), a client's requests ranged by up to 28
-/// between rounds — one cold kubectl poll of HPCC's (~27 requests), a
+/// between rounds — one cold kubectl poll of the workload's (~27 requests), a
 /// controller's resyncs by up to 14 — and small clients (9 requests of
 /// kwok's) by 3 with no spread in the other rounds, where the t interval
 /// alone would call any change a difference.

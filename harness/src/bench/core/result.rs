@@ -45,6 +45,10 @@ pub trait Run:
     /// `Kind::Fixed` metrics.
     const IN_RANGE: &'static str = "pods, containers and objects";
 
+    /// report.md's note on a run whose requests were counted client-side
+    /// (`--attribution client`): whose they are.
+    const COUNTED_CLIENT_SIDE: &'static str = "Requests are the workload's own identities' only, counted client-side (--attribution client): the rows of everyone else read 0.";
+
     /// Its metrics, in the order reports show them.
     fn metrics() -> Vec<Metric<Self>>;
 

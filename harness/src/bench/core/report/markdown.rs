@@ -191,10 +191,7 @@ fn notes<R: Run>(s: &mut String, r: &Results<R>) {
         .values()
         .any(|m| m.result.figures().window.attribution == "client")
     {
-        let _ = writeln!(
-            s,
-            "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.\n"
-        );
+        let _ = writeln!(s, "{}\n", R::COUNTED_CLIENT_SIDE);
     }
     apf_agreement(s, r);
 }
