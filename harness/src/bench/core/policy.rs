@@ -47,6 +47,7 @@ pub fn compare<R: Run>(
         across: base.across.clone(),
         counts_only,
         in_range: R::IN_RANGE,
+        request_totals: R::REQUEST_TOTALS,
     };
     write(&c, out)?;
     Ok(c)

@@ -45,6 +45,11 @@ pub trait Run:
     /// `Kind::Fixed` metrics.
     const IN_RANGE: &'static str = "pods, containers and objects";
 
+    /// The metrics that total clients' API requests: a regression of one
+    /// is explained by the clients that grew most (compare-summary.md).
+    const REQUEST_TOTALS: &'static [&'static str] =
+        &[crate::bench::core::figures::API_REQUESTS.key];
+
     /// report.md's note on a run whose requests were counted client-side
     /// (`--attribution client`): whose they are.
     const COUNTED_CLIENT_SIDE: &'static str = "Requests are the workload's own identities' only, counted client-side (--attribution client): the rows of everyone else read 0.";

@@ -63,6 +63,9 @@ pub struct Comparison {
     /// What must stay in its recorded range, in words (the workload's
     /// `Run::IN_RANGE`).
     pub in_range: &'static str,
+    /// The metrics that total clients' requests (the workload's
+    /// `Run::REQUEST_TOTALS`).
+    pub request_totals: &'static [&'static str],
 }
 
 impl Comparison {

@@ -140,7 +140,8 @@ fn family_prefix(spec: &Spec) -> &'static str {
 /// What moved behind a regressed row: for a client's requests, its
 /// requests by verb × resource that grew most; for a total, the clients
 /// that grew most and theirs. From the rows' medians (baseline → now).
-fn behind(v: &Verdict, all: &[Verdict]) -> String {
+fn behind(v: &Verdict, c: &Comparison) -> String {
+    let all = &c.verdicts;
     // A client's requests, and its requests by verb and resource
     // ("client: verb resource").
     let by_client = family_prefix(&figures::BY_CLIENT);
@@ -208,7 +209,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
             format!(" — its requests that grew most: {}", r.join(", "))
         };
     }
-    if v.metric.starts_with("api_requests") && !v.metric.starts_with("api_requests_by_client") {
+    if c.request_totals.contains(&v.metric.as_str()) {
         let clients: Vec<String> = grew(by_client, &|_| true)
             .into_iter()
             .map(|(c, was, now)| {
@@ -274,7 +275,7 @@ pub fn summary(c: &Comparison) -> String {
                 fmt_num(v.baseline),
                 v.current.map_or("—".into(), fmt_num),
                 v.note,
-                behind(v, &c.verdicts)
+                behind(v, c)
             );
         }
         s.push('\n');
@@ -386,6 +387,8 @@ mod tests {
             across: Vec::new(),
             counts_only: false,
             in_range: "pods, containers and objects",
+            // The rows below are Thor's.
+            request_totals: <crate::bench::thor::result::ModeResult as crate::bench::core::result::Run>::REQUEST_TOTALS,
         }
     }
 
