@@ -50,6 +50,10 @@ pub trait Run:
     const REQUEST_TOTALS: &'static [&'static str] =
         &[crate::bench::core::figures::API_REQUESTS.key];
 
+    /// Whose the machine's kubectl processes are, in report.html's chart
+    /// of their memory ("{} memory").
+    const KUBECTL: &'static str = "kubectl";
+
     /// report.md's note on a run whose requests were counted client-side
     /// (`--attribution client`): whose they are.
     const COUNTED_CLIENT_SIDE: &'static str = "Requests are the workload's own identities' only, counted client-side (--attribution client): the rows of everyone else read 0.";

@@ -195,6 +195,7 @@ impl Run for ModeResult {
     const TITLE: &'static str = "Thor benchmark";
     const COUNTED_CLIENT_SIDE: &'static str = "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.";
     const REQUEST_TOTALS: &'static [&'static str] = &[figures::API_REQUESTS.key, OTHERS];
+    const KUBECTL: &'static str = "kubectl (HPCC's drivers)";
     const IN_RANGE: &'static str = "pods, containers, objects and the Thor identity's writes";
 
     fn html_heading() -> String {
