@@ -4,7 +4,8 @@
 //! same window (`measure`), gang placement latency (`gang`) and scheduled
 //! jobs at scale (`cron`). Each prints figures and writes its reports;
 //! none runs inside `cargo test` (the suites keep small smoke runs of
-//! each). `saved` reads any saved result back by its schema.
+//! each). `saved` reads any saved result back by its schema, `recorded`
+//! tells a stored baseline's workload.
 
 pub mod core;
 pub mod cron;
@@ -12,6 +13,7 @@ pub mod gang;
 pub mod measure;
 pub mod merge;
 pub mod on_cluster;
+pub mod recorded;
 pub mod saved;
 pub mod thor;
 

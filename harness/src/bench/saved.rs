@@ -160,16 +160,3 @@ impl Saved {
         Ok(out)
     }
 }
-
-/// The metrics of the workload that recorded baseline `b`: a `measure`
-/// baseline's are the figures every run has, any other is the Thor
-/// benchmark's.
-pub fn specs_of(
-    b: &crate::bench::core::baseline::Baseline,
-) -> Vec<crate::bench::core::metric::Spec> {
-    use crate::bench::core::result::specs;
-    match b.is_measure() {
-        true => specs::<crate::bench::core::figures::RunFigures>(),
-        false => specs::<crate::bench::thor::result::ModeResult>(),
-    }
-}

@@ -108,7 +108,7 @@ pub fn markdown(a: &ChangesArgs) -> Result<String> {
         .filter(|m| !on(m))
         .collect();
     if !recorded.is_empty() {
-        let specs = harness::bench::saved::specs_of(&recorded[0].baseline);
+        let specs = harness::bench::recorded::specs_of(&recorded[0].baseline);
         out.push_str(&format!(
             "From {} (ratio of medians over the rounds; ↑ ↓ ~ the verdict of the comparison rule).\n\n",
             a.thor.iter().map(|p| format!("`{}`", shown(p))).collect::<Vec<_>>().join(", ")

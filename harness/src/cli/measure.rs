@@ -414,7 +414,7 @@ async fn measure_here(args: &MeasureArgs) -> Result<i32> {
         // A missing baseline is said before any run; an existing
         // cluster's release is known only once it is probed.
         if args.compare && opts.provider.starts_clusters() {
-            baseline::load(&baseline::path_of(
+            harness::bench::recorded::load(&baseline::path_of(
                 root,
                 opts.provider.name(),
                 k8s.minor,
@@ -488,7 +488,13 @@ fn finish(
     }
     if let Some(root) = &root {
         if args.compare {
-            let c = policy::compare(root, &result.figures, args.counts_only, &args.out)?;
+            let c = policy::compare(
+                root,
+                &result.figures,
+                args.counts_only,
+                &args.out,
+                harness::bench::recorded::known_mode,
+            )?;
             print!("{}", compare_report::compare_markdown(&c));
             let summary = compare_report::summary(&c);
             eprint!("{summary}");
@@ -507,7 +513,11 @@ fn finish(
             baseline::record(
                 &path,
                 &result.figures,
-                &format!("{}{}", baseline::MEASURE_PREFIX, what.join("; ")),
+                &format!(
+                    "{}{}",
+                    harness::bench::measure::result::BASELINE_PREFIX,
+                    what.join("; ")
+                ),
             )?;
             eprintln!("recorded {}", path.display());
         }

@@ -206,7 +206,7 @@ fn headline_of_matrix(m: &std::path::Path) -> Result<i32> {
     let matrix = harness::bench::thor::answer::load(&root, m)?;
     print!(
         "{}",
-        headline::matrix_markdown(&root, &matrix, harness::bench::saved::specs_of)?
+        headline::matrix_markdown(&root, &matrix, harness::bench::recorded::specs_of)?
     );
     Ok(0)
 }
@@ -234,14 +234,14 @@ fn calibrate(
         .zip(files)
         .map(|(r, f)| (f.display().to_string(), r.baseline))
         .collect();
-    let series = calibrate::series(&named);
+    let series = calibrate::series(&named, harness::bench::recorded::specs_of);
     let rows = calibrate::calibrate(&series, rounds, trials);
     print!("{}", calibrate::markdown(&rows, &series, rounds, trials));
-    let across = calibrate_across::series(&named);
+    let across = calibrate_across::series(&named, harness::bench::recorded::specs_of);
     let rows = calibrate_across::calibrate(&across, across_rounds, trials);
     print!(
         "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
-        calibrate_across::markdown(&rows, &named, trials)
+        calibrate_across::markdown(&rows, &named, trials, "`bench thor --record-band`")
     );
     Ok(0)
 }
@@ -337,11 +337,11 @@ fn history(a: &HistoryArgs) -> Result<i32> {
 }
 
 /// The metrics whose rows the recorded files' answer shows: their
-/// workload's (`bench::saved::specs_of`), the first file's.
+/// workload's (`bench::recorded::specs_of`), the first file's.
 fn specs_of(recorded: &[headline::Recorded]) -> Vec<harness::bench::core::metric::Spec> {
     recorded
         .first()
-        .map(|r| harness::bench::saved::specs_of(&r.baseline))
+        .map(|r| harness::bench::recorded::specs_of(&r.baseline))
         .unwrap_or_default()
 }
 

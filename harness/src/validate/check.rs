@@ -52,11 +52,11 @@ pub fn check_text(root: &Path, rel: &str, kind: FileKind, text: &str) -> FileRes
             FileKind::ThorScenario => Vec::new(),
             FileKind::AnswerMatrix => crate::bench::thor::answer::check(ctx, v, root).1,
             FileKind::Baseline => {
-                let (b, mut f) = crate::bench::core::baseline::check(ctx, v);
+                let (b, mut f) = crate::bench::recorded::check(ctx, v);
                 // `harness measure --record` names its workload, not a
                 // scenario file.
                 if let Some(b) = b
-                    && !b.is_measure()
+                    && !crate::bench::recorded::is_measure(&b)
                     && let Err(why) = scenario_in_repo(root, &b.scenario)
                 {
                     f.push(ctx.finding(&[Seg::Key("scenario".into())], why));

@@ -137,27 +137,30 @@ impl Tolerance {
     }
 }
 
+/// Whether baseline `b` may hold `mode`: the rule of the workload that
+/// recorded it (`bench::recorded::known_mode`), for the core knows no
+/// workload's modes.
+pub type KnownMode = fn(&Baseline, &str) -> bool;
+
+/// Any mode: the core's own checks only.
+pub fn any_mode(_: &Baseline, _: &str) -> bool {
+    true
+}
+
 impl Baseline {
     /// A v1 file: one value per metric, hand-set tolerances.
-    /// A baseline `harness measure --record` wrote: its `scenario` names
-    /// the workload ("measure NAME: COMMAND…"), its modes are variants.
-    pub fn is_measure(&self) -> bool {
-        self.scenario.starts_with(MEASURE_PREFIX)
-    }
-
     pub fn single_value(&self) -> bool {
         self.schema == SCHEMA_V1
     }
 
-    /// Semantic problems as (field path, message). Schema and types are
-    /// the decoder's job.
-    pub fn problems(&self) -> Vec<(Vec<Seg>, String)> {
+    /// Semantic problems as (field path, message), a mode `known` does
+    /// not take among them. Schema and types are the decoder's job.
+    pub fn problems(&self, known: KnownMode) -> Vec<(Vec<Seg>, String)> {
         let mut out = Vec::new();
         self.header_problems(&mut out);
         let v2 = self.schema == SCHEMA;
         for (mode, metrics) in &self.modes {
-            // A `harness measure` baseline's modes are its variants.
-            if !self.is_measure() && crate::workload::thor::Mode::parse(mode).is_none() {
+            if !known(self, mode) {
                 out.push((vec![k("modes"), k(mode)], format!("unknown mode {mode:?}")));
             }
             if metrics.is_empty() {
@@ -365,9 +368,6 @@ pub fn file_for(
     path_of(root, provider, version, scenario, &variant(profile, real))
 }
 
-/// How a `harness measure` baseline's `scenario` starts.
-pub const MEASURE_PREFIX: &str = "measure ";
-
 /// Where a Result records its kubelets (a kwok model's, or real ones).
 pub const KUBELET_KEY: &str = "kubelet";
 pub const REAL_KUBELET: &str = "real";
@@ -414,19 +414,34 @@ pub fn path_of(
         })
 }
 
-/// Decode and check one baseline document: the schema, then `problems`,
-/// at file:line:column. The rules `harness validate` and `load` share.
-pub fn check(ctx: &Ctx<'_>, v: &serde_json::Value) -> (Option<Baseline>, Vec<Finding>) {
+/// Decode and check one baseline document: the schema, then `problems`
+/// (its modes by `known`), at file:line:column. The rules `harness
+/// validate` and `load_with` share.
+pub fn check(
+    ctx: &Ctx<'_>,
+    v: &serde_json::Value,
+    known: KnownMode,
+) -> (Option<Baseline>, Vec<Finding>) {
     let (b, mut f) = decode::<Baseline>(ctx, v, "baseline");
     if let Some(b) = &b {
-        f.extend(b.problems().into_iter().map(|(p, m)| ctx.finding(&p, m)));
+        f.extend(
+            b.problems(known)
+                .into_iter()
+                .map(|(p, m)| ctx.finding(&p, m)),
+        );
     }
     (b, f)
 }
 
-/// Load and check a baseline; a broken file is a usage error naming it
-/// at file:line:column.
+/// Load a baseline with the core's checks, any mode taken
+/// (`load_with` and `bench::recorded::load` check its modes too).
 pub fn load(path: &Path) -> Result<Baseline> {
+    load_with(path, any_mode)
+}
+
+/// Load and check a baseline, its modes by `known`; a broken file is a
+/// usage error naming it at file:line:column.
+pub fn load_with(path: &Path, known: KnownMode) -> Result<Baseline> {
     if !path.exists() {
         return Err(bad_input(format!(
             "baseline {}: no such file (record one with --record)",
@@ -451,7 +466,7 @@ pub fn load(path: &Path) -> Result<Baseline> {
     }
     let mut found = None;
     let (_, findings) = crate::schema::check_yaml(&file, text, |ctx, v| {
-        let (b, f) = check(ctx, v);
+        let (b, f) = check(ctx, v, known);
         found = found.take().or(b);
         f
     });

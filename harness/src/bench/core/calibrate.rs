@@ -7,7 +7,7 @@
 //! them is a false one. For a metric of m recorded rounds and a number of
 //! rounds n with 2n ≤ m, each of `trials` draws is a seeded shuffle of
 //! the m rounds:
-//! - **A/B** (how `bench thor` judges modes and `measure` variants,
+//! - **A/B** (how a run set judges its modes,
 //!   `stats::judge`, paired): the first n drawn rounds are A, the next n
 //!   are B, paired in drawn order; any verdict but "no significant
 //!   difference" is a false alarm.
@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::compare::{self, Status};
-use crate::bench::core::metric::{Kind, spec_of};
+use crate::bench::core::metric::{Kind, Spec, spec_of};
 use crate::stats::{self, Direction, Prng, Rule};
 
 /// The shifts tried for power, relative: none of them a minimum effect
@@ -51,10 +51,15 @@ pub struct Series {
 }
 
 /// Every judged metric with recorded rounds in `baselines` (name, file).
-pub fn series(baselines: &[(String, Baseline)]) -> Vec<Series> {
+/// `specs_of` gives the metrics of the workload that recorded each
+/// (`bench::recorded::specs_of`).
+pub fn series(
+    baselines: &[(String, Baseline)],
+    specs_of: fn(&Baseline) -> Vec<Spec>,
+) -> Vec<Series> {
     let mut out = Vec::new();
     for (from, b) in baselines {
-        let specs = crate::bench::saved::specs_of(b);
+        let specs = specs_of(b);
         for (mode, metrics) in &b.modes {
             for (name, m) in metrics {
                 let Some(spec) = spec_of(&specs, name) else {

@@ -29,7 +29,7 @@ use crate::bench::core::calibrate::{
 };
 use crate::bench::core::compare::{Status, status_across};
 use crate::bench::core::figures::WALL;
-use crate::bench::core::metric::{Drive, Kind, spec_of};
+use crate::bench::core::metric::{Drive, Kind, Spec, spec_of};
 use crate::stats::{self, Prng, Rule};
 
 /// One metric of one mode, its recorded runs and its runs under each
@@ -75,13 +75,18 @@ fn split(b: &Baseline, mode: &str, values: &[f64]) -> Option<Vec<Vec<f64>>> {
 
 /// Every judged metric of `baselines` with recorded runs and runs under
 /// at least two other conditions.
-pub fn series(baselines: &[(String, Baseline)]) -> Vec<Series> {
+/// `specs_of` gives the metrics of the workload that recorded each
+/// (`bench::recorded::specs_of`).
+pub fn series(
+    baselines: &[(String, Baseline)],
+    specs_of: fn(&Baseline) -> Vec<Spec>,
+) -> Vec<Series> {
     let mut out = Vec::new();
     for (from, b) in baselines {
         if b.across.len() < 2 {
             continue;
         }
-        let specs = crate::bench::saved::specs_of(b);
+        let specs = specs_of(b);
         for (mode, metrics) in &b.modes {
             let wall = metrics.get(WALL.key);
             for (name, m) in metrics {
@@ -262,8 +267,14 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
     rows
 }
 
-/// The table, with what it was drawn from.
-pub fn markdown(rows: &[Row], baselines: &[(String, Baseline)], trials: usize) -> String {
+/// The table, with what it was drawn from; `add_runs` says how runs
+/// under other conditions are added (the command's words).
+pub fn markdown(
+    rows: &[Row],
+    baselines: &[(String, Baseline)],
+    trials: usize,
+    add_runs: &str,
+) -> String {
     let mut s = String::new();
     let from: Vec<String> = baselines
         .iter()
@@ -288,7 +299,10 @@ pub fn markdown(rows: &[Row], baselines: &[(String, Baseline)], trials: usize) -
         })
         .collect();
     if from.is_empty() {
-        s.push_str("No baseline holds runs under two or more other conditions: the cross-machine columns are not measured (add them with `bench thor --record-band`).\n");
+        let _ = writeln!(
+            s,
+            "No baseline holds runs under two or more other conditions: the cross-machine columns are not measured (add them with {add_runs})."
+        );
         return s;
     }
     let _ = writeln!(
@@ -378,7 +392,7 @@ mod tests {
         );
         let rows = calibrate(&[s], &[3], 40);
         assert!(rows[0].falses > 0.3 && rows[0].withheld > 0.3, "{rows:?}");
-        let md = markdown(&rows, &[], 40);
+        let md = markdown(&rows, &[], 40, "`bench thor --record-band`");
         assert!(md.contains("not measured"), "{md}");
     }
 }

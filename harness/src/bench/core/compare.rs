@@ -79,8 +79,8 @@ pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
 }
 
 /// Check a run against a baseline, metric by metric, after what the
-/// workload judges of the run set on its own (`Run::own_verdicts`: Thor's
-/// calls against the scenario's plan), at `place`.
+/// workload judges of the run set on its own (`Run::own_verdicts`), at
+/// `place`.
 pub fn compare_at<R: Run>(b: &Baseline, r: &Results<R>, place: &Place) -> Vec<Verdict> {
     let declared = R::metrics();
     let specs: Vec<Spec> = declared.iter().map(|m| m.spec).collect();
@@ -104,8 +104,8 @@ pub fn compare_at<R: Run>(b: &Baseline, r: &Results<R>, place: &Place) -> Vec<Ve
         for (name, m) in metrics {
             let Some(spec) = spec_of(&specs, name) else {
                 // A metric an older harness kept of this workload's runs
-                // (a `measure` baseline recorded when its runs carried
-                // Thor's zeroed fields).
+                // (a baseline recorded when its runs carried another
+                // workload's zeroed fields).
                 out.push(Verdict {
                     mode: mode.clone(),
                     metric: name.clone(),
@@ -612,7 +612,11 @@ mod tests {
     #[test]
     fn single_value_baselines_are_judged_by_their_tolerance_and_say_so() {
         let base = v1(300.0, 2000.0);
-        assert!(base.problems().is_empty(), "{:?}", base.problems());
+        assert!(
+            base.problems(crate::bench::recorded::known_mode).is_empty(),
+            "{:?}",
+            base.problems(crate::bench::recorded::known_mode)
+        );
         let verdicts = compare(&base, &sample_result(390, 2000.0));
         let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
         assert_eq!(failed.len(), 2, "{failed:#?}");
@@ -1086,7 +1090,11 @@ mod tests {
     #[test]
     fn exact_counts_modes_left_out_and_new_metrics() {
         let base = from_result(&run_set(5, 1, UNCHANGED), "s.yaml");
-        assert!(base.problems().is_empty(), "{:?}", base.problems());
+        assert!(
+            base.problems(crate::bench::recorded::known_mode).is_empty(),
+            "{:?}",
+            base.problems(crate::bench::recorded::known_mode)
+        );
         let m = &base.modes["baseline"];
         assert_eq!(m["pods_created"].kind, MetricKind::Exact);
         assert_eq!(m["pods_created"].samples, vec![12.0; 5]);

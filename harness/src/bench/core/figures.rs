@@ -2,7 +2,7 @@
 //! figures (requests per client, etcd, latency, CPU and memory per
 //! component), the pods it created and how fast they started, and its wall
 //! time — and the metrics declared on them, which every workload's list
-//! starts from (`harness measure`'s runs are exactly this: bench::measure).
+//! starts from (a workload with no figures of its own runs exactly these).
 
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +125,10 @@ pub const POD_P50: Spec = Spec::new("pod_startup_ms.p50", "pod start-up p50 (ms)
     .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 1000.0)
     .views(Views::ROW);
+/// Shown in report.html's pod start-up chart only.
+pub const POD_P90: Spec = Spec::new("pod_startup_ms.p90", "pod start-up p90 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
+    .kind(Kind::Latency, 1000.0);
 pub const POD_P99: Spec = Spec::new("pod_startup_ms.p99", "pod start-up p99 (ms)", "ms")
     .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 1000.0)
@@ -134,6 +138,46 @@ pub const API_LATENCY: Spec = Spec::new("api_latency_ms.{}.p99", "API latency p9
     .driver(Driver::Pace(MACHINE))
     .kind(Kind::Latency, 50.0)
     .views(Views::JUDGED.and(Views::KEPT).and(Views::ROUNDS));
+/// A request class's p50 and p90 (report.md's API latency lines, beside
+/// the p99 [`API_LATENCY`]): shown, never judged.
+pub const API_LATENCY_P50: Spec = Spec::new("api_latency_ms.{}.p50", "API latency p50 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
+    .kind(Kind::Latency, 50.0);
+pub const API_LATENCY_P90: Spec = Spec::new("api_latency_ms.{}.p90", "API latency p90 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
+    .kind(Kind::Latency, 50.0);
+/// etcd's own figures of the window, the rows of report.md's etcd table
+/// in its order (shown there, never judged): its requests by kind, its
+/// database's size, and how long its disk took.
+pub const ETCD_PUTS: Spec = Spec::new("etcd.puts", "puts", "requests").driver(Driver::Pace(WRITES));
+pub const ETCD_DELETES: Spec =
+    Spec::new("etcd.deletes", "deletes", "requests").driver(Driver::Pace(WRITES));
+pub const ETCD_TXNS: Spec = Spec::new("etcd.txns", "txns", "requests").driver(Driver::Pace(WRITES));
+pub const ETCD_RANGES: Spec =
+    Spec::new("etcd.ranges", "ranges", "requests").driver(Driver::Pace(metric::POLLS));
+pub const ETCD_DB_SIZE: Spec = Spec::new("etcd.db_size_mib", "db size (MiB)", "MiB")
+    .driver(Driver::Pace(WRITES))
+    .kind(Kind::Bytes, 0.0);
+pub const ETCD_WAL_FSYNC: Spec = Spec::new("etcd.wal_fsync_ms.p99", "WAL fsync p99 (ms)", "ms")
+    .driver(Driver::Pace(MACHINE))
+    .kind(Kind::Latency, 0.0);
+pub const ETCD_COMMIT: Spec = Spec::new(
+    "etcd.backend_commit_ms.p99",
+    "backend commit p99 (ms)",
+    "ms",
+)
+.driver(Driver::Pace(MACHINE))
+.kind(Kind::Latency, 0.0);
+/// report.md's etcd table: its rows, in order.
+pub const ETCD_TABLE: [Spec; 7] = [
+    ETCD_PUTS,
+    ETCD_DELETES,
+    ETCD_TXNS,
+    ETCD_RANGES,
+    ETCD_DB_SIZE,
+    ETCD_WAL_FSYNC,
+    ETCD_COMMIT,
+];
 pub const WALL: Spec = Spec::new("wall_s", "mode wall time (s)", "s")
     .driver(Driver::Pace(MACHINE))
     .short("wall time")
@@ -263,13 +307,13 @@ const WATCH_FLOOR: f64 = 10.0;
 
 /// Every client's requests (the audit log's user, as the attribution
 /// names it): judged one by one, so a regression of the total or of
-/// everyone-but-HPCC names the clients behind it, each with its own
+/// everyone-but-the-workload names the clients behind it, each with its own
 /// interval. A client absent from a run made no request in it (0).
 pub const BY_CLIENT: Spec = per_client("api_requests_by_client.{}", "API requests of {}");
 /// A client's requests that move by fewer than this between two sets of
 /// runs are not judged: measured on 3 rounds of one build (the smoke on
 /// a real node, 2026-11-29), a client's requests ranged by up to 28
-/// between rounds — one cold kubectl poll of HPCC's (~27 requests), a
+/// between rounds — one cold kubectl poll of the workload's (~27 requests), a
 /// controller's resyncs by up to 14 — and small clients (9 requests of
 /// kwok's) by 3 with no spread in the other rounds, where the t interval
 /// alone would call any change a difference.
@@ -325,6 +369,15 @@ pub fn peak_rss(w: &WindowFigures, component: &str) -> f64 {
     w.resources.get(component).map_or(0.0, |u| u.rss_peak_mib)
 }
 
+/// Per request class, one of its latency percentiles.
+fn by_class(r: &RunFigures, of: fn(&Percentiles) -> f64) -> Vec<(String, f64)> {
+    r.window
+        .api_latency_ms
+        .iter()
+        .map(|(class, p)| (class.clone(), of(p)))
+        .collect()
+}
+
 /// Per kind of job, a lifecycle percentile, where at least one object
 /// reached the step (`count`).
 fn lifecycle(
@@ -377,6 +430,14 @@ impl Common {
         self.0.remove(at).of(part)
     }
 
+    /// The metric `spec` (one of this module's) names, still here.
+    pub fn of(&self, spec: &Spec) -> &Metric<RunFigures> {
+        self.0
+            .iter()
+            .find(|m| m.spec.key == spec.key)
+            .unwrap_or_else(|| panic!("{} is not a common metric, or was taken", spec.key))
+    }
+
     /// Every common metric's spec, in declaration order.
     pub fn specs(&self) -> impl Iterator<Item = &Spec> {
         self.0.iter().map(|m| &m.spec)
@@ -388,9 +449,11 @@ impl Common {
     }
 }
 
-/// The metrics every run has, declared: how a run's figures give each.
+/// The metrics every run has, declared: how a run's figures give each
+/// (those only report.md's detail tables and report.html's charts show
+/// last: [`detail`]).
 pub fn common() -> Common {
-    Common(vec![
+    let mut all = vec![
         Metric::one(API_REQUESTS, |r: &RunFigures| {
             r.window.api_requests_total as f64
         }),
@@ -411,13 +474,7 @@ pub fn common() -> Common {
         Metric::one(CONTAINERS, |r: &RunFigures| r.containers_created as f64),
         Metric::one(POD_P50, |r: &RunFigures| r.pod_startup_ms.p50),
         Metric::one(POD_P99, |r: &RunFigures| r.pod_startup_ms.p99),
-        Metric::each(API_LATENCY, |r: &RunFigures| {
-            r.window
-                .api_latency_ms
-                .iter()
-                .map(|(class, p)| (class.clone(), p.p99))
-                .collect()
-        }),
+        Metric::each(API_LATENCY, |r: &RunFigures| by_class(r, |p| p.p99)),
         Metric::one(WALL, |r: &RunFigures| r.wall_s),
         Metric::one(APISERVER_RSS, |r: &RunFigures| {
             peak_rss(&r.window, "kube-apiserver").round()
@@ -501,5 +558,31 @@ pub fn common() -> Common {
                 .map(|x| (slo_member(x), x.latency_ms.p99))
                 .collect()
         }),
-    ])
+    ];
+    all.extend(detail());
+    Common(all)
+}
+
+/// The metrics every run has that only the report's detail tables and
+/// charts show (`Views::NONE`): etcd's own figures ([`ETCD_TABLE`]), each
+/// request class's p50 and p90, the pod start-up p90.
+fn detail() -> Vec<Metric<RunFigures>> {
+    vec![
+        Metric::one(POD_P90, |r: &RunFigures| r.pod_startup_ms.p90),
+        Metric::each(API_LATENCY_P50, |r: &RunFigures| by_class(r, |p| p.p50)),
+        Metric::each(API_LATENCY_P90, |r: &RunFigures| by_class(r, |p| p.p90)),
+        Metric::one(ETCD_PUTS, |r: &RunFigures| r.window.etcd.puts as f64),
+        Metric::one(ETCD_DELETES, |r: &RunFigures| r.window.etcd.deletes as f64),
+        Metric::one(ETCD_TXNS, |r: &RunFigures| r.window.etcd.txns as f64),
+        Metric::one(ETCD_RANGES, |r: &RunFigures| r.window.etcd.ranges as f64),
+        Metric::one(ETCD_DB_SIZE, |r: &RunFigures| {
+            r.window.etcd.db_size_bytes as f64 / 1048576.0
+        }),
+        Metric::maybe(ETCD_WAL_FSYNC, |r: &RunFigures| {
+            r.window.etcd.wal_fsync_ms.as_ref().map(|p| p.p99)
+        }),
+        Metric::maybe(ETCD_COMMIT, |r: &RunFigures| {
+            r.window.etcd.backend_commit_ms.as_ref().map(|p| p.p99)
+        }),
+    ]
 }

@@ -11,14 +11,15 @@
 //!
 //! A single run is judged against the recorded runs with one run's luck:
 //! judged alone against the other nine, one of ten recorded smoke rounds
-//! called its jobset-gang mutating p99 higher (×2.0, 249 ms against a
-//! median of 124 ms), and in `.ci/run` one run's jobset-gang etcd bytes
-//! came out ×1.037, past a band of +1.3 % (docs: baselines.md). So a
+//! called a mode's mutating p99 higher (×2.0, 249 ms against a median of
+//! 124 ms), and in `.ci/run` one run's etcd bytes of a mode came out
+//! ×1.037, past a band of +1.3 % (docs: baselines.md). So a
 //! one-round gate (the `cargo test` smoke) confirms: the modes with a
 //! regression of a metric with a band (every kind but the exact counts)
 //! run once more ([`to_confirm`]), and such a regression stands only when
-//! the new run has it too ([`confirmed`]). An exact count (pods,
-//! containers, objects, the Thor identity's writes) stands at once.
+//! the new run has it too ([`confirmed`]). An exact count (one the
+//! scenario fixes: a `Kind::Fixed` metric, `Run::IN_RANGE` in words)
+//! stands at once.
 
 use std::collections::BTreeSet;
 

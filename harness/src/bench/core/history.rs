@@ -1,4 +1,4 @@
-//! A series of Thor results (one per commit, per Kubernetes patch
+//! A series of one benchmark's results (one per commit, per Kubernetes patch
 //! release, …) and where each headline metric of each mode changes level:
 //! `harness report history DIR…`. Each result contributes one point per
 //! mode and metric, the median of its runs; change points come from

@@ -3,8 +3,8 @@
 //! brings (`run`); runs × rounds in a replayable order (`rounds`); the one
 //! Result (`result`) with each mode's typical run, spreads, statistics and
 //! ratios; baselines, compare, the machine gate and the thin-p99 rule;
-//! history and the README's answer; the renderers (`report`). Thor,
-//! `measure`, gang and cron are workloads that bring their own metrics.
+//! history and the README's answer; the renderers (`report`). It knows
+//! no workload: each brings its own metrics and words through `Run`.
 
 pub mod across;
 pub mod baseline;

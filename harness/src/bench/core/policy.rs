@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::core::baseline::KnownMode;
 use crate::bench::core::report::compare as report;
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
@@ -19,15 +20,17 @@ pub use crate::bench::core::verdict::Comparison;
 /// drives against the band across machines and loads
 /// (`compare::compare_at`). With `counts_only` latencies, times and CPU
 /// are shown, not judged. Writes compare.md, compare-summary.md and
-/// compare-junit.xml into `out`.
+/// compare-junit.xml into `out`. The baseline's modes are checked by
+/// `known` (`bench::recorded::known_mode`: its workload's).
 pub fn compare<R: Run>(
     root: &Path,
     r: &Results<R>,
     counts_only: bool,
     out: &Path,
+    known: KnownMode,
 ) -> Result<Comparison> {
     let path = baseline::path_for(root, r);
-    let base = baseline::load(&path)?;
+    let base = baseline::load_with(&path, known)?;
     baseline::same_capabilities(&base, r, &path)?;
     let timing = gate::machine_gate(&base, r);
     let place = compare::Place {
@@ -43,6 +46,8 @@ pub fn compare<R: Run>(
         timing,
         across: base.across.clone(),
         counts_only,
+        in_range: R::IN_RANGE,
+        request_totals: R::REQUEST_TOTALS,
     };
     write(&c, out)?;
     Ok(c)
@@ -62,13 +67,15 @@ pub fn write(c: &Comparison, out: &Path) -> Result<()> {
 
 /// Add `r`'s runs to the band across machines and loads of its stored
 /// baseline (`--record-band`); the file is written atomically. Returns
-/// the path and the condition added.
+/// the path and the condition added. The baseline's modes are checked by
+/// `known`.
 pub fn record_band<R: Run>(
     root: &Path,
     r: &Results<R>,
+    known: KnownMode,
 ) -> Result<(PathBuf, crate::bench::core::across::Condition)> {
     let path = baseline::path_for(root, r);
-    let mut base = baseline::load(&path)?;
+    let mut base = baseline::load_with(&path, known)?;
     baseline::same_capabilities(&base, r, &path)?;
     let c = crate::bench::core::across::add(&mut base, r)
         .map_err(|e| crate::error::bad_input(format!("{}: {e}", path.display())))?;
@@ -77,8 +84,15 @@ pub fn record_band<R: Run>(
 }
 
 /// Store `r` as the baseline under `root`, naming the scenario file
-/// relative to the repository when it lies inside it. Returns the path.
-pub fn record<R: Run>(root: &Path, r: &Results<R>, scenario: &Path) -> Result<PathBuf> {
+/// relative to the repository when it lies inside it; the band across
+/// machines of the one it replaces is kept when that one loads (its
+/// modes checked by `known`). Returns the path.
+pub fn record<R: Run>(
+    root: &Path,
+    r: &Results<R>,
+    scenario: &Path,
+    known: KnownMode,
+) -> Result<PathBuf> {
     let path = baseline::path_for(root, r);
     let relative = scenario
         .canonicalize()
@@ -90,7 +104,7 @@ pub fn record<R: Run>(root: &Path, r: &Results<R>, scenario: &Path) -> Result<Pa
         })
         .unwrap_or(scenario.to_path_buf());
     let mut b = baseline::from_result(r, &relative.display().to_string());
-    if let Ok(old) = baseline::load(&path)
+    if let Ok(old) = baseline::load_with(&path, known)
         && !old.across.is_empty()
     {
         if old.recorded == b.recorded {

@@ -30,15 +30,33 @@ pub trait Run:
     Clone + Default + PartialEq + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
 {
     /// What the workload's result says about its whole run set besides
-    /// the core's fields (Thor: workers, graphs at a time…), flattened
-    /// into the result's JSON.
+    /// the core's fields (what it was asked to run: how many, how much at
+    /// a time…), flattened into the result's JSON.
     type Shape: Clone + Default + PartialEq + Debug + Serialize + DeserializeOwned + Send + Sync;
 
     /// The result's `schema`.
     const SCHEMA: &'static str;
 
-    /// The benchmark's name in titles ("Thor benchmark").
+    /// The benchmark's name in titles.
     const TITLE: &'static str;
+
+    /// What must stay in its recorded range against a baseline, in words
+    /// (compare.md's rule): the counts the workload's scenario fixes, its
+    /// `Kind::Fixed` metrics.
+    const IN_RANGE: &'static str = "pods, containers and objects";
+
+    /// The metrics that total clients' API requests: a regression of one
+    /// is explained by the clients that grew most (compare-summary.md).
+    const REQUEST_TOTALS: &'static [&'static str] =
+        &[crate::bench::core::figures::API_REQUESTS.key];
+
+    /// Whose the machine's kubectl processes are, in report.html's chart
+    /// of their memory ("{} memory").
+    const KUBECTL: &'static str = "kubectl";
+
+    /// report.md's note on a run whose requests were counted client-side
+    /// (`--attribution client`): whose they are.
+    const COUNTED_CLIENT_SIDE: &'static str = "Requests are the workload's own identities' only, counted client-side (--attribution client): the rows of everyone else read 0.";
 
     /// Its metrics, in the order reports show them.
     fn metrics() -> Vec<Metric<Self>>;
@@ -68,22 +86,29 @@ pub trait Run:
         "per run".to_string()
     }
 
-    /// Sections after the rounds table (Thor: instances competing for
-    /// room).
+    /// Sections after the rounds table (what only the workload saw of
+    /// its runs).
     fn after_rounds(_r: &Results<Self>) -> String {
         String::new()
     }
 
-    /// Sections after the requests-by-client table (Thor: its
-    /// identity's requests).
+    /// Sections after the requests-by-client table (the workload's own
+    /// clients' requests).
     fn after_clients(_r: &Results<Self>) -> String {
         String::new()
     }
 
     /// Verdicts of the run set on its own, beside those against a
-    /// baseline (Thor: its calls against the scenario's plan).
+    /// baseline (what the workload expects of every run).
     fn own_verdicts(_r: &Results<Self>) -> Vec<Verdict> {
         Vec::new()
+    }
+
+    /// Whether `mode` is one of this workload's modes, as a baseline it
+    /// recorded names them: any, unless the workload says (a workload
+    /// whose modes are what its user named them takes any).
+    fn known_mode(_mode: &str) -> bool {
+        true
     }
 
     /// A result's group of bars in report.html.
@@ -158,8 +183,8 @@ pub struct Results<R: Run> {
     /// What only this workload's results say of the whole run set.
     #[serde(flatten)]
     pub shape: R::Shape,
-    /// How the run modelled what it ran (Thor: kubectl version and
-    /// discovery cache, kubelet model…; the control-plane profile).
+    /// How the run modelled what it ran (the workload's client versions
+    /// and caches, the kubelet model…; the control-plane profile).
     #[serde(default)]
     pub model: BTreeMap<String, String>,
     pub modes: BTreeMap<String, ModeSummary<R>>,

@@ -1,6 +1,6 @@
 //! A verdict: what one row of a comparison says of one metric of one
 //! mode — against a stored baseline (`compare`), or of a run set on its
-//! own (Thor's calls against its plan).
+//! own (what its workload expects of every run: `Run::own_verdicts`).
 
 use serde::Serialize;
 
@@ -60,6 +60,12 @@ pub struct Comparison {
     pub across: Vec<crate::bench::core::condition::Condition>,
     /// Latencies, times and CPU shown, not judged, as asked.
     pub counts_only: bool,
+    /// What must stay in its recorded range, in words (the workload's
+    /// `Run::IN_RANGE`).
+    pub in_range: &'static str,
+    /// The metrics that total clients' requests (the workload's
+    /// `Run::REQUEST_TOTALS`).
+    pub request_totals: &'static [&'static str],
 }
 
 impl Comparison {

@@ -15,6 +15,11 @@ use crate::bench::core::result::{NoShape, Results, Run};
 
 pub const SCHEMA: &str = "harness.measure-result/v1";
 
+/// How the `scenario` of a baseline `harness measure --record` wrote
+/// starts: it names the workload ("measure NAME: COMMAND…"), not a
+/// scenario file, and its modes are the variants.
+pub const BASELINE_PREFIX: &str = "measure ";
+
 /// The figures of a measurement's runs.
 pub type Figures = Results<RunFigures>;
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::core::baseline::{self, Baseline, Metric};
+use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::compare;
 use crate::bench::core::figures::API_REQUESTS;
 use crate::bench::core::metric::{Spec, Views};
@@ -66,7 +66,7 @@ pub fn load(paths: &[&Path]) -> Result<Vec<Recorded>> {
                 .unwrap_or_default();
             Ok(Recorded {
                 name,
-                baseline: baseline::load(p)?,
+                baseline: crate::bench::recorded::load(p)?,
             })
         })
         .collect()

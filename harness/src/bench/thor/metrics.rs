@@ -193,6 +193,10 @@ impl Run for ModeResult {
     type Shape = ThorShape;
     const SCHEMA: &'static str = RESULT_SCHEMA;
     const TITLE: &'static str = "Thor benchmark";
+    const COUNTED_CLIENT_SIDE: &'static str = "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.";
+    const REQUEST_TOTALS: &'static [&'static str] = &[figures::API_REQUESTS.key, OTHERS];
+    const KUBECTL: &'static str = "kubectl (HPCC's drivers)";
+    const IN_RANGE: &'static str = "pods, containers, objects and the Thor identity's writes";
 
     fn html_heading() -> String {
         "Thor on Kubernetes: baseline vs JobSet".into()
@@ -239,6 +243,11 @@ impl Run for ModeResult {
             profiles by first,
             contention by first,
         })
+    }
+
+    /// A baseline of Thor's holds the modes `bench thor` runs.
+    fn known_mode(mode: &str) -> bool {
+        crate::workload::thor::Mode::parse(mode).is_some()
     }
 
     fn heading(r: &ThorResult) -> String {

@@ -6,6 +6,8 @@
 use std::fmt::Write;
 
 use crate::bench::core::charts::fmt_num;
+use crate::bench::core::figures;
+use crate::bench::core::metric::Spec;
 use crate::bench::core::verdict::{Comparison, Status, Verdict};
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
@@ -46,9 +48,10 @@ pub fn compare_markdown(c: &Comparison) -> String {
     if verdicts.iter().any(|v| v.judged.is_some()) {
         let _ = writeln!(
             s,
-            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
+            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); {} must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
             crate::stats::CONFIDENCE * 100.0,
             crate::bench::core::result::RULE_TEXT,
+            c.in_range,
             crate::bench::core::thin::MIN_ABOVE,
             crate::bench::core::thin::MIN_REQUESTS
         );
@@ -129,15 +132,20 @@ fn place(c: &Comparison) -> String {
     s
 }
 
-/// The client family whose members name a client's requests by verb and
-/// resource ("client: verb resource").
-const BY_REQUEST: &str = "api_requests_by_client_request.";
-const BY_CLIENT: &str = "api_requests_by_client.";
+/// What a family's member names follow (its key before the member).
+fn family_prefix(spec: &Spec) -> &'static str {
+    spec.key.split_once("{}").map_or(spec.key, |(pre, _)| pre)
+}
 
 /// What moved behind a regressed row: for a client's requests, its
 /// requests by verb × resource that grew most; for a total, the clients
 /// that grew most and theirs. From the rows' medians (baseline → now).
-fn behind(v: &Verdict, all: &[Verdict]) -> String {
+fn behind(v: &Verdict, c: &Comparison) -> String {
+    let all = &c.verdicts;
+    // A client's requests, and its requests by verb and resource
+    // ("client: verb resource").
+    let by_client = family_prefix(&figures::BY_CLIENT);
+    let by_request = family_prefix(&figures::BY_CLIENT_REQUEST);
     let grew = |prefix: &str, within: &dyn Fn(&str) -> bool| {
         let mut rows: Vec<(&str, f64, f64)> = all
             .iter()
@@ -159,7 +167,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
     };
     let requests_of = |client: &str| {
         let pre = format!("{client}: ");
-        grew(BY_REQUEST, &|n: &str| n.starts_with(&pre))
+        grew(by_request, &|n: &str| n.starts_with(&pre))
             .into_iter()
             .map(|(n, was, now)| {
                 format!(
@@ -173,10 +181,8 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
     };
     // etcd's writes are the API's writes: the clients' write requests
     // that grew most stand behind them.
-    if v.metric == crate::bench::core::figures::ETCD_WRITES.key
-        || v.metric == crate::bench::core::figures::ETCD_BYTES.key
-    {
-        let writes: Vec<String> = grew(BY_REQUEST, &|n: &str| {
+    if v.metric == figures::ETCD_WRITES.key || v.metric == figures::ETCD_BYTES.key {
+        let writes: Vec<String> = grew(by_request, &|n: &str| {
             n.split_once(": ").is_some_and(|(_, req)| {
                 ["create ", "update ", "patch ", "delete "]
                     .iter()
@@ -195,7 +201,7 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
             )
         };
     }
-    if let Some(client) = v.metric.strip_prefix(BY_CLIENT) {
+    if let Some(client) = v.metric.strip_prefix(by_client) {
         let r = requests_of(client);
         return if r.is_empty() {
             String::new()
@@ -203,8 +209,8 @@ fn behind(v: &Verdict, all: &[Verdict]) -> String {
             format!(" — its requests that grew most: {}", r.join(", "))
         };
     }
-    if v.metric.starts_with("api_requests") && !v.metric.starts_with("api_requests_by_client") {
-        let clients: Vec<String> = grew(BY_CLIENT, &|_| true)
+    if c.request_totals.contains(&v.metric.as_str()) {
+        let clients: Vec<String> = grew(by_client, &|_| true)
             .into_iter()
             .map(|(c, was, now)| {
                 let r = requests_of(c);
@@ -269,7 +275,7 @@ pub fn summary(c: &Comparison) -> String {
                 fmt_num(v.baseline),
                 v.current.map_or("—".into(), fmt_num),
                 v.note,
-                behind(v, &c.verdicts)
+                behind(v, c)
             );
         }
         s.push('\n');
@@ -340,6 +346,39 @@ mod tests {
         }
     }
 
+    /// The rule's list of what must stay in range is the workload's:
+    /// Thor's words as compare.md always printed them.
+    #[test]
+    fn the_rule_names_what_the_workload_fixes() {
+        use crate::bench::core::result::Run;
+        let mut v = row("pods_created", 10.0, 10.0, Status::Ok, "");
+        v.judged = Some(crate::stats::Judged {
+            ratio: crate::stats::Ratio {
+                ratio: 1.0,
+                ci_low: 1.0,
+                ci_high: 1.0,
+                n: 3,
+                paired: false,
+            },
+            verdict: crate::stats::Direction::Same,
+            p_value: None,
+            method: None,
+            detectable: None,
+        });
+        let mut c = comparison(vec![v]);
+        let measure = compare_markdown(&c);
+        assert!(
+            measure.contains("); pods, containers and objects must stay in their recorded range;"),
+            "{measure}"
+        );
+        c.in_range = crate::bench::thor::result::ModeResult::IN_RANGE;
+        let thor = compare_markdown(&c);
+        assert!(
+            thor.contains("); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99"),
+            "{thor}"
+        );
+    }
+
     fn comparison(verdicts: Vec<Verdict>) -> Comparison {
         Comparison {
             baseline: "baselines/local/1.37/smoke.json".into(),
@@ -347,6 +386,9 @@ mod tests {
             timing: Err("another machine".into()),
             across: Vec::new(),
             counts_only: false,
+            in_range: "pods, containers and objects",
+            // The rows below are Thor's.
+            request_totals: <crate::bench::thor::result::ModeResult as crate::bench::core::result::Run>::REQUEST_TOTALS,
         }
     }
 

@@ -136,7 +136,8 @@ fn throttling<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
 
 /// The charts a timeline gets: (title, unit, series name or prefix ending
 /// in '.'): one line per mode, the matching series summed. The scraped
-/// ones are drawn only when the run scraped (`--scrape-metrics`).
+/// ones are drawn only when the run scraped (`--scrape-metrics`). A
+/// title's `{}` is whose kubectl processes they are (`Run::KUBECTL`).
 const CHARTS: &[(&str, &str, &str)] = &[
     (
         "API requests per second (all but the harness)",
@@ -168,7 +169,7 @@ const CHARTS: &[(&str, &str, &str)] = &[
         "cpu_cores.jobset-controller",
     ),
     ("kwok CPU", "cores", "cpu_cores.kwok"),
-    ("kubectl (HPCC's drivers) memory", "MiB", "rss_mib.kubectl"),
+    ("{} memory", "MiB", "rss_mib.kubectl"),
     ("kube-apiserver memory", "MiB", "rss_mib.kube-apiserver"),
     ("etcd memory", "MiB", "rss_mib.etcd"),
     ("Objects stored (scraped)", "objects", "apiserver.objects"),
@@ -230,6 +231,7 @@ pub fn timeline_charts<R: Run>(r: &Results<R>) -> String {
         crate::output::xml_escape(&r.scenario)
     );
     for (title, unit, key) in CHARTS {
+        let title = &title.replacen("{}", R::KUBECTL, 1);
         let lines: Vec<(String, Vec<(f64, f64)>)> = firsts
             .iter()
             .filter_map(|(m, tl)| Some(((*m).clone(), summed(tl, key)?)))
@@ -331,9 +333,15 @@ mod tests {
         tl.series
             .insert("audit.requests_per_s.create".into(), vec![1.0, 0.0]);
         tl.series.insert("cpu_cores.etcd".into(), vec![0.1, 0.2]);
+        tl.series.insert("rss_mib.kubectl".into(), vec![5.0, 6.0]);
         r.timelines.push(("baseline".into(), 0, tl));
         let html = timeline_charts(&r);
         assert!(html.contains("etcd CPU"));
+        // Whose kubectl it is, in Thor's words (Run::KUBECTL).
+        assert!(
+            html.contains("kubectl (HPCC&apos;s drivers) memory"),
+            "{html}"
+        );
         // requests/s summed over verbs: 4 then 4
         assert!(html.contains("<title>baseline: peak 4</title>"), "{html}");
         assert!(html.contains("baseline: API requests per second by verb"));

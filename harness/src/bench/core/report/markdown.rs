@@ -9,8 +9,8 @@
 use std::fmt::Write;
 
 use crate::bench::core::charts::{self, fmt_num};
-use crate::bench::core::figures::{API_REQUESTS, ETCD_WRITES};
-use crate::bench::core::metric::{Metric, Views, value_of};
+use crate::bench::core::figures::{self, API_REQUESTS, ETCD_WRITES, RunFigures};
+use crate::bench::core::metric::{Kind, Metric, Spec, Views, value_of};
 use crate::bench::core::report::cost;
 use crate::bench::core::report::repeats::repeats_markdown;
 use crate::bench::core::result::Results;
@@ -51,8 +51,6 @@ fn apf_agreement<R: Run>(s: &mut String, r: &Results<R>) {
     }
     s.push('\n');
 }
-
-type TextRow = (&'static str, fn(&crate::metrics::WindowFigures) -> String);
 
 /// Where a shard stands in its run set, or which shards a merged run set
 /// joined and which rounds none brought ("" for a whole run).
@@ -128,9 +126,32 @@ pub fn markdown<R: Run>(r: &Results<R>) -> String {
     s
 }
 
-/// One mode's window figures.
-fn window_of<'a, R: Run>(r: &'a Results<R>, m: &String) -> &'a crate::metrics::WindowFigures {
-    &r.modes[m].result.figures().window
+/// One mode's figures every run has (its typical run's).
+fn figures_of<'a, R: Run>(r: &'a Results<R>, m: &str) -> &'a RunFigures {
+    r.modes[m].result.figures()
+}
+
+/// The members of family `m` any mode's typical run has, sorted.
+fn members<R: Run>(r: &Results<R>, m: &Metric<RunFigures>) -> Vec<String> {
+    let mut n: Vec<String> = r
+        .modes
+        .keys()
+        .flat_map(|mode| m.values(figures_of(r, mode)))
+        .map(|(name, _)| name)
+        .collect();
+    n.sort();
+    n.dedup();
+    n
+}
+
+/// A detail table's cell: a count whole, anything else to a tenth, "—"
+/// where the run did not measure it.
+fn detail_cell(spec: &Spec, v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(v) if spec.kind == Kind::Count => format!("{v}"),
+        Some(v) => format!("{v:.1}"),
+    }
 }
 
 /// The lines under the heading: the harness's peak RSS, the run set,
@@ -170,10 +191,7 @@ fn notes<R: Run>(s: &mut String, r: &Results<R>) {
         .values()
         .any(|m| m.result.figures().window.attribution == "client")
     {
-        let _ = writeln!(
-            s,
-            "Requests are HPCC's two identities' only, counted client-side from their kubectl's request log (--attribution client): the rows of everyone else read 0.\n"
-        );
+        let _ = writeln!(s, "{}\n", R::COUNTED_CLIENT_SIDE);
     }
     apf_agreement(s, r);
 }
@@ -282,36 +300,26 @@ fn spread<R: Run>(s: &mut String, r: &Results<R>) {
     }
 }
 
-/// The API requests by client section: the table, the workload's own
-/// lines after it, then each mode's failed requests.
+/// The API requests by client section: the table (the declared
+/// per-client requests, `figures::BY_CLIENT`), the workload's own lines
+/// after it, then each mode's failed requests.
 fn requests_by_client<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### API requests by client\n\n");
     markdown_table_head(s, "client", modes);
-    let mut clients: Vec<&String> = r
-        .modes
-        .values()
-        .flat_map(|m| m.result.figures().window.api_requests_by_client.keys())
-        .collect();
-    clients.sort();
-    clients.dedup();
-    for c in clients {
+    let common = figures::common();
+    let by_client = common.of(&figures::BY_CLIENT);
+    for name in members(r, by_client) {
+        let c = by_client.spec.member_of(&name).unwrap_or(&name);
         let _ = write!(s, "| {c} |");
         for m in modes {
-            let _ = write!(
-                s,
-                " {} |",
-                window_of(r, m)
-                    .api_requests_by_client
-                    .get(c)
-                    .copied()
-                    .unwrap_or(0)
-            );
+            let n = by_client.value(figures_of(r, m), &name).unwrap_or(0.0);
+            let _ = write!(s, " {n} |");
         }
         s.push('\n');
     }
     s.push_str(&R::after_clients(r));
     for m in modes {
-        for (client, reqs) in &window_of(r, m).failed_requests {
+        for (client, reqs) in &figures_of(r, m).window.failed_requests {
             let parts: Vec<String> = reqs.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
             let _ = writeln!(
                 s,
@@ -322,46 +330,49 @@ fn requests_by_client<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String])
     }
 }
 
-/// The etcd section: a table of etcd's counts, size and latencies per mode.
+/// The etcd section: a table of etcd's counts, size and latencies per
+/// mode, a row per declared metric of `figures::ETCD_TABLE`.
 fn etcd<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### etcd\n\n");
     markdown_table_head(s, "", modes);
-    let etcd_rows: Vec<TextRow> = vec![
-        ("puts", |w| w.etcd.puts.to_string()),
-        ("deletes", |w| w.etcd.deletes.to_string()),
-        ("txns", |w| w.etcd.txns.to_string()),
-        ("ranges", |w| w.etcd.ranges.to_string()),
-        ("db size (MiB)", |w| {
-            format!("{:.1}", w.etcd.db_size_bytes as f64 / 1048576.0)
-        }),
-        ("WAL fsync p99 (ms)", |w| {
-            w.etcd
-                .wal_fsync_ms
-                .map_or("—".into(), |p| format!("{:.1}", p.p99))
-        }),
-        ("backend commit p99 (ms)", |w| {
-            w.etcd
-                .backend_commit_ms
-                .map_or("—".into(), |p| format!("{:.1}", p.p99))
-        }),
-    ];
-    for (label, f) in etcd_rows {
-        let _ = write!(s, "| {label} |");
-        for m in modes {
-            let _ = write!(s, " {} |", f(window_of(r, m)));
+    let common = figures::common();
+    for spec in &figures::ETCD_TABLE {
+        let m = common.of(spec);
+        let _ = write!(s, "| {} |", spec.label);
+        for mode in modes {
+            let cell = detail_cell(spec, m.value(figures_of(r, mode), spec.key));
+            let _ = write!(s, " {cell} |");
         }
         s.push('\n');
     }
 }
 
-/// The API latency section: a line per mode of each verb's percentiles.
+/// The API latency section: a line per mode of each request class's
+/// declared percentiles (`figures::API_LATENCY_P50`, `…_P90`, the judged
+/// p99 `API_LATENCY`).
 fn api_latency<R: Run>(s: &mut String, r: &Results<R>, modes: &[&String]) {
     s.push_str("\n### API latency (ms, p50 / p90 / p99)\n\n");
+    let common = figures::common();
+    let quantiles = [
+        figures::API_LATENCY_P50,
+        figures::API_LATENCY_P90,
+        figures::API_LATENCY,
+    ]
+    .map(|spec| common.of(&spec));
+    let [_, _, p99] = quantiles;
     for m in modes {
-        let parts: Vec<String> = window_of(r, m)
-            .api_latency_ms
+        let run = figures_of(r, m);
+        let parts: Vec<String> = p99
+            .values(run)
             .iter()
-            .map(|(k, p)| format!("{k} {:.1} / {:.1} / {:.1}", p.p50, p.p90, p.p99))
+            .filter_map(|(name, _)| p99.spec.member_of(name))
+            .map(|class| {
+                let each: Vec<String> = quantiles
+                    .iter()
+                    .map(|q| detail_cell(&q.spec, q.value(run, &q.spec.member(class))))
+                    .collect();
+                format!("{class} {}", each.join(" / "))
+            })
             .collect();
         let _ = writeln!(s, "- {m}: {}", parts.join("; "));
     }
@@ -434,29 +445,29 @@ pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
         "writes",
         &ranged(results, ETCD_WRITES.key),
     ));
+    let common = figures::common();
+    let by_client = common.of(&figures::BY_CLIENT);
     for r in results {
-        let lat: Vec<(String, Vec<(String, f64)>)> = ["p50", "p90", "p99"]
-            .iter()
-            .map(|q| {
-                (
-                    format!("pod start-up {q}"),
-                    r.modes
-                        .iter()
-                        .map(|(m, s)| {
-                            let p = &s.result.figures().pod_startup_ms;
-                            (
-                                m.clone(),
-                                match *q {
-                                    "p50" => p.p50,
-                                    "p90" => p.p90,
-                                    _ => p.p99,
-                                },
-                            )
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
+        let lat: Vec<(String, Vec<(String, f64)>)> = [
+            ("p50", figures::POD_P50),
+            ("p90", figures::POD_P90),
+            ("p99", figures::POD_P99),
+        ]
+        .iter()
+        .map(|(q, spec)| {
+            let m = common.of(spec);
+            (
+                format!("pod start-up {q}"),
+                r.modes
+                    .iter()
+                    .map(|(mode, s)| {
+                        let v = m.value(s.result.figures(), spec.key);
+                        (mode.clone(), v.unwrap_or(0.0))
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
         s.push_str(&charts::bars(
             &format!("{}: pod start-up latency", r.scenario),
             "ms",
@@ -466,16 +477,12 @@ pub fn html_led<R: Run>(results: &[Results<R>], lead: &str) -> String {
             .modes
             .iter()
             .map(|(m, sum)| {
-                (
-                    m.clone(),
-                    sum.result
-                        .figures()
-                        .window
-                        .api_requests_by_client
-                        .iter()
-                        .map(|(c, n)| (c.rsplit(':').next().unwrap_or(c).to_string(), *n as f64))
-                        .collect(),
-                )
+                let each = by_client.values(sum.result.figures()).into_iter();
+                let each = each.map(|(name, n)| {
+                    let c = by_client.spec.member_of(&name).unwrap_or(&name);
+                    (c.rsplit(':').next().unwrap_or(c).to_string(), n)
+                });
+                (m.clone(), each.collect())
             })
             .collect();
         s.push_str(&charts::stacked(
