@@ -194,7 +194,6 @@ async fn bench_thor_on_cluster(args: &BenchThorArgs) -> Result<i32> {
         provider: Provider::Local { real_node: false },
     };
     let pre = thor::preflight(&opts, Some(&root), args.compare, args.record)?;
-    compared_modes(&opts, &pre, Some(&root), args.compare)?;
     let s = &pre.scenario;
     let k8s = harness::k8s::K8sRelease::parse(&s.cluster.k8s_minor)?;
     let kueue = s
@@ -298,30 +297,6 @@ fn check_out_dir(args: &BenchThorArgs) -> Result<()> {
     check_out("--out", &args.out, Out::Dir, &inputs)
 }
 
-/// The baseline `--compare` reads, its modes checked before any cluster
-/// starts: preflight loads it with the benchmark core's checks, and which
-/// modes a baseline may hold is its workload's (`bench::recorded`).
-fn compared_modes(
-    opts: &ThorBenchOptions,
-    pre: &thor::Preflight,
-    root: Option<&std::path::Path>,
-    compare: bool,
-) -> Result<()> {
-    let (true, Some(root)) = (compare, root) else {
-        return Ok(());
-    };
-    let s = &pre.scenario;
-    let path = harness::bench::core::baseline::file_for(
-        root,
-        opts.provider.name(),
-        &s.cluster.k8s_minor,
-        &s.name,
-        &s.cluster.control_plane.label(),
-        s.cluster.real_node,
-    );
-    harness::bench::recorded::load(&path).map(|_| ())
-}
-
 /// `bench thor` with the clusters of its provider.
 async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     check_out_dir(args)?;
@@ -333,7 +308,6 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     let opts = bench_options(args, modes, provider)?;
     // Every check before any cluster starts.
     let pre = thor::preflight(&opts, root.as_deref(), args.compare, args.record)?;
-    compared_modes(&opts, &pre, root.as_deref(), args.compare)?;
     if args.dry_run {
         if args.compare || args.record {
             return Err(bad_input(

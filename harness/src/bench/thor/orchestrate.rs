@@ -106,7 +106,9 @@ pub fn preflight(
             )));
         }
         if compare {
-            baseline::load(&path)?;
+            // Its modes checked too: which a baseline may hold is its
+            // workload's.
+            crate::bench::recorded::load(&path)?;
         }
     }
     Ok(Preflight { scenario: s })

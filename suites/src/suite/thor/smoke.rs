@@ -348,7 +348,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         None => scratch.path().to_path_buf(),
     };
     let root = crate::repo_root();
-    let mut c = policy::compare(&root, r, false, &out)?;
+    let mut c = policy::compare(&root, r, false, &out, harness::bench::recorded::known_mode)?;
     let again = gate::to_confirm(&c.verdicts);
     if c.timing.is_ok() && !again.is_empty() {
         eprintln!("thor smoke: regressions to confirm in {again:?}: those modes run once more");
@@ -359,7 +359,13 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         let opts = crate::thor_options("smoke.yaml", modes, crate::unique_name("t-thor-again"));
         let second = crate::runtime()?.block_on(bench_thor(&opts))?;
         let dir = out.join("again");
-        let c2 = policy::compare(&root, &second, false, &dir)?;
+        let c2 = policy::compare(
+            &root,
+            &second,
+            false,
+            &dir,
+            harness::bench::recorded::known_mode,
+        )?;
         if let Err(why) = &c2.timing {
             eprintln!("thor smoke: the second run's latencies not judged: {why}");
         }
