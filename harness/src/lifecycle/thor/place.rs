@@ -13,15 +13,16 @@ use crate::cluster::ExistingTarget;
 use crate::cluster::existing::ExistingCluster;
 use crate::cluster::local::{LocalCluster, realnode};
 use crate::cluster::provider::Cluster;
-use crate::lifecycle::OnCluster;
+use crate::lifecycle::target::OnCluster;
 use crate::lifecycle::thor::existing;
+use crate::workload::thor::api::THOR_AGENT_USER;
 use crate::workload::thor::driver::exits::{Exits, Reach, RealExits};
 use crate::workload::thor::mode_plan::NAMESPACE;
 use crate::workload::thor::realpods::RealPods;
 use crate::workload::thor::scenario::ThorScenario;
 use crate::workload::thor::site::Site;
 use crate::workload::thor::template::ECLCCSERVER_USER;
-use crate::workload::thor::{Mode, THOR_AGENT_USER};
+use crate::workload::thor::template::Mode;
 
 /// Where one run's HPCC lives on its cluster.
 pub struct Place {

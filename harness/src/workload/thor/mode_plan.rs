@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::error::bad_input;
-use crate::workload::thor::Mode;
 use crate::workload::thor::discovery::DiscoveryCache;
 use crate::workload::thor::driver::env::{CompilePlan, Plan};
 use crate::workload::thor::kubectl::KubectlModel;
 use crate::workload::thor::scenario::{DiscoveryCacheSpec, ThorScenario, parse_duration};
+use crate::workload::thor::template::Mode;
 
 /// HPCC is installed, as its own docs do, without a namespace: `default`
 /// (kubectl then makes no namespace lookups after a 404; see

@@ -9,9 +9,9 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::cluster::needs::{Access, Attribution, Needs};
-use crate::workload::thor::Mode;
 use crate::workload::thor::mode_plan::plan;
 use crate::workload::thor::scenario::ThorScenario;
+use crate::workload::thor::template::Mode;
 use crate::workload::thor::template::{self, render};
 
 /// Every access the run needs: the harness's own (namespaces, identities,
