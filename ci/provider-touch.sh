@@ -17,9 +17,21 @@ if [ "${1:-}" = "--check" ]; then
   shift
 fi
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
-scratch=${1:-$(mktemp -d /tmp/provider-touch.XXXXXX)}
+made=""
+if [ -n "${1:-}" ]; then
+  scratch=$1
+else
+  scratch=$(mktemp -d /tmp/provider-touch.XXXXXX)
+  made=1
+fi
 tree="$scratch/tree"
-trap 'git -C "$repo" worktree remove --force "$tree" >/dev/null 2>&1 || true' EXIT
+# The scratch copy goes when the script ends, however it ends (and the
+# scratch dir with it when the script made it).
+cleanup() {
+  git -C "$repo" worktree remove --force "$tree" >/dev/null 2>&1 || true
+  if [ -n "$made" ]; then rm -rf "$scratch"; fi
+}
+trap cleanup EXIT
 git -C "$repo" worktree add -q --detach "$tree" HEAD
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 python3 - "$tree" "$check" "$repo/docs/src/architecture.md" <<'PY'
