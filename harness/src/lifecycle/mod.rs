@@ -4,9 +4,8 @@
 //! fresh cluster of its provider per run, or the existing one it attached
 //! to — and what is done with each after its run; `measured` is where a
 //! measured workload acts on each provider's cluster, `thor` where a
-//! Thor run does. The one place that
-//! composes the layers, so providers and installers stay independent of
-//! each other.
+//! Thor run does. The one place that composes the layers, so providers
+//! and installers stay independent of each other.
 
 pub mod measured;
 pub mod target;
