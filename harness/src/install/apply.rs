@@ -3,12 +3,20 @@
 //! published (resources, JSON6902 patch files, inline strategic-merge
 //! patches of lists keyed by name, replacements).
 
+use std::time::Duration;
+
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::{ApiResource, Discovery, Scope};
 use serde_json::Value;
 
+use crate::install::busy::server_busy;
+use crate::poll::Poll;
+
 pub const FIELD_MANAGER: &str = "harness";
+/// How long an apply is asked again while the API server says it is too
+/// busy (`install::busy`); its other refusals end the apply at once.
+const BUSY_SERVER: Duration = Duration::from_secs(90);
 
 /// A kustomization.yaml's resources and patches (with their targets).
 #[derive(Debug, Default, serde::Deserialize)]
@@ -274,8 +282,8 @@ pub async fn apply_all(client: &kube::Client, objects: &[Value]) -> Result<()> {
     groups.sort();
     groups.dedup();
     let wanted: Vec<&str> = groups.iter().map(String::as_str).collect();
-    let discovery = crate::poll::Poll::new("API discovery", std::time::Duration::from_secs(30))
-        .every(std::time::Duration::from_millis(250))
+    let discovery = Poll::new("API discovery", Duration::from_secs(30))
+        .every(Duration::from_millis(250))
         .until_state(|| async {
             Ok(
                 match Discovery::new(client.clone()).filter(&wanted).run().await {
@@ -310,14 +318,22 @@ async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) ->
         (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &ar),
         (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     };
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .with_context(|| format!("applying {kind} {name}"))?;
-    Ok(())
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    Poll::new(format!("applying {kind} {name}"), BUSY_SERVER)
+        .backoff(Duration::from_millis(500), Duration::from_secs(8))
+        .until_state(|| async {
+            match api.patch(name, &params, &Patch::Apply(obj)).await {
+                Ok(_) => Ok(Ok(())),
+                Err(kube::Error::Api(e)) if server_busy(&e) => {
+                    tracing::info!(
+                        "applying {kind} {name}: the API server is busy ({e}); asking again"
+                    );
+                    Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
+                }
+                Err(e) => Err(anyhow::Error::from(e).context(format!("applying {kind} {name}"))),
+            }
+        })
+        .await
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! layer; `lifecycle::up` calls the provider, then this.
 
 pub mod apply;
+pub mod busy;
 pub mod certmanager;
 pub mod controller;
 pub mod hpcc;

@@ -20,6 +20,7 @@ use anyhow::bail;
 
 use crate::cluster::provider::Cluster;
 use crate::install::apply::apply_all;
+use crate::install::busy::kubectl_busy;
 use crate::k8s::K8sRelease;
 use crate::tools::command::{self, Cmd};
 use crate::tools::modules::module_dir;
@@ -233,12 +234,23 @@ pub fn use_image(objects: &mut [Value], image: &str) -> usize {
     n
 }
 
-/// Apply a release manifest from `url` with kubectl (which fetches it).
+/// Apply a release manifest from `url` with kubectl (which fetches it),
+/// again while the API server says it is too busy (`install::busy`).
 pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
-    command::run(&apply_url_command(kubectl, kubeconfig, url))
+    let cmd = apply_url_command(kubectl, kubeconfig, url);
+    Poll::new(format!("applying {url}"), Duration::from_secs(90))
+        .backoff(Duration::from_secs(1), Duration::from_secs(8))
+        .until_state(|| async {
+            let out = command::output(&cmd).await?;
+            let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+            if !out.status.success() && kubectl_busy(&stderr) {
+                tracing::info!("applying {url}: the API server is busy; asking again");
+                return Ok(Err(stderr.trim().to_string()));
+            }
+            command::check(&cmd, out).with_context(|| format!("applying {url}"))?;
+            Ok(Ok(()))
+        })
         .await
-        .with_context(|| format!("applying {url}"))?;
-    Ok(())
 }
 
 /// Server-side apply of a release manifest fetched by kubectl.

@@ -52,7 +52,9 @@ pub fn tail(out: &Output, n: usize) -> String {
         .join("\n")
 }
 
-fn check(cmd: &Cmd, out: Output) -> Result<Output> {
+/// The output of a command that exited 0; else an error quoting its
+/// last lines.
+pub fn check(cmd: &Cmd, out: Output) -> Result<Output> {
     if out.status.success() {
         return Ok(out);
     }

@@ -142,12 +142,15 @@ pub async fn pass(
             )
             .await?;
         if conds.contains("Failed: True") || conds.contains("FailureTarget: True") {
-            // C: the pods' exit codes, for the operator's message.
+            // C: the pods' exit codes, for the operator's message, with
+            // the kubelet's reason (a container it could not start ends
+            // `128` with reason StartError and the runtime's message: a
+            // node's fault, not the process's).
             let codes = k
                 .list_pods(
                     log,
                     &selector,
-                    "{range .items[*].status.containerStatuses[*]}{.state.terminated.exitCode},{.name}|{end}",
+                    "{range .items[*].status.containerStatuses[*]}{.state.terminated.exitCode},{.name},{.state.terminated.reason},{.state.terminated.message}|{end}",
                 )
                 .await?;
             return Ok(Some(Ended::Failed(format!(
