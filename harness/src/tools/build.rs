@@ -252,8 +252,17 @@ fn build_failed(
     )
 }
 
+/// The compiler's flag for every package of a build: no DWARF
+/// (`go_build`).
+const NO_DWARF: &str = "all=-dwarf=false";
+
 /// `go build` of the source's package into `tmp`, stripped, with its
 /// ldflags and tags, and cgo (and libseccomp) only when it needs them.
+/// The linker's `-w` drops DWARF from the binary, but `go build` still
+/// has the compiler make it for every package (cmd/go/internal/work/gc.go
+/// passes `-dwarf=false` only for `go run` and `go test`'s binaries);
+/// `-gcflags=all=-dwarf=false` skips that work. Stack traces read the
+/// pcln table, not DWARF: the binary behaves the same.
 #[allow(clippy::too_many_arguments)]
 fn go_build(
     c: Component,
@@ -273,6 +282,8 @@ fn go_build(
     let mut args: Vec<&OsStr> = vec![
         "build".as_ref(),
         "-trimpath".as_ref(),
+        "-gcflags".as_ref(),
+        NO_DWARF.as_ref(),
         "-ldflags".as_ref(),
         ldflags.as_ref(),
     ];
