@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
 
 use harness::k8s::K8sRelease;
+use harness::tools::build_cost::{cold_build_estimate, longest_chain_first};
 use harness::tools::side_by_side::{self, BUILDS_AT_ONCE};
 use harness::tools::{Component, Resolver};
 
@@ -66,16 +67,22 @@ impl AtHand {
 }
 
 /// The binaries to build first: those the needs name that are not at
-/// hand, in the order of the first test that needs each. The runner lists
-/// its longest chains first (a serial lane such as the real node's), so
-/// their binaries are built first.
+/// hand, the longest chain of builds first (`longest_chain_first`: the
+/// builds of one Go source tree go one after another), else in the order
+/// of the first test that needs each.
 pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need)> {
     let mut seen = BTreeSet::new();
-    needs
+    let mut plan: Vec<(Binary, Need)> = needs
         .iter()
         .filter(|&&n| seen.insert(binary(n)) && !at_hand(n))
         .map(|&n| (binary(n), n))
-        .collect()
+        .collect();
+    longest_chain_first(
+        &mut plan,
+        |(_, n)| tree(*n),
+        |(_, (_, c))| cold_build_estimate(*c),
+    );
+    plan
 }
 
 /// How many builds run at once: the harness's bound for builds side by
@@ -202,13 +209,14 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_builds_what_is_missing_once_in_the_order_tests_need_it() {
+    fn the_plan_builds_what_is_missing_once_the_longest_chain_first() {
         let (r36, r37) = (release("1.36"), release("1.37"));
         let needs = [
             (r37, Component::Etcd),
-            (r36, Component::KubeApiserver),
+            (r37, Component::Runc),
+            (r37, Component::Containerd),
+            (r36, Component::KubeScheduler),
             (r36, Component::Kueue),
-            (r37, Component::Kueue),
             (r37, Component::Kueue),
             (r36, Component::KubeApiserver),
             (r37, Component::KubeApiserver),
@@ -219,10 +227,20 @@ mod tests {
             .iter()
             .map(|(b, _)| trial_name(b))
             .collect();
-        let kueue = trial_name(&binary((r36, Component::Kueue)));
-        let api36 = trial_name(&binary((r36, Component::KubeApiserver)));
-        // Kueue's version is one for both releases: one build.
-        assert_eq!(plan, [api36, kueue]);
+        let name = |n: Need| trial_name(&binary(n));
+        // 1.36's tree (API server, then the scheduler that reuses its
+        // packages) is the longest chain; Kueue's version is one for both
+        // releases: one build; runc, asked for first, is the shortest.
+        assert_eq!(
+            plan,
+            [
+                name((r36, Component::KubeApiserver)),
+                name((r36, Component::KubeScheduler)),
+                name((r36, Component::Kueue)),
+                name((r37, Component::Containerd)),
+                name((r37, Component::Runc)),
+            ]
+        );
     }
 
     /// A thread waiting for `b`'s turn, 50 ms after it started: whether it

@@ -1,8 +1,10 @@
 //! How long each binary takes to build from Go modules, as measured: what
 //! `doctor` tells a user to expect and the order builds start in when
-//! they run side by side (`Resolver::resolve_many`: the biggest first, so
-//! the longest build is not left for last).
+//! they run side by side (`Resolver::resolve_many` and the test runner's
+//! build trials: the longest chain first, so it is not left for last).
 
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::tools::component::Component;
@@ -49,4 +51,82 @@ pub fn cold_build_estimate(c: Component) -> Duration {
         Component::Registry => 115,
     };
     Duration::from_secs(s)
+}
+
+/// Put builds in the order they should start when they go side by side,
+/// one per Go source tree at a time (`side_by_side`): the builds of one
+/// tree run one after another, so a tree is a chain, and the chain that
+/// takes longest together (by `cost`) goes first; within a tree the
+/// biggest build first (the others reuse its packages). Ties keep their
+/// order. Measured why: on a fresh machine (72a4cae) the test runner
+/// started Kubernetes 1.36's tree (API server 9 min 8 s, then its
+/// controller-manager, scheduler and kubectl) 7 min after its first
+/// build, behind the real node's smaller builds, and every 1.36 test and
+/// the quiet tests after them waited for that chain's end.
+pub fn longest_chain_first<T>(
+    items: &mut [T],
+    tree: impl Fn(&T) -> String,
+    cost: impl Fn(&T) -> Duration,
+) {
+    let mut chains: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, x) in items.iter().enumerate() {
+        *chains.entry(tree(x)).or_default() += cost(x);
+        first.entry(tree(x)).or_insert(i);
+    }
+    items.sort_by_key(|x| {
+        let t = tree(x);
+        (Reverse(chains[&t]), first[&t], Reverse(cost(x)))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_tree_goes_first_whole_and_its_biggest_build_leads_it() {
+        // (name, tree, seconds): tree "k" takes 300 s together, "c" 163 s,
+        // "q" 214 s.
+        let mut builds = vec![
+            ("containerd", "c", 134),
+            ("shim", "c", 20),
+            ("ctr", "c", 9),
+            ("scheduler", "k", 7),
+            ("apiserver", "k", 200),
+            ("controller-manager", "k", 93),
+            ("kueue", "q", 151),
+            ("perf-runner", "q", 63),
+        ];
+        longest_chain_first(
+            &mut builds,
+            |b| b.1.to_string(),
+            |b| Duration::from_secs(b.2),
+        );
+        let names: Vec<&str> = builds.iter().map(|b| b.0).collect();
+        assert_eq!(
+            names,
+            [
+                "apiserver",
+                "controller-manager",
+                "scheduler",
+                "kueue",
+                "perf-runner",
+                "containerd",
+                "shim",
+                "ctr"
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_chains_keep_their_order() {
+        let mut builds = vec![("b", "t2", 10), ("a", "t1", 10)];
+        longest_chain_first(
+            &mut builds,
+            |b| b.1.to_string(),
+            |b| Duration::from_secs(b.2),
+        );
+        assert_eq!(builds[0].0, "b");
+    }
 }

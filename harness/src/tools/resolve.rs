@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::error::{bad_input, env_missing};
 use crate::k8s::K8sRelease;
 use crate::progress::say;
-use crate::tools::build_cost::cold_build_estimate;
+use crate::tools::build_cost::{cold_build_estimate, longest_chain_first};
 use crate::tools::component::Component;
 use crate::tools::download::download;
 use crate::tools::exec::probe_version;
@@ -317,8 +317,9 @@ impl Resolver {
     /// Resolve each of `wanted` (in its order, each with how long it
     /// took). What the machine has is found first, one after the other
     /// (a version probe each); what it lacks is then downloaded or built
-    /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, the
-    /// biggest build first, one per Go source tree). A binary named
+    /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, one per
+    /// Go source tree, the longest chain first: `longest_chain_first`).
+    /// A binary named
     /// explicitly that does not work fails before anything is built.
     pub fn resolve_many(&self, wanted: &[Component]) -> Result<Vec<(Resolved, Duration)>> {
         self.check_env()?;
@@ -336,7 +337,11 @@ impl Resolver {
                 }
             }
         }
-        missing.sort_by_key(|&(_, c, _)| std::cmp::Reverse(cold_build_estimate(c)));
+        longest_chain_first(
+            &mut missing,
+            |&(_, c, _)| c.go_source(self.k8s).tree,
+            |&(_, c, _)| cold_build_estimate(c),
+        );
         let jobs: Vec<Job> = missing
             .iter()
             .map(|&(_, c, _)| Job {

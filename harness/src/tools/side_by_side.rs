@@ -1,7 +1,8 @@
 //! Builds side by side: a few jobs at once, taken in the order given
-//! (biggest first, as the caller orders them), never two of one Go source
-//! tree at once. Used by `Resolver::resolve_many` (`up`, `tools install`);
-//! the test runner's build trials (`suites::builds`) take their turns by
+//! (the longest chain first, as `build_cost::longest_chain_first` orders
+//! them), never two of one Go source tree at once. Used by
+//! `Resolver::resolve_many` (`up`, `tools install`); the test runner's
+//! build trials (`suites::builds`) take their turns by
 //! the same rule ([`may_start`]) and bound ([`BUILDS_AT_ONCE`]).
 //!
 //! A job that fails stops the others from starting; the ones already
