@@ -12,6 +12,33 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// What a lane's trials prove, for the timing report beside the lane's
+/// span (a lane that costs minutes says what the minutes buy).
+pub fn proves(lane: &str) -> &'static str {
+    match lane {
+        "build" => {
+            "the binaries the selected tests run and this machine lacks, built from Go modules as `up` builds them"
+        }
+        "existing" => {
+            "the existing provider on a cluster used as a user's: audit and APF counts agree, a user without rights gets exit 3 and nothing is created, the Thor smoke costs what the local provider's does"
+        }
+        "faults" => {
+            "a component killed or a disk filled during a run is named with its log, and nothing is left running"
+        }
+        "kubectl" => "kubectl's calls told apart by identity and user agent, against the audit log",
+        "realnode" => {
+            "a real kubelet, containerd and runc as a node: real containers' exit codes, kwok's kubelet-like model against the real kubelet, the Thor smoke on real containers, and a down that leaves no container, mount or interface"
+        }
+        "kind-fresh" => {
+            "a user's commands on fresh kind clusters: bench thor in both modes, measure, and rounds as the pods of an Indexed Job"
+        }
+        l if l.starts_with("kind-") => {
+            "a kind cluster of that minor with its profile's gates: the gang cases on real kubelets, the Thor smoke on kind workers, kwok's kubelet-like model against a kind worker's kubelet, and a down that leaves nothing"
+        }
+        _ => "not said (suites/src/lane.rs `proves`)",
+    }
+}
+
 #[derive(Default)]
 pub struct Lane {
     /// Held by the test that runs.
@@ -111,6 +138,23 @@ mod tests {
         let order = order.lock().unwrap();
         assert_eq!(order.len(), 3, "{order:?}");
         assert_eq!(order[2], "closing", "{order:?}");
+    }
+
+    #[test]
+    fn every_lane_of_the_suites_says_what_it_proves() {
+        for lane in [
+            "build",
+            "existing",
+            "faults",
+            "kubectl",
+            "realnode",
+            "kind-fresh",
+            "kind-1.36",
+            "kind-1.37",
+        ] {
+            assert!(!super::proves(lane).starts_with("not said"), "{lane}");
+        }
+        assert!(super::proves("new-lane").starts_with("not said"));
     }
 
     /// Nothing else selected: the closing test does not wait.

@@ -244,8 +244,9 @@ pub fn report(rows: &[Row], wall: Duration) -> String {
     }
     for lane in lanes(rows) {
         out += &format!(
-            "\n## Lane {}\n\n{}.\n\nCritical path, the chain of trials that set the lane's end:\n\n| from | took | trial | waited before it |\n|---:|---:|---|---|\n",
+            "\n## Lane {}\n\nWhat it proves: {}.\n\n{}.\n\nCritical path, the chain of trials that set the lane's end:\n\n| from | took | trial | waited before it |\n|---:|---:|---|---|\n",
             lane.lane,
+            crate::lane::proves(lane.lane),
             lane.said()
         );
         for link in critical_path(rows, lane.lane) {
@@ -406,7 +407,9 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("## Lane kind-1.36\n\nkind-1.36: 3 trials, 6 min 45 s from 5.0 s to 6 min 50 s (3 min 00 s of them running).\n"),
+            s.contains("## Lane kind-1.36\n\nWhat it proves: a kind cluster of that minor")
+                && s.contains("gates: the gang cases on real kubelets")
+                && s.contains(".\n\nkind-1.36: 3 trials, 6 min 45 s from 5.0 s to 6 min 50 s (3 min 00 s of them running).\n"),
             "{s}"
         );
         assert!(
