@@ -10,13 +10,10 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::{ApiResource, Discovery, Scope};
 use serde_json::Value;
 
-use crate::install::busy::server_busy;
+use crate::install::busy::{server_busy, while_busy};
 use crate::poll::Poll;
 
 pub const FIELD_MANAGER: &str = "harness";
-/// How long an apply is asked again while the API server says it is too
-/// busy (`install::busy`); its other refusals end the apply at once.
-const BUSY_SERVER: Duration = Duration::from_secs(90);
 
 /// A kustomization.yaml's resources and patches (with their targets).
 #[derive(Debug, Default, serde::Deserialize)]
@@ -319,8 +316,7 @@ async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) ->
         (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     };
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    Poll::new(format!("applying {kind} {name}"), BUSY_SERVER)
-        .backoff(Duration::from_millis(500), Duration::from_secs(8))
+    while_busy(format!("applying {kind} {name}"))
         .until_state(|| async {
             match api.patch(name, &params, &Patch::Apply(obj)).await {
                 Ok(_) => Ok(Ok(())),

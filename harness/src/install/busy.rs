@@ -6,6 +6,20 @@
 //! load (429, 503, 504). A server-side apply is idempotent, so asking
 //! again is safe whether or not the first write happened.
 
+use std::time::Duration;
+
+use crate::poll::Poll;
+
+/// How long a request the server refuses as busy is asked again; its
+/// other refusals end it at once.
+const ASK_AGAIN_FOR: Duration = Duration::from_secs(90);
+
+/// The one wait for a request the server may refuse as busy: asked again
+/// from 0.5 s apart, doubling up to 8 s, for [`ASK_AGAIN_FOR`].
+pub fn while_busy<'a>(what: impl Into<String>) -> Poll<'a> {
+    Poll::new(what, ASK_AGAIN_FOR).backoff(Duration::from_millis(500), Duration::from_secs(8))
+}
+
 /// Answers of a busy server (HTTP 500 messages from etcd's or the
 /// server's own deadlines; every other 500 is an answer).
 const BUSY_500: [&str; 4] = [

@@ -20,7 +20,7 @@ use anyhow::bail;
 
 use crate::cluster::provider::Cluster;
 use crate::install::apply::apply_all;
-use crate::install::busy::kubectl_busy;
+use crate::install::busy::{kubectl_busy, while_busy};
 use crate::k8s::K8sRelease;
 use crate::tools::command::{self, Cmd};
 use crate::tools::modules::module_dir;
@@ -238,8 +238,7 @@ pub fn use_image(objects: &mut [Value], image: &str) -> usize {
 /// again while the API server says it is too busy (`install::busy`).
 pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<()> {
     let cmd = apply_url_command(kubectl, kubeconfig, url);
-    Poll::new(format!("applying {url}"), Duration::from_secs(90))
-        .backoff(Duration::from_secs(1), Duration::from_secs(8))
+    while_busy(format!("applying {url}"))
         .until_state(|| async {
             let out = command::output(&cmd).await?;
             let stderr = String::from_utf8_lossy(&out.stderr).to_string();

@@ -74,7 +74,7 @@ pub fn longest_chain_first<T>(
         *chains.entry(tree(x)).or_default() += cost(x);
         first.entry(tree(x)).or_insert(i);
     }
-    items.sort_by_key(|x| {
+    items.sort_by_cached_key(|x| {
         let t = tree(x);
         (Reverse(chains[&t]), first[&t], Reverse(cost(x)))
     });

@@ -318,9 +318,9 @@ impl Resolver {
     /// took). What the machine has is found first, one after the other
     /// (a version probe each); what it lacks is then downloaded or built
     /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, one per
-    /// Go source tree, the longest chain first: `longest_chain_first`).
-    /// A binary named
-    /// explicitly that does not work fails before anything is built.
+    /// Go source tree, the longest chain first: `longest_chain_first`). A
+    /// binary named explicitly that does not work fails before anything
+    /// is built.
     pub fn resolve_many(&self, wanted: &[Component]) -> Result<Vec<(Resolved, Duration)>> {
         self.check_env()?;
         let t0 = Instant::now();
