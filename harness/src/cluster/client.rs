@@ -69,9 +69,19 @@ async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::
         .await
         .with_context(|| format!("loading kubeconfig {}", path.display()))?;
     config.read_timeout = Some(Duration::from_secs(60));
-    config.connect_timeout = Some(Duration::from_secs(5));
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
     Ok(config)
 }
+
+/// How long a client waits for a connection to the server: client-go's
+/// dial timeout (k8s.io/client-go `transport/cache.go`, `tlsTransportCache.get`:
+/// `net.Dialer{Timeout: 30 * time.Second}`), what kubectl and the
+/// controllers wait. It was 5 s, and on a loaded 2-core machine a kind
+/// API server's port took longer than that once (CI of 0a8ca83: "listing
+/// pods …: client error (Connect): deadline has elapsed" ended a Thor run);
+/// a server that is not there at all is named within [`REACH_TIMEOUT`] by
+/// [`reachable`] before a run starts.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long `reachable` waits for the server's port to accept.
 pub const REACH_TIMEOUT: Duration = Duration::from_secs(5);

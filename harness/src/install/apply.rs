@@ -321,7 +321,7 @@ async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) ->
             match api.patch(name, &params, &Patch::Apply(obj)).await {
                 Ok(_) => Ok(Ok(())),
                 Err(kube::Error::Api(e)) if server_busy(&e) => {
-                    tracing::info!(
+                    tracing::warn!(
                         "applying {kind} {name}: the API server is busy ({e}); asking again"
                     );
                     Ok(Err(format!("{} (HTTP {})", e.message, e.code)))

@@ -243,7 +243,7 @@ pub async fn apply_url(kubectl: &Path, kubeconfig: &Path, url: &str) -> Result<(
             let out = command::output(&cmd).await?;
             let stderr = String::from_utf8_lossy(&out.stderr).to_string();
             if !out.status.success() && kubectl_busy(&stderr) {
-                tracing::info!("applying {url}: the API server is busy; asking again");
+                tracing::warn!("applying {url}: the API server is busy; asking again");
                 return Ok(Err(stderr.trim().to_string()));
             }
             command::check(&cmd, out).with_context(|| format!("applying {url}"))?;

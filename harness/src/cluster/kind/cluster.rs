@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::cluster::client::client_from_kubeconfig;
+use crate::cluster::kind::cgroup_driver;
 use crate::cluster::kind::commands::{self, KindEnv, KindTools, plan};
 use crate::cluster::kind::config;
 use crate::cluster::kind::health;
@@ -81,7 +82,7 @@ impl KindCluster {
         let profile = config::load_profile(&spec.config)?;
         config::check_minor(&profile, spec.k8s_version.as_deref())?;
         let tools = commands::find_tools(&env.search_path)?;
-        let kind_version = commands::preflight(&tools).await?;
+        let preflight = commands::preflight(&tools).await?;
         crate::inotify::check_room(&crate::inotify::kind_need(profile.nodes()))?;
         let root = env.cluster_dir(&spec.name);
         if root.exists() {
@@ -122,7 +123,7 @@ impl KindCluster {
             control_plane: String::new(),
             audit_log: audit_dir.join(config::AUDIT_LOG_NAME),
             audit_policy: root.join("audit-policy.yaml"),
-            kind_version,
+            kind_version: preflight.kind_version,
             created_unix: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -131,6 +132,7 @@ impl KindCluster {
             cert_manager_absent: None,
             kwok: false,
             failed_creates: Vec::new(),
+            cgroupfs: preflight.cgroup_v1,
         };
         let mut cluster = KindCluster {
             state,
@@ -175,6 +177,9 @@ impl KindCluster {
                 &crate::tools::kindnode::images::dns_tag(),
             );
         }
+        if self.state.cgroupfs {
+            cgroup_driver::use_cgroupfs(&mut eff);
+        }
         write_mode(
             &self.state.config,
             &config::to_yaml(&eff, &profile.path)?,
@@ -185,8 +190,15 @@ impl KindCluster {
     async fn create(&mut self, tools: &KindTools, wait: Duration) -> Result<()> {
         let s = &self.state;
         let step = Step::start(format!(
-            "creating kind cluster {} (Kubernetes v{}, {})",
-            s.kind_cluster, s.k8s_version, s.node_image
+            "creating kind cluster {} (Kubernetes v{}, {}{})",
+            s.kind_cluster,
+            s.k8s_version,
+            s.node_image,
+            if s.cgroupfs {
+                format!("; {}", cgroup_driver::SAID)
+            } else {
+                String::new()
+            }
         ));
         let built = self.built();
         let mut create = plan::create(
@@ -629,6 +641,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_cgroup_v1_engine_makes_nodes_with_the_cgroupfs_driver() {
+        let b = bed();
+        b.fakes.script(
+            "docker",
+            &fakes::DOCKER.replace("printf '29.0.0 2\\n'", "printf '29.0.0 1\\n'"),
+        );
+        let c = KindCluster::start(&spec("v1"), &b.env).await.unwrap();
+        let root = b.env.cluster_dir("v1");
+        let eff = std::fs::read_to_string(root.join("kind-config.yaml")).unwrap();
+        assert!(eff.contains("cgroupDriver: cgroupfs"), "{eff}");
+        assert!(eff.contains("SystemdCgroup = false"), "{eff}");
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("state.json")).unwrap())
+                .unwrap();
+        assert_eq!(state["cgroupfs"], true);
+        drop(c);
+    }
+
+    #[tokio::test]
     async fn up_status_down_runs_the_planned_commands_and_leaves_nothing() {
         let b = bed();
         let c = KindCluster::start(&spec("e2e"), &b.env).await.unwrap();
@@ -638,7 +669,7 @@ mod tests {
         assert_eq!(
             b.fakes.calls(),
             [
-                "docker info --format {{.ServerVersion}}".to_string(),
+                "docker info --format {{.ServerVersion}} {{.CgroupVersion}}".to_string(),
                 "kind version".into(),
                 "kind get clusters".into(),
                 format!(
@@ -685,6 +716,9 @@ mod tests {
             crate::cluster::local::AUDIT_POLICY
         );
         assert_eq!(mode(&audit_dir.join("audit.log")), 0o644);
+        // A cgroup v2 engine: kind's own (systemd) driver.
+        assert_eq!(state["cgroupfs"], false);
+        assert!(!eff.contains("cgroupDriver"), "{eff}");
         drop(c);
 
         // Attach by name, as `harness status` does.
@@ -808,7 +842,10 @@ mod tests {
         assert!(msg.contains("Docker daemon is not reachable"), "{msg}");
         assert!(msg.contains("Is the docker daemon running?"), "{msg}");
         assert!(msg.contains("start Docker"), "{msg}");
-        assert_eq!(b.fakes.calls(), ["docker info --format {{.ServerVersion}}"]);
+        assert_eq!(
+            b.fakes.calls(),
+            ["docker info --format {{.ServerVersion}} {{.CgroupVersion}}"]
+        );
         assert!(state_entries(&b.env).is_empty());
     }
 

@@ -139,10 +139,20 @@ pub fn parse_kind_version(text: &str) -> Option<(u32, u32, u32)> {
     Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
+/// What the preflight learned: kind's version line and the cgroup
+/// version of the engine's host (`cluster::kind::cgroup_driver`).
+pub struct Preflight {
+    pub kind_version: String,
+    pub cgroup_v1: bool,
+}
+
 /// The Docker daemon answers, and kind is the pinned version (or newer,
-/// with a warning). Returns kind's version line.
-pub async fn preflight(tools: &KindTools) -> Result<String> {
-    let info = Cmd::new(&tools.docker, &["info", "--format", "{{.ServerVersion}}"]);
+/// with a warning).
+pub async fn preflight(tools: &KindTools) -> Result<Preflight> {
+    let info = Cmd::new(
+        &tools.docker,
+        &["info", "--format", "{{.ServerVersion}} {{.CgroupVersion}}"],
+    );
     let out = output(&info).await?;
     if !out.status.success() {
         return Err(env_missing(
@@ -155,6 +165,10 @@ pub async fn preflight(tools: &KindTools) -> Result<String> {
             "start Docker (`sudo systemctl start docker`, or Docker Desktop) and make sure your user may use it: `docker info` must succeed",
         ));
     }
+    let engine = String::from_utf8_lossy(&out.stdout).to_string();
+    let cgroup_v1 = crate::cluster::kind::cgroup_driver::host_is_v1(
+        engine.split_whitespace().nth(1).unwrap_or(""),
+    );
     let ver = Cmd::new(&tools.kind, &["version"]);
     let out = run(&ver).await?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -176,7 +190,10 @@ pub async fn preflight(tools: &KindTools) -> Result<String> {
                     "{text}: the node images are pinned for kind v{KIND_VERSION}; a newer kind supports them best effort"
                 );
             }
-            Ok(text)
+            Ok(Preflight {
+                kind_version: text,
+                cgroup_v1,
+            })
         }
     }
 }

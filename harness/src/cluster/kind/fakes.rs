@@ -84,7 +84,7 @@ impl FakeCommands {
 /// `docker info` answers; every container is running; `exec … curl` prints
 /// one metric line; the built-image network exists, empty, and goes.
 pub const DOCKER: &str = r#"case "$1" in
-  info) printf '29.0.0\n' ;;
+  info) printf '29.0.0 2\n' ;;
   network) case "$2" in inspect) printf '0\n' ;; rm) ;; *) exit 2 ;; esac ;;
   inspect) printf 'running 4242\n' ;;
   image) printf 'sha256:0fa4e\n' ;;

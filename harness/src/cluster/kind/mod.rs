@@ -15,6 +15,7 @@
 //! `cluster` is the provider (`KindCluster` and its `Cluster` trait),
 //! `state` what it records; the others are its parts.
 
+pub mod cgroup_driver;
 pub mod cluster;
 pub mod commands;
 pub mod config;

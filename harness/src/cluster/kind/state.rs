@@ -47,6 +47,10 @@ pub struct KindState {
     /// (`retry`): a slow start on a loaded machine, said, not hidden.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_creates: Vec<String>,
+    /// The nodes use the cgroupfs driver (a cgroup v1 host:
+    /// `cgroup_driver`); false: kind's systemd driver.
+    #[serde(default)]
+    pub cgroupfs: bool,
 }
 
 fn pulled() -> String {
