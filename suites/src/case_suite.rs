@@ -26,7 +26,7 @@ use harness::cluster::existing::site::remove_run;
 use harness::cluster::existing::{ExistingCluster, ExistingOptions};
 use harness::cluster::spec::KueueSpec;
 use harness::cluster::{Cluster, ClusterSpec, NodeSpec};
-use harness::k8s::{K8sRelease, releases_to_run};
+use harness::k8s::{K8sRelease, releases_for_suites};
 use harness::workload::gang::case::{self, Case, Profile};
 use harness::workload::gang::report::{self, SuiteReport, trial_name};
 use harness::workload::gang::run::{TrialReport, run_case};
@@ -290,11 +290,12 @@ pub fn load_cases(def: &SuiteDef) -> Vec<(String, Result<Case, String>)> {
 pub fn suite(def: &'static SuiteDef, args: &Arguments) -> Suite {
     let cases = load_cases(def);
     let pid = std::process::id();
-    // A bad HARNESS_PRERELEASE_MINORS fails every trial with its message
-    // (nothing is skipped): the released minors still make the list.
-    let (releases, bad_minors): (Vec<K8sRelease>, Option<String>) = match releases_to_run() {
+    // A bad HARNESS_MINORS or HARNESS_PRERELEASE_MINORS fails every trial
+    // with its message (nothing is skipped): the default minor still
+    // makes the list.
+    let (releases, bad_minors): (Vec<K8sRelease>, Option<String>) = match releases_for_suites() {
         Ok(r) => (r, None),
-        Err(e) => (harness::k8s::K8S_RELEASES.to_vec(), Some(format!("{e:#}"))),
+        Err(e) => (vec![K8sRelease::default_release()], Some(format!("{e:#}"))),
     };
     let cases = match bad_minors {
         Some(e) => cases

@@ -10,6 +10,6 @@ pub mod names;
 pub mod release;
 
 pub use release::{
-    DEFAULT_K8S_MINOR, K8S_PRERELEASES, K8S_RELEASES, K8sRelease, PRERELEASE_MINORS_ENV,
-    releases_to_run,
+    DEFAULT_K8S_MINOR, K8S_PRERELEASES, K8S_RELEASES, K8sRelease, MINORS_ENV,
+    PRERELEASE_MINORS_ENV, releases_for_suites, releases_to_run,
 };

@@ -64,6 +64,58 @@ pub fn releases_to_run() -> Result<Vec<K8sRelease>> {
     releases_with(&asked)
 }
 
+/// The environment variable naming the released minors the test suites
+/// run (comma separated, e.g. "1.37,1.36"); unset or empty: the default
+/// minor alone. CI (`.ci/run`) names every release.
+pub const MINORS_ENV: &str = "HARNESS_MINORS";
+
+/// The releases the test suites run, oldest first: the released minors
+/// `HARNESS_MINORS` names (the default minor when it names none), plus
+/// the pre-release minors `HARNESS_PRERELEASE_MINORS` names. The minor
+/// before the default runs the same cases against the same expectations
+/// keyed by version, and building its binaries from Go modules costs a
+/// fresh machine about 13 min of build time: the README's test command
+/// leaves it to those who ask (and to CI). A name that is no released
+/// minor is an error (exit 2), not ignored. `releases_to_run` (every
+/// release) stays what `harness bench gang` runs by default.
+pub fn releases_for_suites() -> Result<Vec<K8sRelease>> {
+    let minors = std::env::var(MINORS_ENV).unwrap_or_default();
+    let pre = std::env::var(PRERELEASE_MINORS_ENV).unwrap_or_default();
+    suites_releases_with(&minors, &pre)
+}
+
+fn suites_releases_with(minors: &str, prerelease: &str) -> Result<Vec<K8sRelease>> {
+    let mut out = Vec::new();
+    for m in minors.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        let Some(r) = K8S_RELEASES
+            .iter()
+            .find(|r| r.minor == m.trim_start_matches('v'))
+        else {
+            return Err(bad_input(format!(
+                "{MINORS_ENV}={minors:?}: {m:?} is no released minor (released: {}; a pre-release minor goes in {PRERELEASE_MINORS_ENV})",
+                K8S_RELEASES
+                    .iter()
+                    .map(|r| r.minor)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !out.contains(r) {
+            out.push(*r);
+        }
+    }
+    if out.is_empty() {
+        out.push(K8sRelease::default_release());
+    }
+    for r in releases_with(prerelease)? {
+        if r.is_prerelease() && !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn releases_with(asked: &str) -> Result<Vec<K8sRelease>> {
     let mut out = K8S_RELEASES.to_vec();
     for m in asked.split(',').map(str::trim).filter(|m| !m.is_empty()) {
@@ -203,6 +255,32 @@ mod tests {
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("1.37 (1.37.1)"), "{e}");
         assert!(K8sRelease::parse("1.37.2").is_err());
+    }
+
+    #[test]
+    fn the_suites_run_the_default_minor_unless_told_which() {
+        let minors = |m: &str, p: &str| -> Vec<&str> {
+            suites_releases_with(m, p)
+                .unwrap()
+                .iter()
+                .map(|r| r.minor)
+                .collect()
+        };
+        assert_eq!(minors("", ""), [DEFAULT_K8S_MINOR]);
+        assert_eq!(minors(" , ", ""), [DEFAULT_K8S_MINOR]);
+        assert_eq!(minors("1.37,1.36", ""), ["1.36", "1.37"]);
+        assert_eq!(minors("v1.36", ""), ["1.36"]);
+        assert_eq!(minors("1.36,1.36", "1.38"), ["1.36", "1.38"]);
+        assert_eq!(minors("", "1.38"), ["1.37", "1.38"]);
+        for (m, p, says) in [
+            ("1.38", "", "\"1.38\" is no released minor"),
+            ("1.30", "", "released: 1.37, 1.36"),
+            ("", "1.36", "1.36"),
+        ] {
+            let e = suites_releases_with(m, p).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains(says), "{e}");
+        }
     }
 
     #[test]

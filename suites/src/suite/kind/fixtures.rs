@@ -12,10 +12,12 @@ use anyhow::{Context, Result, ensure};
 use harness::cluster::kind::{KindCluster, KindImages};
 
 /// The minors the suite brings up: `$HARNESS_KIND_MINORS` (comma
-/// separated; a pre-release minor only when named there), else every
-/// released minor.
+/// separated; a pre-release minor only when named there), else the
+/// released minors the other suites run (`HARNESS_MINORS`; the default
+/// minor alone when unset — a bad value fails the case suites' trials,
+/// which say why, and brings up the default minor here).
 pub fn minors() -> Vec<&'static str> {
-    use harness::k8s::{K8S_PRERELEASES, K8S_RELEASES};
+    use harness::k8s::{K8S_PRERELEASES, K8S_RELEASES, K8sRelease, releases_for_suites};
     match std::env::var("HARNESS_KIND_MINORS") {
         Ok(v) if !v.trim().is_empty() => K8S_RELEASES
             .iter()
@@ -23,7 +25,12 @@ pub fn minors() -> Vec<&'static str> {
             .map(|r| r.minor)
             .filter(|m| v.split(',').any(|w| w.trim() == *m))
             .collect(),
-        _ => K8S_RELEASES.iter().map(|r| r.minor).collect(),
+        _ => releases_for_suites()
+            .unwrap_or_else(|_| vec![K8sRelease::default_release()])
+            .iter()
+            .filter(|r| !r.is_prerelease())
+            .map(|r| r.minor)
+            .collect(),
     }
 }
 
