@@ -348,15 +348,32 @@ async fn up_kind(args: &UpArgs, provider: &Provider, choice: &KindChoice) -> Res
             }
         },
     };
+    ready(
+        &format!(
+            "kind cluster {:?} ({}, Kubernetes v{})",
+            args.name, cluster.state.kind_cluster, cluster.state.k8s_version
+        ),
+        started,
+        &cluster.root,
+        cluster.kubeconfig(),
+    )
+}
+
+/// What `up` says of a cluster that is ready: how long it took and where
+/// its state is on standard error, the `export KUBECONFIG=…` line on
+/// standard output (for `eval`); exit 0.
+fn ready(
+    what: &str,
+    started: Instant,
+    state: &std::path::Path,
+    kubeconfig: &std::path::Path,
+) -> Result<i32> {
     eprintln!(
-        "kind cluster {:?} ({}, Kubernetes v{}) ready in {:.1} s; state in {}",
-        args.name,
-        cluster.state.kind_cluster,
-        cluster.state.k8s_version,
+        "{what} ready in {:.1} s; state in {}",
         started.elapsed().as_secs_f64(),
-        cluster.root.display()
+        state.display()
     );
-    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
+    println!("export KUBECONFIG={}", kubeconfig.display());
     Ok(0)
 }
 
@@ -390,15 +407,15 @@ async fn up_local(args: UpArgs, provider: &Provider) -> Result<i32> {
             Ok(c) => c,
             Err(code) => return Ok(code),
         };
-    eprintln!(
-        "cluster {:?} (Kubernetes v{}) ready in {:.1} s; state in {}",
-        args.name,
-        cluster.state.k8s_version,
-        started.elapsed().as_secs_f64(),
-        cluster.layout.display()
-    );
-    println!("export KUBECONFIG={}", cluster.kubeconfig().display());
-    Ok(0)
+    ready(
+        &format!(
+            "cluster {:?} (Kubernetes v{})",
+            args.name, cluster.state.k8s_version
+        ),
+        started,
+        &cluster.layout.root,
+        cluster.kubeconfig(),
+    )
 }
 
 pub fn down(args: &DownArgs) -> Result<i32> {
