@@ -26,7 +26,7 @@ mkdir -p "$home/cargo"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CARGO_HOME=$home/cargo GOPATH=$home/go GOCACHE=$home/gocache \
   HARNESS_CACHE_DIR=$home/harness-cache HARNESS_STATE_DIR=$home/harness-state
-unset DOCKER_HOST CARGO_TARGET_DIR
+unset DOCKER_HOST CARGO_TARGET_DIR HARNESS_MINORS HARNESS_KIND_MINORS HARNESS_PRERELEASE_MINORS
 
 bash "$ci/timed.sh" "$work/first.log" "the main job" "$work/repo" \
   "cargo run -p harness -- up" || true
