@@ -411,16 +411,17 @@ pub fn judge(a: &[f64], b: &[f64], paired: bool, rule: Rule) -> Option<Judged> {
         n: s.n,
         paired,
     };
+    let median_a = median(a);
     let verdict = match s.method {
         Method::NoInterval => Direction::Same,
-        _ => verdict(&ratio, median(a), median(b), rule),
+        _ => verdict(&ratio, median_a, median(b), rule),
     };
     Some(Judged {
         ratio,
         verdict,
         p_value: p,
         method: Some(s.method),
-        detectable: detectable(&s, log, mean_a, median(a), rule),
+        detectable: detectable(&s, log, mean_a, median_a, rule),
     })
 }
 

@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::compare::{self, Status};
 use crate::bench::core::metric::{Kind, Spec, spec_of};
+use crate::bench::core::on_cores;
 use crate::stats::{self, Direction, Prng, Rule};
 
 /// The shifts tried for power, relative: none of them a minimum effect
@@ -218,6 +219,17 @@ pub(crate) fn median_detect(v: &[Option<f64>]) -> Option<f64> {
 /// The table's rows: every class at every n of `rounds` that some series
 /// has 2n recorded rounds for.
 pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row> {
+    // Every (n, series) draws on its own seed: tallied on all cores.
+    let pairs: Vec<(usize, usize)> = rounds
+        .iter()
+        .flat_map(|&n| (0..series.len()).map(move |i| (n, i)))
+        .filter(|&(n, i)| series[i].recorded.samples.len() >= 2 * n)
+        .collect();
+    let tallied = on_cores::map(&pairs, |&(n, i)| {
+        tally(&series[i], n, trials, (i as u64) << 8 | n as u64)
+    });
+    let tallies: std::collections::HashMap<(usize, usize), Tally> =
+        pairs.into_iter().zip(tallied).collect();
     let mut rows = Vec::new();
     for &n in rounds {
         for name in CLASSES {
@@ -238,10 +250,12 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
             let (mut ab_false, mut cmp_false) = (0, 0);
             let (mut ab_d, mut cmp_d) = (Vec::new(), Vec::new());
             for (i, s) in series.iter().enumerate() {
-                if class(s) != name || s.recorded.samples.len() < 2 * n {
+                if class(s) != name {
                     continue;
                 }
-                let t = tally(s, n, trials, (i as u64) << 8 | n as u64);
+                let Some(t) = tallies.get(&(n, i)) else {
+                    continue;
+                };
                 let name = || format!("{} {} ({})", s.mode, s.metric, s.from);
                 row.metrics += 1;
                 row.draws += t.draws;

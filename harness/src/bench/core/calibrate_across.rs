@@ -30,6 +30,7 @@ use crate::bench::core::calibrate::{
 use crate::bench::core::compare::{Status, status_across};
 use crate::bench::core::figures::WALL;
 use crate::bench::core::metric::{Drive, Kind, Spec, spec_of};
+use crate::bench::core::on_cores;
 use crate::stats::{self, Prng, Rule};
 
 /// One metric of one mode, its recorded runs and its runs under each
@@ -212,6 +213,19 @@ pub struct Row {
 
 /// The rows of every class at every n of `rounds`.
 pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row> {
+    // Every (n, series) draws on its own seed: tallied on all cores.
+    let pairs: Vec<(usize, usize)> = rounds
+        .iter()
+        .flat_map(|&n| (0..series.len()).map(move |i| (n, i)))
+        .collect();
+    let tallied = on_cores::map(&pairs, |&(n, i)| {
+        tally(&series[i], n, trials, (i as u64) << 8 | n as u64)
+    });
+    let tallies: std::collections::HashMap<(usize, usize), Tally> = pairs
+        .into_iter()
+        .zip(tallied)
+        .filter_map(|(k, t)| Some((k, t?)))
+        .collect();
     let mut rows = Vec::new();
     for &n in rounds {
         for name in CLASSES {
@@ -231,7 +245,7 @@ pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row>
                 if class(s) != name {
                     continue;
                 }
-                let Some(t) = tally(s, n, trials, (i as u64) << 8 | n as u64) else {
+                let Some(t) = tallies.get(&(n, i)) else {
                     continue;
                 };
                 row.metrics += 1;

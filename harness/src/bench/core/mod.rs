@@ -20,6 +20,7 @@ pub mod gate;
 pub mod history;
 pub mod merge;
 pub mod metric;
+pub mod on_cores;
 pub mod policy;
 pub mod report;
 pub mod result;
