@@ -85,25 +85,14 @@ pub fn releases_for_suites() -> Result<Vec<K8sRelease>> {
 }
 
 fn suites_releases_with(minors: &str, prerelease: &str) -> Result<Vec<K8sRelease>> {
-    let mut out = Vec::new();
-    for m in minors.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        let Some(r) = K8S_RELEASES
-            .iter()
-            .find(|r| r.minor == m.trim_start_matches('v'))
-        else {
-            return Err(bad_input(format!(
-                "{MINORS_ENV}={minors:?}: {m:?} is no released minor (released: {}; a pre-release minor goes in {PRERELEASE_MINORS_ENV})",
-                K8S_RELEASES
-                    .iter()
-                    .map(|r| r.minor)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        };
-        if !out.contains(r) {
-            out.push(*r);
-        }
-    }
+    let mut out = named(
+        MINORS_ENV,
+        minors,
+        K8S_RELEASES,
+        &format!(
+            "released minor (released: {{}}; a pre-release minor goes in {PRERELEASE_MINORS_ENV})"
+        ),
+    )?;
     if out.is_empty() {
         out.push(K8sRelease::default_release());
     }
@@ -118,25 +107,38 @@ fn suites_releases_with(minors: &str, prerelease: &str) -> Result<Vec<K8sRelease
 
 fn releases_with(asked: &str) -> Result<Vec<K8sRelease>> {
     let mut out = K8S_RELEASES.to_vec();
-    for m in asked.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        let Some(r) = K8S_PRERELEASES
-            .iter()
-            .find(|r| r.minor == m.trim_start_matches('v'))
-        else {
+    for r in named(
+        PRERELEASE_MINORS_ENV,
+        asked,
+        K8S_PRERELEASES,
+        "pre-release minor (known: {})",
+    )? {
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The releases of `table` that `value` (environment variable `var`'s,
+/// comma separated minors, "v" allowed) names, each once, in its order.
+/// A name not in `table` is an error (exit 2) saying it is no `what`
+/// (its "{}" replaced by the table's minors).
+fn named(var: &str, value: &str, table: &[K8sRelease], what: &str) -> Result<Vec<K8sRelease>> {
+    let mut out: Vec<K8sRelease> = Vec::new();
+    for m in value.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        let Some(r) = table.iter().find(|r| r.minor == m.trim_start_matches('v')) else {
+            let minors: Vec<&str> = table.iter().map(|r| r.minor).collect();
             return Err(bad_input(format!(
-                "{PRERELEASE_MINORS_ENV}={asked:?}: {m:?} is no pre-release minor (known: {})",
-                K8S_PRERELEASES
-                    .iter()
-                    .map(|r| r.minor)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "{var}={value:?}: {m:?} is no {}",
+                what.replace("{}", &minors.join(", "))
             )));
         };
         if !out.contains(r) {
             out.push(*r);
         }
     }
-    out.sort();
     Ok(out)
 }
 
