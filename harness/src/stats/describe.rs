@@ -8,9 +8,15 @@ use serde::{Deserialize, Serialize};
 /// stable one would, with less work: `report calibrate` sorts millions
 /// of small samples.)
 pub(crate) fn sorted(xs: &[f64]) -> Vec<f64> {
+    let mut v = without_nan(xs);
+    v.sort_unstable_by(f64::total_cmp);
+    v
+}
+
+/// A copy of the values, NaNs left out.
+fn without_nan(xs: &[f64]) -> Vec<f64> {
     let mut v = xs.to_vec();
     v.retain(|x| !x.is_nan());
-    v.sort_unstable_by(f64::total_cmp);
     v
 }
 
@@ -42,8 +48,7 @@ fn between(lo: f64, hi: f64, frac: f64) -> f64 {
 /// The median (NaN if empty): [`quantile_sorted`] at 0.5 of the sorted
 /// values, found by selection rather than a sort.
 pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.retain(|x| !x.is_nan());
+    let mut v = without_nan(xs);
     let n = v.len();
     if n < 2 {
         return v.first().copied().unwrap_or(f64::NAN);

@@ -216,20 +216,39 @@ pub(crate) fn median_detect(v: &[Option<f64>]) -> Option<f64> {
     m.is_finite().then_some(m)
 }
 
+/// `tally(n, i)` for every n of `rounds` and every series index i below
+/// `count`, on all cores (each pair draws on its own seed, [`salt`], so
+/// the result does not depend on the order); the pairs it has no tally
+/// for are left out.
+pub(crate) fn tallied<T: Send>(
+    rounds: &[usize],
+    count: usize,
+    tally: impl Fn(usize, usize) -> Option<T> + Sync,
+) -> std::collections::HashMap<(usize, usize), T> {
+    let pairs: Vec<(usize, usize)> = rounds
+        .iter()
+        .flat_map(|&n| (0..count).map(move |i| (n, i)))
+        .collect();
+    let got = on_cores::map(&pairs, |&(n, i)| tally(n, i));
+    pairs
+        .into_iter()
+        .zip(got)
+        .filter_map(|(k, t)| Some((k, t?)))
+        .collect()
+}
+
+/// The seed salt of series `i` at `n` rounds.
+pub(crate) fn salt(n: usize, i: usize) -> u64 {
+    (i as u64) << 8 | n as u64
+}
+
 /// The table's rows: every class at every n of `rounds` that some series
 /// has 2n recorded rounds for.
 pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row> {
-    // Every (n, series) draws on its own seed: tallied on all cores.
-    let pairs: Vec<(usize, usize)> = rounds
-        .iter()
-        .flat_map(|&n| (0..series.len()).map(move |i| (n, i)))
-        .filter(|&(n, i)| series[i].recorded.samples.len() >= 2 * n)
-        .collect();
-    let tallied = on_cores::map(&pairs, |&(n, i)| {
-        tally(&series[i], n, trials, (i as u64) << 8 | n as u64)
+    let tallies = tallied(rounds, series.len(), |n, i| {
+        let s = &series[i];
+        (s.recorded.samples.len() >= 2 * n).then(|| tally(s, n, trials, salt(n, i)))
     });
-    let tallies: std::collections::HashMap<(usize, usize), Tally> =
-        pairs.into_iter().zip(tallied).collect();
     let mut rows = Vec::new();
     for &n in rounds {
         for name in CLASSES {

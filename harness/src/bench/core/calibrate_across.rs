@@ -25,12 +25,11 @@ use std::fmt::Write as _;
 use crate::bench::core::across::per_second;
 use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::calibrate::{
-    CLASSES, GOAL, GRID, SEED, class_of, detect, median_detect, pct, smallest,
+    CLASSES, GOAL, GRID, SEED, class_of, detect, median_detect, pct, salt, smallest, tallied,
 };
 use crate::bench::core::compare::{Status, status_across};
 use crate::bench::core::figures::WALL;
 use crate::bench::core::metric::{Drive, Kind, Spec, spec_of};
-use crate::bench::core::on_cores;
 use crate::stats::{self, Prng, Rule};
 
 /// One metric of one mode, its recorded runs and its runs under each
@@ -213,19 +212,9 @@ pub struct Row {
 
 /// The rows of every class at every n of `rounds`.
 pub fn calibrate(series: &[Series], rounds: &[usize], trials: usize) -> Vec<Row> {
-    // Every (n, series) draws on its own seed: tallied on all cores.
-    let pairs: Vec<(usize, usize)> = rounds
-        .iter()
-        .flat_map(|&n| (0..series.len()).map(move |i| (n, i)))
-        .collect();
-    let tallied = on_cores::map(&pairs, |&(n, i)| {
-        tally(&series[i], n, trials, (i as u64) << 8 | n as u64)
+    let tallies = tallied(rounds, series.len(), |n, i| {
+        tally(&series[i], n, trials, salt(n, i))
     });
-    let tallies: std::collections::HashMap<(usize, usize), Tally> = pairs
-        .into_iter()
-        .zip(tallied)
-        .filter_map(|(k, t)| Some((k, t?)))
-        .collect();
     let mut rows = Vec::new();
     for &n in rounds {
         for name in CLASSES {

@@ -16,7 +16,7 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
         return items.iter().map(f).collect();
     }
     let f = &f;
-    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
+    let parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
@@ -35,7 +35,7 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    let mut out: Vec<(usize, R)> = parts.drain(..).flatten().collect();
+    let mut out: Vec<(usize, R)> = parts.into_iter().flatten().collect();
     out.sort_unstable_by_key(|(k, _)| *k);
     out.into_iter().map(|(_, r)| r).collect()
 }
