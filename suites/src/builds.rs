@@ -155,6 +155,14 @@ impl Builds {
         }
     }
 
+    /// Wait until every build of this run is over.
+    pub fn wait_for_all(&self) {
+        let mut p = self.lock();
+        while !p.is_empty() {
+            p = self.changed.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Binary, String)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -26,6 +26,9 @@ pub fn proves(lane: &str) -> &'static str {
             "a component killed or a disk filled during a run is named with its log, and nothing is left running"
         }
         "kubectl" => "kubectl's calls told apart by identity and user agent, against the audit log",
+        "thor" => {
+            "HPCC's Thor in baseline, jobset and jobset-gang modes on a local cluster: the pods and calls its templates and kubectl calls predict, audit against metrics, and a clean compare with the stored baseline"
+        }
         "realnode" => {
             "a real kubelet, containerd and runc as a node: real containers' exit codes, kwok's kubelet-like model against the real kubelet, the Thor smoke on real containers, and a down that leaves no container, mount or interface"
         }
@@ -148,6 +151,7 @@ mod tests {
             "faults",
             "kubectl",
             "realnode",
+            "thor",
             "kind-fresh",
             "kind-1.36",
             "kind-1.37",

@@ -11,7 +11,12 @@
 //! (latencies against a stored baseline, HPCC's polls that follow the
 //! cluster's pace) is `quiet`: it runs with no other test at once, and
 //! the quiet tests of every suite run first — but for those whose
-//! binaries must first be built, which run last. What the tests need
+//! binaries must first be built, which run last. A test whose figures
+//! are judged against bands measured under load (the Thor smoke's,
+//! against the band across machines and loads: the book's "Baselines and
+//! compare") is `paced`: it runs beside others once every build is done,
+//! but never beside a `heavy` one (a kind cluster), since neither a build
+//! nor a kind cluster leaves the load its bands were measured under. What the tests need
 //! built (`Test::needs`) is built first, two binaries at a time, as trials
 //! of their own (`crate::builds`); a test waits for its builds without
 //! holding a slot. Tests
@@ -42,7 +47,7 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use crate::builds::{self, Builds, Need};
 use crate::failures::Failures;
 use crate::lane::Lane;
-use crate::slots::Slots;
+use crate::slots::{Kind, Slots};
 use crate::timing::{self, Timings};
 
 /// How many tests run at once unless told otherwise.
@@ -53,13 +58,16 @@ type After = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
 /// Where a test waits in line: the quiet tests (run with no other at
 /// once) first, then the builds of what the tests need
-/// (`crate::builds`), then the others, then the quiet tests whose
-/// binaries are not at hand.
+/// (`crate::builds`), then the others, then the paced ones, then the
+/// quiet tests whose binaries are not at hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Alone {
     First,
     Build,
     No,
+    /// Beside others, once every build is done, never beside a heavy one:
+    /// after the others in line, before the quiet ones that go last.
+    Paced,
     /// What it runs must first be built. A build run alone would hold the
     /// run for its length (the gang suite's 1.36 latency case on a fresh
     /// machine: 4 of its 4 min 7 s were the 1.36 binaries' build, with
@@ -71,6 +79,8 @@ enum Alone {
 pub struct Test {
     name: String,
     alone: Alone,
+    /// Keeps the machine's cores busy: no paced test beside it.
+    heavy: bool,
     serial: Option<&'static str>,
     /// Its lane's last test (`crate::lane`).
     closes: bool,
@@ -91,6 +101,7 @@ impl Test {
         Test {
             name: name.into(),
             alone: Alone::No,
+            heavy: false,
             serial: None,
             closes: false,
             ignored: false,
@@ -108,6 +119,21 @@ impl Test {
     /// Runs with no other test at once.
     pub fn quiet(mut self) -> Test {
         self.alone = Alone::First;
+        self
+    }
+
+    /// Runs beside others once every build of the run is done, but never
+    /// beside a heavy test: its figures are judged against bands measured
+    /// under load, not under a build's or a kind cluster's.
+    pub fn paced(mut self) -> Test {
+        self.alone = Alone::Paced;
+        self
+    }
+
+    /// Keeps the machine's cores busy (a kind cluster): no paced test runs
+    /// beside it.
+    pub fn heavy(mut self) -> Test {
+        self.heavy = true;
         self
     }
 
@@ -295,6 +321,8 @@ pub fn main(suites: &[Make]) -> ! {
     let mut endings = Vec::new();
     // What the selected tests run, for the builds that come first.
     let mut needs: Vec<Need> = Vec::new();
+    // The quiet tests the run starts with, waited for before any other.
+    let mut firsts = 0;
     for make in suites {
         let suite = make(&args);
         let selected = suite
@@ -337,12 +365,24 @@ pub fn main(suites: &[Make]) -> ! {
                 l.expect();
             }
             let closes = t.closes;
-            let lane = of_lane.clone().filter(|_| alone == Alone::No);
+            let quiet = matches!(alone, Alone::First | Alone::Last);
+            let lane = of_lane.clone().filter(|_| !quiet);
             // Quiet tests go first, one after the other, before the others
             // start: placed among them, each would wait for every running
             // test to end. Those that would first build go last.
             let index = turn_order(trials.len(), alone);
-            let (quiet, body, lane_name) = (alone != Alone::No, t.body, t.serial);
+            let first = alone == Alone::First;
+            if first && counts {
+                firsts += 1;
+            }
+            let kind = match alone {
+                _ if quiet => Kind::Quiet,
+                Alone::Paced => Kind::Paced,
+                _ if t.heavy => Kind::Heavy,
+                _ => Kind::Plain,
+            };
+            let paced = kind == Kind::Paced;
+            let (body, lane_name) = (t.body, t.serial);
             let (ending, slots, timings) = (ending.clone(), slots.clone(), timings.clone());
             let (builds, needed, failures) = (builds.clone(), t.needs, failures.clone());
             let full = shown(suite.name, &t.name);
@@ -354,11 +394,14 @@ pub fn main(suites: &[Make]) -> ! {
                         .map(|l| l.ends());
                     // Not holding its lane or a slot: others go on meanwhile.
                     builds.wait_for(&needed);
+                    if paced {
+                        builds.wait_for_all();
+                    }
                     if let Some(l) = of_lane.as_ref().filter(|_| closes) {
                         l.wait_for_the_others();
                     }
                     let in_lane = lane.as_ref().map(|l| l.turn());
-                    let Some(_turn) = slots.take(index, quiet) else {
+                    let Some(_turn) = slots.take(index, kind, first) else {
                         return Err("not started: the run was interrupted".into());
                     };
                     ending.started.store(true, Ordering::SeqCst);
@@ -406,6 +449,7 @@ pub fn main(suites: &[Make]) -> ! {
             .with_kind(BUILD),
         );
     }
+    slots.first_asked_by(firsts);
     on_signal_tear_down(slots.clone(), endings.clone());
     // Every test waits in its own thread; the slots say how many run.
     args.test_threads = Some(trials.len().max(1));
@@ -447,7 +491,8 @@ fn turn_order(position: usize, alone: Alone) -> usize {
             Alone::First => 0,
             Alone::Build => 1 << 32,
             Alone::No => 2 << 32,
-            Alone::Last => 3 << 32,
+            Alone::Paced => 3 << 32,
+            Alone::Last => 4 << 32,
         }
 }
 
@@ -540,19 +585,20 @@ mod tests {
     }
 
     #[test]
-    fn quiet_tests_go_first_then_builds_but_quiet_ones_that_would_build_go_last() {
+    fn quiet_tests_go_first_then_builds_then_paced_ones_but_quiet_ones_that_would_build_go_last() {
         // Listed: a test, a quiet one, a quiet one that would build, a
-        // test, a build.
+        // test, a build, a paced test.
         let listed = [
             Alone::No,
             Alone::First,
             Alone::Last,
             Alone::No,
             Alone::Build,
+            Alone::Paced,
         ];
         let mut order: Vec<usize> = (0..listed.len()).collect();
         order.sort_by_key(|&i| turn_order(i, listed[i]));
-        assert_eq!(order, [1, 4, 0, 3, 2]);
+        assert_eq!(order, [1, 4, 0, 3, 5, 2]);
     }
 
     #[test]

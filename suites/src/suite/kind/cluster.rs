@@ -570,6 +570,7 @@ pub fn suite(_args: &Arguments) -> Suite {
                 crate::trial_result(f(minor))
             })
             .serial(lane)
+            .heavy()
             .lacking(lacking.clone())
         };
         tests.extend(trials.into_iter().map(|(n, f)| trial(n, f)));
@@ -581,6 +582,7 @@ pub fn suite(_args: &Arguments) -> Suite {
                     let (n, c) = (name.clone(), c.clone());
                     Test::new(t, move || crate::trial_result(gang::run(minor, &n, &c)))
                         .serial(lane)
+                        .heavy()
                         .lacking(lacking.clone())
                 }
                 KindCase::Elsewhere(why) => Test::new(t, || Ok(())).lacking(Some(why.clone())),
