@@ -242,17 +242,32 @@ pub fn duration(s: f64) -> String {
     }
 }
 
-/// The Markdown table of a record: one row per command, its wall time and
-/// where it went.
+/// The wall time a command's CPU-seconds would take with every core of
+/// its machine ("2 cores, 24 GiB") busy throughout: no run of it on that
+/// machine is shorter. "—" when the machine names no cores.
+fn floor(c: &Command) -> String {
+    let cores = c
+        .machine
+        .split_once(" cores")
+        .and_then(|(n, _)| n.trim().parse::<f64>().ok())
+        .filter(|n| *n > 0.0);
+    match cores {
+        Some(n) => duration(c.cpu_s / n),
+        None => "—".into(),
+    }
+}
+
+/// The Markdown table of a record: one row per command, its wall time, its
+/// floor (CPU-seconds ÷ cores) and where it went.
 pub fn markdown(r: &Record) -> String {
     let mut out = format!(
-        "{}\n\n| command | wall | CPU busy | peak RSS | where the time went |\n|---|---:|---:|---:|---|\n",
+        "{}\n\n| command | wall | CPU busy | floor: CPU ÷ cores | peak RSS | where the time went |\n|---|---:|---:|---:|---:|---|\n",
         r.title
     );
     for c in &r.commands {
         let _ = writeln!(
             out,
-            "| {}: `{}` ({}, {} at {}) | **{}**{} | {:.2} cores | {:.1} GB | {} |",
+            "| {}: `{}` ({}, {} at {}) | **{}**{} | {:.2} cores | {} | {:.1} GB | {} |",
             c.name,
             c.command,
             c.machine,
@@ -265,6 +280,7 @@ pub fn markdown(r: &Record) -> String {
                 format!(" (exit {})", c.exit)
             },
             c.cpu_s / c.wall_s.max(1e-9),
+            floor(c),
             c.peak_rss_kib as f64 / 1024.0 / 1024.0,
             went(c)
         );
@@ -380,6 +396,11 @@ mod tests {
                 (Kind::Build, "kube-apiserver v1.37.1", 201.0),
             ]
         );
+        let unnamed = Command {
+            machine: "a machine".into(),
+            ..c.clone()
+        };
+        assert_eq!(floor(&unnamed), "—");
         let md = markdown(&Record {
             schema: SCHEMA.into(),
             title: "t".into(),
@@ -387,8 +408,9 @@ mod tests {
         });
         // 662.5 − 168 − 263.9 = 230.6 s not in a phase.
         assert_eq!(c_cpu, 1100.25);
+        // 1100.25 CPU-seconds on 2 cores: no run under 9 min 10 s.
         assert!(
-            md.contains("| **11 min 3 s** | 1.66 cores | 2.5 GB |"),
+            md.contains("| **11 min 3 s** | 1.66 cores | 9 min 10 s | 2.5 GB |"),
             "{md}"
         );
         assert!(
