@@ -39,6 +39,11 @@ pub struct Restart {
     pub ended: Option<String>,
     /// That container's last log lines (empty until read).
     pub last_lines: Vec<String>,
+    /// Its instances as `crictl ps -a` listed them, oldest first
+    /// ("0 exited, 1 running"): said when no log line could be read.
+    pub listed: String,
+    /// Why no log line was read, once `of` tried.
+    pub unread: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -95,12 +100,22 @@ pub fn restarted(json: &str) -> Result<Vec<Restart>> {
             .rev()
             .find(|c| c.state == "CONTAINER_EXITED")
             .map(|c| c.id.clone());
+        let listed = mine
+            .iter()
+            .map(|c| {
+                let state = c.state.trim_start_matches("CONTAINER_").to_lowercase();
+                format!("{} {state}", c.metadata.attempt)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         out.push(Restart {
             component: component.to_string(),
             restarts: newest.metadata.attempt,
             running,
             ended,
             last_lines: Vec::new(),
+            listed,
+            unread: None,
         });
     }
     Ok(out)
@@ -120,15 +135,25 @@ pub async fn of(docker: &Path, control_plane: &str) -> Result<Vec<Restart>> {
     );
     let mut restarts = restarted(&String::from_utf8_lossy(&out.stdout))?;
     for r in &mut restarts {
-        if let Some(id) = &r.ended {
-            let logs =
-                command::output(&plan::crictl_logs(docker, control_plane, id, LAST_LINES)).await?;
-            // The components log to stderr; crictl passes each stream on.
-            r.last_lines = String::from_utf8_lossy(&logs.stdout)
-                .lines()
-                .chain(String::from_utf8_lossy(&logs.stderr).lines())
-                .map(str::to_string)
-                .collect();
+        let Some(id) = &r.ended else {
+            r.unread = Some(format!("no ended instance listed (attempts: {})", r.listed));
+            continue;
+        };
+        let cmd = plan::crictl_logs(docker, control_plane, id, LAST_LINES);
+        let logs = command::output(&cmd).await?;
+        // The components log to stderr; crictl passes each stream on.
+        r.last_lines = String::from_utf8_lossy(&logs.stdout)
+            .lines()
+            .chain(String::from_utf8_lossy(&logs.stderr).lines())
+            .map(str::to_string)
+            .collect();
+        if r.last_lines.is_empty() {
+            r.unread = Some(format!(
+                "`{}` printed nothing ({}; attempts: {})",
+                cmd.display(),
+                logs.status,
+                r.listed
+            ));
         }
     }
     Ok(restarts)
@@ -165,6 +190,8 @@ pub fn describe(control_plane: &str, restarts: &[Restart]) -> String {
             for l in &r.last_lines {
                 text.push_str(&format!("\n      {l}"));
             }
+        } else if let Some(why) = &r.unread {
+            text.push_str(&format!("; no log of the instance that ended: {why}"));
         }
     }
     text
@@ -207,6 +234,8 @@ mod tests {
                     running: false,
                     ended: Some("c0".into()),
                     last_lines: vec![],
+                    listed: "0 exited".into(),
+                    unread: None,
                 },
                 Restart {
                     component: "kube-scheduler".into(),
@@ -214,15 +243,21 @@ mod tests {
                     running: true,
                     ended: Some("s1".into()),
                     last_lines: vec![],
+                    listed: "0 exited, 1 exited, 2 running".into(),
+                    unread: None,
                 },
             ]
         );
         let mut r = r;
         r[1].last_lines = vec!["leaderelection lost".into()];
+        r[0].unread =
+            Some("`crictl logs` printed nothing (exit status: 1; attempts: 0 exited)".into());
         let text = describe("cp", &r);
         assert!(text.contains("kube-scheduler: restarted 2 time(s), running again"));
         assert!(text.contains("\n      leaderelection lost"));
-        assert!(text.contains("kube-controller-manager: restarted 0 time(s), not running now"));
+        assert!(text.contains(
+            "kube-controller-manager: restarted 0 time(s), not running now; no log of the instance that ended: `crictl logs` printed nothing (exit status: 1; attempts: 0 exited)"
+        ));
     }
 
     #[test]
