@@ -38,6 +38,87 @@ pub fn server_busy(e: &kube::core::Status) -> bool {
     }
 }
 
+/// What one answer to a create or delete asked while the server may be
+/// busy means: done, ask again (the busy answer, quoted), or the error.
+/// A create that finds its object there (409), or a delete that finds it
+/// gone (404), after a busy answer is done: the first request landed
+/// before its answer was lost.
+fn settle<T>(
+    answer: kube::Result<T>,
+    asked_before: bool,
+    done_code: u16,
+) -> std::result::Result<std::result::Result<Option<T>, String>, kube::Error> {
+    match answer {
+        Ok(v) => Ok(Ok(Some(v))),
+        Err(kube::Error::Api(e)) if server_busy(&e) => {
+            Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
+        }
+        Err(kube::Error::Api(e)) if asked_before && e.code == done_code => Ok(Ok(None)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Create `obj` through `api`, asked again while the server is busy
+/// ([`while_busy`]); a create asked again that finds the object there is
+/// done (the first landed). Errors name the object.
+pub async fn create<K>(api: &kube::Api<K>, obj: &K) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let what = format!(
+        "creating {} {}",
+        K::kind(&Default::default()),
+        obj.meta().name.as_deref().unwrap_or("(generated name)")
+    );
+    let mut asked = false;
+    while_busy(what.clone())
+        .until_state(|| {
+            let first = !asked;
+            asked = true;
+            let what = what.clone();
+            async move {
+                match settle(api.create(&Default::default(), obj).await, !first, 409) {
+                    Ok(Ok(_)) => Ok(Ok(())),
+                    Ok(Err(busy)) => {
+                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
+                        Ok(Err(busy))
+                    }
+                    Err(e) => Err(anyhow::Error::from(e).context(what.clone())),
+                }
+            }
+        })
+        .await
+}
+
+/// Delete `name` through `api`, asked again while the server is busy; a
+/// delete asked again that finds it gone is done.
+pub async fn delete<K>(api: &kube::Api<K>, name: &str) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let what = format!("deleting {} {name}", K::kind(&Default::default()));
+    let mut asked = false;
+    while_busy(what.clone())
+        .until_state(|| {
+            let first = !asked;
+            asked = true;
+            let what = what.clone();
+            async move {
+                match settle(api.delete(name, &Default::default()).await, !first, 404) {
+                    Ok(Ok(_)) => Ok(Ok(())),
+                    Ok(Err(busy)) => {
+                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
+                        Ok(Err(busy))
+                    }
+                    Err(e) => Err(anyhow::Error::from(e).context(what.clone())),
+                }
+            }
+        })
+        .await
+}
+
 /// Whether a kubectl's failure (its stderr, in `message`) is the server
 /// being too busy: the 500 messages above, or kubectl's own words for
 /// 429/503/504 (`the server has received too many requests`, `the server
@@ -68,6 +149,34 @@ mod tests {
         )));
         assert!(!server_busy(&answer(422, "etcdserver: request timed out")));
         assert!(!server_busy(&answer(404, "not found")));
+    }
+
+    fn refused(code: u16, message: &str) -> kube::Result<()> {
+        Err(kube::Error::Api(Box::new(answer(code, message))))
+    }
+
+    #[test]
+    fn a_create_that_finds_its_object_after_a_busy_answer_is_done() {
+        let busy = settle(refused(500, "etcdserver: request timed out"), false, 409);
+        assert!(
+            matches!(busy, Ok(Err(ref m)) if m.contains("HTTP 500")),
+            "{busy:?}"
+        );
+        // Asked again: the first landed.
+        assert!(matches!(
+            settle(refused(409, "already exists"), true, 409),
+            Ok(Ok(None))
+        ));
+        // Asked first: somebody else's object, an error.
+        assert!(settle(refused(409, "already exists"), false, 409).is_err());
+        // A delete asked again that finds nothing is done; other refusals are errors.
+        assert!(matches!(
+            settle(refused(404, "not found"), true, 404),
+            Ok(Ok(None))
+        ));
+        assert!(settle(refused(409, "conflict"), true, 404).is_err());
+        assert!(settle(refused(403, "forbidden"), true, 409).is_err());
+        assert!(matches!(settle(Ok(7), false, 409), Ok(Ok(Some(7)))));
     }
 
     #[test]

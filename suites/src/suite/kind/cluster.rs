@@ -27,6 +27,7 @@ use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
 use harness::cluster::kind::commands::CRICTL_TIMEOUT;
 use harness::k8s::K8sRelease;
+use harness::poll::Poll;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use libtest_mimic::Arguments;
@@ -420,19 +421,39 @@ fn down_leaves_nothing(minor: &'static str) -> Result<()> {
             !on_it.contains(&kind_name),
             "{kind_name}'s containers still on the network: {on_it}"
         );
-        let others = left(&[
-            "ps",
-            "-a",
-            "--filter",
-            "label=io.x-k8s.kind.cluster",
-            "--format",
-            "{{.Names}}",
-        ])?;
-        ensure!(
-            !others.is_empty() || !inspect.status.success(),
-            "no kind cluster is left, and the network {} still is",
-            harness::cluster::kind::BUILT_NETWORK
-        );
+        // Another lane's cluster may be starting: its `up` makes the
+        // network before `kind create` makes its nodes (the CI of 8ad1e1f
+        // looked in between). So a network with no kind cluster must go,
+        // or gain a cluster's nodes, within the time a start takes.
+        let network_without_cluster = || -> Result<bool> {
+            let exists =
+                docker_out(&["network", "inspect", harness::cluster::kind::BUILT_NETWORK])?
+                    .status
+                    .success();
+            let others = left(&[
+                "ps",
+                "-a",
+                "--filter",
+                "label=io.x-k8s.kind.cluster",
+                "--format",
+                "{{.Names}}",
+            ])?;
+            Ok(exists && others.is_empty())
+        };
+        if network_without_cluster()? {
+            fx.rt
+                .block_on(
+                    Poll::new(
+                        format!(
+                            "no kind cluster is left, and the network {} still is: it gone, or a starting cluster's nodes on it",
+                            harness::cluster::kind::BUILT_NETWORK
+                        ),
+                        Duration::from_secs(180),
+                    )
+                    .every(Duration::from_secs(2))
+                    .until(|| async { Ok((!network_without_cluster()?).then_some(())) }),
+                )?;
+        }
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use harness::cluster::Cluster;
+use harness::install::busy;
 use harness::poll::Poll;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -127,8 +128,8 @@ pub fn a_claim_of_the_default_class_is_bound_and_mounted(minor: &'static str) ->
         },
     }))?;
     fx.rt.block_on(async {
-        claims.create(&PostParams::default(), &claim).await?;
-        pods.create(&PostParams::default(), &pod).await?;
+        busy::create(&claims, &claim).await?;
+        busy::create(&pods, &pod).await?;
         Poll::new(
             "t-claim Bound and its pod Running",
             Duration::from_secs(120),
@@ -142,8 +143,8 @@ pub fn a_claim_of_the_default_class_is_bound_and_mounted(minor: &'static str) ->
             Ok(())
         })
         .await?;
-        pods.delete("t-claim", &Default::default()).await?;
-        claims.delete("t-claim", &Default::default()).await?;
+        busy::delete(&pods, "t-claim").await?;
+        busy::delete(&claims, "t-claim").await?;
         Ok(())
     })
 }
@@ -165,7 +166,7 @@ pub fn a_real_containers_exit_code_is_reported(minor: &'static str) -> Result<()
                                 "args": ["no-such-command"]}],
             }}},
         }))?;
-        jobs.create(&PostParams::default(), &job).await?;
+        busy::create(&jobs, &job).await?;
         let code = Poll::new("t-exit's container terminated", Duration::from_secs(120))
             .tolerate_errors()
             .until(|| async {
