@@ -58,6 +58,32 @@ fn settle<T>(
     }
 }
 
+/// Ask `request` (`what` names it) until the server answers other than
+/// busy; after a busy answer, `done_code` means the first one landed.
+async fn ask<T, F, Fut>(what: String, done_code: u16, mut request: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let mut asked = false;
+    while_busy(what.clone())
+        .until_state(|| {
+            let again = std::mem::replace(&mut asked, true);
+            let (answer, what) = (request(), what.clone());
+            async move {
+                match settle(answer.await, again, done_code) {
+                    Ok(Ok(_)) => Ok(Ok(())),
+                    Ok(Err(busy)) => {
+                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
+                        Ok(Err(busy))
+                    }
+                    Err(e) => Err(anyhow::Error::from(e).context(what)),
+                }
+            }
+        })
+        .await
+}
+
 /// Create `obj` through `api`, asked again while the server is busy
 /// ([`while_busy`]); a create asked again that finds the object there is
 /// done (the first landed). Errors name the object.
@@ -71,24 +97,8 @@ where
         K::kind(&Default::default()),
         obj.meta().name.as_deref().unwrap_or("(generated name)")
     );
-    let mut asked = false;
-    while_busy(what.clone())
-        .until_state(|| {
-            let first = !asked;
-            asked = true;
-            let what = what.clone();
-            async move {
-                match settle(api.create(&Default::default(), obj).await, !first, 409) {
-                    Ok(Ok(_)) => Ok(Ok(())),
-                    Ok(Err(busy)) => {
-                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
-                        Ok(Err(busy))
-                    }
-                    Err(e) => Err(anyhow::Error::from(e).context(what.clone())),
-                }
-            }
-        })
-        .await
+    let params = kube::api::PostParams::default();
+    ask(what, 409, || api.create(&params, obj)).await
 }
 
 /// Delete `name` through `api`, asked again while the server is busy; a
@@ -99,24 +109,8 @@ where
     K::DynamicType: Default,
 {
     let what = format!("deleting {} {name}", K::kind(&Default::default()));
-    let mut asked = false;
-    while_busy(what.clone())
-        .until_state(|| {
-            let first = !asked;
-            asked = true;
-            let what = what.clone();
-            async move {
-                match settle(api.delete(name, &Default::default()).await, !first, 404) {
-                    Ok(Ok(_)) => Ok(Ok(())),
-                    Ok(Err(busy)) => {
-                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
-                        Ok(Err(busy))
-                    }
-                    Err(e) => Err(anyhow::Error::from(e).context(what.clone())),
-                }
-            }
-        })
-        .await
+    let params = kube::api::DeleteParams::default();
+    ask(what, 404, || api.delete(name, &params)).await
 }
 
 /// Whether a kubectl's failure (its stderr, in `message`) is the server
