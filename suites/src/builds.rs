@@ -66,82 +66,23 @@ impl AtHand {
     }
 }
 
-/// The binaries to build first: those the tests' needs (`tests`, one
-/// list per selected test) name that are not at hand, in the order their
-/// builds start ([`Builds::wait_turn`]: the builds of one Go source tree
-/// go one after another, a chain).
-///
-/// The longest chains lead, one per build slot (`longest_chain_first`):
-/// the run's builds end no later than the longest. Every other build goes
-/// in the order that lets the most tests start per second of build: again
-/// and again, of the sets of builds some test still waits for, the one
-/// whose tests per estimated second is highest (Smith's rule, by test).
-///
-/// Measured why (a fresh machine, 944d87a): the chains went by length, so
-/// HPCC's kubectl — 2 min 38 s, with about fifty tests waiting for it — was
-/// built last, 9:22–12:00, and those tests ran after the builds with the
-/// cores half idle until 17:53; the real node's CNI plugins and runc,
-/// seconds each, came after the registry, and its lane started at 12:00.
-pub fn plan(tests: &[Vec<Need>], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need)> {
+/// The binaries to build first: those the needs name that are not at
+/// hand, the longest chain of builds first (`longest_chain_first`: the
+/// builds of one Go source tree go one after another), else in the order
+/// of the first test that needs each.
+pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need)> {
     let mut seen = BTreeSet::new();
-    let mut by_chain: Vec<(Binary, Need)> = tests
+    let mut plan: Vec<(Binary, Need)> = needs
         .iter()
-        .flatten()
         .filter(|&&n| seen.insert(binary(n)) && !at_hand(n))
         .map(|&n| (binary(n), n))
         .collect();
     longest_chain_first(
-        &mut by_chain,
+        &mut plan,
         |(_, n)| tree(*n),
         |(_, (_, c))| cold_build_estimate(*c),
     );
-    // Each chain's first build, the longest chains' first.
-    let mut heads: Vec<usize> = Vec::new();
-    let mut trees = BTreeSet::new();
-    for (i, (_, n)) in by_chain.iter().enumerate() {
-        if heads.len() < AT_ONCE && trees.insert(tree(*n)) {
-            heads.push(i);
-        }
-    }
-    let mut placed: BTreeSet<usize> = heads.iter().copied().collect();
-    let mut order = heads;
-    let position = |n: Need| by_chain.iter().position(|(b, _)| *b == binary(n));
-    let waits: Vec<BTreeSet<usize>> = tests
-        .iter()
-        .map(|t| t.iter().filter_map(|&n| position(n)).collect())
-        .collect();
-    let cost = |set: &BTreeSet<usize>| -> u64 {
-        set.iter()
-            .map(|&i| cold_build_estimate(by_chain[i].1.1).as_secs().max(1))
-            .sum()
-    };
-    loop {
-        let missing: Vec<BTreeSet<usize>> = waits
-            .iter()
-            .map(|w| w.difference(&placed).copied().collect::<BTreeSet<usize>>())
-            .filter(|m| !m.is_empty())
-            .collect();
-        // The set whose tests start soonest per second: tests whose every
-        // missing build it holds, over its builds' estimated seconds
-        // (compared as cross products: whole numbers, the first of equals).
-        let Some((set, _)) = missing
-            .iter()
-            .map(|set| {
-                let started = missing.iter().filter(|m| m.is_subset(set)).count() as u64;
-                (set, (started, cost(set)))
-            })
-            .reduce(|best, next| {
-                let ((_, (bt, bc)), (_, (nt, nc))) = (&best, &next);
-                if nt * bc > bt * nc { next } else { best }
-            })
-        else {
-            break;
-        };
-        order.extend(set.iter().copied());
-        placed.extend(set.iter().copied());
-    }
-    order.extend((0..by_chain.len()).filter(|i| !placed.contains(i)));
-    order.into_iter().map(|i| by_chain[i].clone()).collect()
+    plan
 }
 
 /// How many builds run at once: the harness's bound for builds side by
@@ -276,9 +217,9 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_builds_what_is_missing_once_the_longest_chains_leading() {
+    fn the_plan_builds_what_is_missing_once_the_longest_chain_first() {
         let (r36, r37) = (release("1.36"), release("1.37"));
-        let tests: Vec<Vec<Need>> = [
+        let needs = [
             (r37, Component::Etcd),
             (r37, Component::Runc),
             (r37, Component::Containerd),
@@ -287,62 +228,25 @@ mod tests {
             (r37, Component::Kueue),
             (r36, Component::KubeApiserver),
             (r37, Component::KubeApiserver),
-        ]
-        .into_iter()
-        .map(|n| vec![n])
-        .collect();
+        ];
         // Only etcd and 1.37's API server are at hand.
         let have = |n: Need| n == (r37, Component::Etcd) || n == (r37, Component::KubeApiserver);
-        let plan: Vec<String> = plan(&tests, have)
+        let plan: Vec<String> = plan(&needs, have)
             .iter()
             .map(|(b, _)| trial_name(b))
             .collect();
         let name = |n: Need| trial_name(&binary(n));
         // 1.36's tree (API server, then the scheduler that reuses its
-        // packages) and Kueue's (one version for both releases: one
-        // build) are the two longest chains: they lead, one per slot.
-        // Then one test each: the shortest build first.
+        // packages) is the longest chain; Kueue's version is one for both
+        // releases: one build; runc, asked for first, is the shortest.
         assert_eq!(
             plan,
             [
                 name((r36, Component::KubeApiserver)),
-                name((r36, Component::Kueue)),
                 name((r36, Component::KubeScheduler)),
-                name((r37, Component::Runc)),
+                name((r36, Component::Kueue)),
                 name((r37, Component::Containerd)),
-            ]
-        );
-    }
-
-    #[test]
-    fn after_the_leaders_the_builds_most_tests_wait_for_per_second_go_first() {
-        let r = release("1.37");
-        let kubectl = (r, Component::HpccKubectl);
-        let node = vec![
-            (r, Component::Kubelet),
-            (r, Component::Containerd),
-            (r, Component::Runc),
-        ];
-        let mut tests = vec![vec![kubectl]; 4];
-        tests.push(node);
-        tests.push(vec![(r, Component::Registry)]);
-        tests.push(vec![(r, Component::Kueue)]);
-        // One test waits for runc alone: it comes before containerd.
-        tests.push(vec![(r, Component::Runc)]);
-        let plan: Vec<&str> = plan(&tests, |_| false).iter().map(|(b, _)| b.0).collect();
-        // The kubelet's and Kueue's chains are the longest; then HPCC's
-        // kubectl (4 tests over 53 s estimated), runc (a test of its own
-        // over 16 s), the registry (1 test over 115 s) and last the
-        // node's containerd (1 test, when runc is built, over 134 s).
-        assert_eq!(
-            plan,
-            [
-                "kubelet",
-                "kueue-controller",
-                "hpcc-kubectl",
-                "runc",
-                "registry",
-                "containerd"
+                name((r37, Component::Runc)),
             ]
         );
     }

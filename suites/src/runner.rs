@@ -320,7 +320,7 @@ pub fn main(suites: &[Make]) -> ! {
     let mut trials = Vec::new();
     let mut endings = Vec::new();
     // What the selected tests run, for the builds that come first.
-    let mut needs: Vec<Vec<Need>> = Vec::new();
+    let mut needs: Vec<Need> = Vec::new();
     // The quiet tests the run starts with, waited for before any other.
     let mut firsts = 0;
     for make in suites {
@@ -348,7 +348,7 @@ pub fn main(suites: &[Make]) -> ! {
             }
             let counts = will_run(&args, suite.name, &t.name, t.ignored);
             if counts || (args.list && !t.ignored) {
-                needs.push(t.needs.clone());
+                needs.extend(&t.needs);
             }
             let alone = match t.alone {
                 Alone::First if !t.needs.iter().all(|&n| at_hand.get(n)) => Alone::Last,
