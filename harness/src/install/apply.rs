@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::{ApiResource, Discovery, Scope};
 use serde_json::Value;
 
-use crate::install::busy::{server_busy, while_busy};
+use crate::install::busy::ask;
 use crate::poll::Poll;
 
 pub const FIELD_MANAGER: &str = "harness";
@@ -316,20 +316,12 @@ async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) ->
         (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     };
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    while_busy(format!("applying {kind} {name}"))
-        .until_state(|| async {
-            match api.patch(name, &params, &Patch::Apply(obj)).await {
-                Ok(_) => Ok(Ok(())),
-                Err(kube::Error::Api(e)) if server_busy(&e) => {
-                    tracing::warn!(
-                        "applying {kind} {name}: the API server is busy ({e}); asking again"
-                    );
-                    Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
-                }
-                Err(e) => Err(anyhow::Error::from(e).context(format!("applying {kind} {name}"))),
-            }
-        })
-        .await
+    // A server-side apply is idempotent: no answer means "already done".
+    let patch = Patch::Apply(obj);
+    ask(format!("applying {kind} {name}"), None, || {
+        api.patch(name, &params, &patch)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -46,21 +46,27 @@ pub fn server_busy(e: &kube::core::Status) -> bool {
 fn settle<T>(
     answer: kube::Result<T>,
     asked_before: bool,
-    done_code: u16,
+    done_code: Option<u16>,
 ) -> std::result::Result<std::result::Result<Option<T>, String>, kube::Error> {
     match answer {
         Ok(v) => Ok(Ok(Some(v))),
         Err(kube::Error::Api(e)) if server_busy(&e) => {
             Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
         }
-        Err(kube::Error::Api(e)) if asked_before && e.code == done_code => Ok(Ok(None)),
+        Err(kube::Error::Api(e)) if asked_before && Some(e.code) == done_code => Ok(Ok(None)),
         Err(e) => Err(e),
     }
 }
 
 /// Ask `request` (`what` names it) until the server answers other than
-/// busy; after a busy answer, `done_code` means the first one landed.
-async fn ask<T, F, Fut>(what: String, done_code: u16, mut request: F) -> anyhow::Result<()>
+/// busy; after a busy answer, `done_code` (if any) means the first one
+/// landed. The one loop of the install's applies and the suites' creates
+/// and deletes.
+pub(crate) async fn ask<T, F, Fut>(
+    what: String,
+    done_code: Option<u16>,
+    mut request: F,
+) -> anyhow::Result<()>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = kube::Result<T>>,
@@ -98,7 +104,7 @@ where
         obj.meta().name.as_deref().unwrap_or("(generated name)")
     );
     let params = kube::api::PostParams::default();
-    ask(what, 409, || api.create(&params, obj)).await
+    ask(what, Some(409), || api.create(&params, obj)).await
 }
 
 /// Delete `name` through `api`, asked again while the server is busy; a
@@ -110,7 +116,7 @@ where
 {
     let what = format!("deleting {} {name}", K::kind(&Default::default()));
     let params = kube::api::DeleteParams::default();
-    ask(what, 404, || api.delete(name, &params)).await
+    ask(what, Some(404), || api.delete(name, &params)).await
 }
 
 /// Whether a kubectl's failure (its stderr, in `message`) is the server
@@ -151,26 +157,30 @@ mod tests {
 
     #[test]
     fn a_create_that_finds_its_object_after_a_busy_answer_is_done() {
-        let busy = settle(refused(500, "etcdserver: request timed out"), false, 409);
+        let busy = settle(
+            refused(500, "etcdserver: request timed out"),
+            false,
+            Some(409),
+        );
         assert!(
             matches!(busy, Ok(Err(ref m)) if m.contains("HTTP 500")),
             "{busy:?}"
         );
         // Asked again: the first landed.
         assert!(matches!(
-            settle(refused(409, "already exists"), true, 409),
+            settle(refused(409, "already exists"), true, Some(409)),
             Ok(Ok(None))
         ));
         // Asked first: somebody else's object, an error.
-        assert!(settle(refused(409, "already exists"), false, 409).is_err());
+        assert!(settle(refused(409, "already exists"), false, Some(409)).is_err());
         // A delete asked again that finds nothing is done; other refusals are errors.
         assert!(matches!(
-            settle(refused(404, "not found"), true, 404),
+            settle(refused(404, "not found"), true, Some(404)),
             Ok(Ok(None))
         ));
-        assert!(settle(refused(409, "conflict"), true, 404).is_err());
-        assert!(settle(refused(403, "forbidden"), true, 409).is_err());
-        assert!(matches!(settle(Ok(7), false, 409), Ok(Ok(Some(7)))));
+        assert!(settle(refused(409, "conflict"), true, Some(404)).is_err());
+        assert!(settle(refused(403, "forbidden"), true, Some(409)).is_err());
+        assert!(matches!(settle(Ok(7), false, Some(409)), Ok(Ok(Some(7)))));
     }
 
     #[test]

@@ -445,7 +445,7 @@ fn down_leaves_nothing(minor: &'static str) -> Result<()> {
                 .block_on(
                     Poll::new(
                         format!(
-                            "no kind cluster is left, and the network {} still is: it gone, or a starting cluster's nodes on it",
+                            "the network {} to go or gain a starting cluster's nodes (no kind cluster is left)",
                             harness::cluster::kind::BUILT_NETWORK
                         ),
                         Duration::from_secs(180),
