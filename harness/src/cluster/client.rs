@@ -53,10 +53,28 @@ pub async fn client_without_retries(path: &Path, context: Option<&str>) -> Resul
     build(config, path)
 }
 
+/// A client for `config`; one that may ask again (`default_retry`) also
+/// sends a read again whose connection was lost before an answer
+/// (cluster::read_again). Must run inside the runtime (the buffer that
+/// lets a request be sent twice is a task).
 fn build(config: kube::Config, path: &Path) -> Result<kube::Client> {
-    kube::Client::try_from(config)
-        .with_context(|| format!("building a client from {}", path.display()))
+    let read_again = config.default_retry;
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .with_context(|| format!("building a client from {}", path.display()))?;
+    if !read_again {
+        return Ok(builder.build());
+    }
+    Ok(builder
+        .with_layer(&tower::buffer::BufferLayer::new(BUFFERED))
+        .with_layer(&tower::retry::RetryLayer::new(
+            crate::cluster::read_again::ReadAgain::default(),
+        ))
+        .build())
 }
+
+/// Requests a client holds while its connections are busy (kube's own
+/// buffer holds as many).
+const BUFFERED: usize = 1024;
 
 async fn config_for_context(path: &Path, context: Option<&str>) -> Result<kube::Config> {
     crate::init_crypto();
@@ -344,5 +362,70 @@ mod tests {
         assert_eq!(user.client_certificate.as_deref(), Some("/s/pki/a.crt"));
         let anon = kubeconfig_text("c", "https://127.0.0.1:1", Path::new("/ca"), None);
         kube::config::Kubeconfig::from_yaml(&anon).unwrap();
+    }
+
+    /// Requests started on connections to `listener`, which reads each
+    /// request and never answers: it stands for an API server whose
+    /// connection hangs (a fault the real server cannot be made to show
+    /// here on demand); nothing Kubernetes would answer is made up.
+    fn silent(listener: std::net::TcpListener) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    use std::io::BufRead;
+                    let mut line = String::new();
+                    let mut r = std::io::BufReader::new(conn);
+                    if r.read_line(&mut line).is_ok() && !line.is_empty() {
+                        log.lock().unwrap().push(line.trim().to_string());
+                    }
+                    // Hold the connection open, answering nothing.
+                    std::thread::sleep(Duration::from_secs(30));
+                });
+            }
+        });
+        seen
+    }
+
+    /// CI of 99a3dad: a LIST that got no answer ended a Thor run. Through
+    /// the clients `build` makes, a read that times out is sent again
+    /// three times and then fails; a write is sent once.
+    #[tokio::test]
+    async fn a_read_that_gets_no_answer_is_sent_again_and_a_write_is_not() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = silent(listener);
+        let mut config = kube::Config::new(url.parse().unwrap());
+        config.read_timeout = Some(Duration::from_millis(300));
+        let client = build(config.clone(), Path::new("(test)")).unwrap();
+        let get = http::Request::get("/api/v1/pods").body(Vec::new()).unwrap();
+        let err = client.request_text(get).await.unwrap_err();
+        assert_eq!(
+            crate::cluster::read_again::lost_connection(&err).as_deref(),
+            Some("timed out"),
+            "{err:?}"
+        );
+        let post = http::Request::post("/api/v1/namespaces/x/pods")
+            .body(b"{}".to_vec())
+            .unwrap();
+        client.request_text(post).await.unwrap_err();
+        // A client that asks nothing again (exits through the pod proxy).
+        config.default_retry = false;
+        let once = build(config, Path::new("(test)")).unwrap();
+        let get = http::Request::get("/api/v1/nodes")
+            .body(Vec::new())
+            .unwrap();
+        once.request_text(get).await.unwrap_err();
+        let seen = seen.lock().unwrap().clone();
+        let count = |start: &str| seen.iter().filter(|l| l.starts_with(start)).count();
+        assert_eq!(
+            count("GET /api/v1/pods "),
+            1 + crate::cluster::read_again::AGAIN as usize,
+            "{seen:?}"
+        );
+        assert_eq!(count("POST /api/v1/namespaces/x/pods "), 1, "{seen:?}");
+        assert_eq!(count("GET /api/v1/nodes "), 1, "{seen:?}");
     }
 }

@@ -22,6 +22,7 @@ pub mod needs;
 pub mod pool;
 pub mod profile;
 pub mod provider;
+pub mod read_again;
 pub mod run_id;
 pub mod spec;
 pub mod state;

@@ -39,7 +39,8 @@ pub fn server_busy(e: &kube::core::Status) -> bool {
 }
 
 /// What one answer to a create or delete asked while the server may be
-/// busy means: done, ask again (the busy answer, quoted), or the error.
+/// busy means: done, ask again (the busy answer, quoted, or the lost
+/// connection named), or the error.
 /// A create that finds its object there (409), or a delete that finds it
 /// gone (404), after a busy answer is done: the first request landed
 /// before its answer was lost.
@@ -54,7 +55,12 @@ fn settle<T>(
             Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
         }
         Err(kube::Error::Api(e)) if asked_before && Some(e.code) == done_code => Ok(Ok(None)),
-        Err(e) => Err(e),
+        Err(e) => match crate::cluster::read_again::lost_connection(&e) {
+            Some(why) => Ok(Err(format!(
+                "the connection was lost before an answer: {why}"
+            ))),
+            None => Err(e),
+        },
     }
 }
 
@@ -181,6 +187,18 @@ mod tests {
         assert!(settle(refused(409, "conflict"), true, Some(404)).is_err());
         assert!(settle(refused(403, "forbidden"), true, Some(409)).is_err());
         assert!(matches!(settle(Ok(7), false, Some(409)), Ok(Ok(Some(7)))));
+        // No answer over a lost connection: asked again, like a busy one.
+        let lost = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(matches!(
+            settle::<()>(Err(lost), false, Some(409)),
+            Ok(Err(_))
+        ));
+        let refused = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(settle::<()>(Err(refused), false, Some(409)).is_err());
     }
 
     #[test]
