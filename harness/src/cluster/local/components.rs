@@ -62,6 +62,15 @@ pub enum Wait {
     StartAfterInstall,
 }
 
+/// How long the API server, controller-manager and scheduler may take
+/// to be ready: kubeadm's wait for a control plane component (what kind's
+/// nodes wait), `cmd/kubeadm/app/constants/constants.go`,
+/// `ControlPlaneComponentHealthCheckTimeout` (4 min). It was 2 min for the
+/// API server; in CI of 36ad95b, on a 2-core machine at load 28, the API
+/// server's `rbac/bootstrap-roles` start hook had not finished within it.
+/// A component that exits is named at once whatever this is.
+pub const CONTROL_PLANE_READY: Duration = Duration::from_secs(240);
+
 /// One process of the local control plane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComponentDef {
@@ -118,7 +127,7 @@ pub fn components(
                 kubeconfig: l.admin_kubeconfig(),
                 path: "/readyz",
             },
-            timeout: Duration::from_secs(120),
+            timeout: CONTROL_PLANE_READY,
             wait: Wait::Before,
             etc_overlay: None,
             env: vec![],
@@ -131,7 +140,7 @@ pub fn components(
                 cp.controller_manager_flags(),
             ),
             health: healthz(CONTROLLER_MANAGER),
-            timeout: Duration::from_secs(60),
+            timeout: CONTROL_PLANE_READY,
             wait: Wait::AfterAll,
             etc_overlay: None,
             env: vec![],
@@ -141,7 +150,7 @@ pub fn components(
             binary: Component::KubeScheduler,
             args: with(flags::scheduler(k8s, l, ports, gates), cp.scheduler_flags()),
             health: healthz(SCHEDULER),
-            timeout: Duration::from_secs(60),
+            timeout: CONTROL_PLANE_READY,
             wait: Wait::AfterAll,
             etc_overlay: None,
             env: vec![],
