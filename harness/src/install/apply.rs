@@ -316,7 +316,8 @@ async fn apply_one(client: &kube::Client, discovery: &Discovery, obj: &Value) ->
         (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     };
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    // A server-side apply is idempotent: no answer means "already done".
+    // A server-side apply is idempotent: asked again, it needs no code
+    // that means "the first landed".
     let patch = Patch::Apply(obj);
     ask(format!("applying {kind} {name}"), None, || {
         api.patch(name, &params, &patch)

@@ -51,9 +51,10 @@ fn settle<T>(
 ) -> std::result::Result<std::result::Result<Option<T>, String>, kube::Error> {
     match answer {
         Ok(v) => Ok(Ok(Some(v))),
-        Err(kube::Error::Api(e)) if server_busy(&e) => {
-            Ok(Err(format!("{} (HTTP {})", e.message, e.code)))
-        }
+        Err(kube::Error::Api(e)) if server_busy(&e) => Ok(Err(format!(
+            "the API server is busy ({} (HTTP {}))",
+            e.message, e.code
+        ))),
         Err(kube::Error::Api(e)) if asked_before && Some(e.code) == done_code => Ok(Ok(None)),
         Err(e) => match crate::cluster::read_again::lost_connection(&e) {
             Some(why) => Ok(Err(format!(
@@ -85,9 +86,9 @@ where
             async move {
                 match settle(answer.await, again, done_code) {
                     Ok(Ok(_)) => Ok(Ok(())),
-                    Ok(Err(busy)) => {
-                        tracing::warn!("{what}: the API server is busy ({busy}); asking again");
-                        Ok(Err(busy))
+                    Ok(Err(why)) => {
+                        tracing::warn!("{what}: {why}; asking again");
+                        Ok(Err(why))
                     }
                     Err(e) => Err(anyhow::Error::from(e).context(what)),
                 }
