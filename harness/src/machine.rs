@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What identifies a machine's class.
+/// What identifies a machine's class, and which machine it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Machine {
@@ -18,7 +18,48 @@ pub struct Machine {
     pub cpu_model: String,
     /// /proc/meminfo's MemTotal, in whole GiB.
     pub memory_gib: u32,
+    /// Which machine, as booted: the start of the kernel's boot ID
+    /// (/proc/sys/kernel/random/boot_id, random at every boot). Two run
+    /// sets with the same one ran on one machine; machines of one model
+    /// differ in it. Absent where it was not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
 }
+
+/// The speed probe's score at one moment (the `probe` crate): millions of
+/// its fixed steps a second on one core, whatever else the machine was
+/// doing then included. Scores of different probe versions are not
+/// compared.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Speed {
+    pub msteps_per_s: f64,
+    pub version: u32,
+}
+
+impl Speed {
+    /// Run the probe now (about a third of a second of one core).
+    pub fn now() -> Speed {
+        Speed {
+            msteps_per_s: probe::run().msteps_per_s,
+            version: probe::VERSION,
+        }
+    }
+
+    /// The median score of `speeds` of this probe's version; None when
+    /// there are none.
+    pub fn median_of(speeds: impl Iterator<Item = Speed>) -> Option<f64> {
+        let v: Vec<f64> = speeds
+            .filter(|s| s.version == probe::VERSION)
+            .map(|s| s.msteps_per_s)
+            .collect();
+        (!v.is_empty()).then(|| crate::stats::median(&v))
+    }
+}
+
+/// How many characters of the boot ID a machine keeps: enough to tell
+/// machines apart, no more.
+const BOOT_CHARS: usize = 8;
 
 /// How far two machines' memory may differ and still be alike: VMs of one
 /// size report MemTotal a few hundred MiB apart (kernel reservations).
@@ -29,7 +70,17 @@ impl Machine {
     pub fn this() -> Option<Machine> {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
         let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-        parse(&cpuinfo, &meminfo)
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok();
+        Some(Machine {
+            boot: boot.as_deref().and_then(boot_of),
+            ..parse(&cpuinfo, &meminfo)?
+        })
+    }
+
+    /// Whether `self` and `other` are known to be one machine (the same
+    /// boot); false where either did not record it.
+    pub fn same_boot(&self, other: &Machine) -> bool {
+        matches!((&self.boot, &other.boot), (Some(a), Some(b)) if a == b)
     }
 
     /// None when `self` and `other` are alike; otherwise why not.
@@ -51,7 +102,17 @@ impl std::fmt::Display for Machine {
     }
 }
 
-/// The machine /proc/cpuinfo and /proc/meminfo describe.
+/// The kept start of a boot ID (hex digits only); None when it has none.
+pub fn boot_of(boot_id: &str) -> Option<String> {
+    let hex: String = boot_id
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(BOOT_CHARS)
+        .collect();
+    (hex.len() == BOOT_CHARS).then_some(hex)
+}
+
+/// The machine /proc/cpuinfo and /proc/meminfo describe (which boot, not).
 pub fn parse(cpuinfo: &str, meminfo: &str) -> Option<Machine> {
     let field = |line: &str, key: &str| -> Option<String> {
         let (k, v) = line.split_once(':')?;
@@ -77,6 +138,7 @@ pub fn parse(cpuinfo: &str, meminfo: &str) -> Option<Machine> {
         cpus,
         cpu_model,
         memory_gib,
+        boot: None,
     })
 }
 
@@ -110,7 +172,27 @@ mod tests {
             cpus,
             cpu_model: model.into(),
             memory_gib: gib,
+            boot: None,
         }
+    }
+
+    #[test]
+    fn a_boot_id_keeps_its_first_hex_digits_and_tells_machines_apart() {
+        use crate::machine::boot_of;
+        assert_eq!(
+            boot_of("3f2a9c1e-77b0-4c1d-9e2f-0a1b2c3d4e5f\n").as_deref(),
+            Some("3f2a9c1e")
+        );
+        assert_eq!(boot_of("3f2a"), None);
+        let (mut a, mut b) = (m(2, "Intel Xeon", 24), m(2, "Intel Xeon", 24));
+        assert!(!a.same_boot(&b), "unknown boots are not one machine");
+        a.boot = Some("3f2a9c1e".into());
+        b.boot = Some("3f2a9c1e".into());
+        assert!(a.same_boot(&b));
+        b.boot = Some("00aa11bb".into());
+        assert!(!a.same_boot(&b));
+        // Alike is the class: two boots of one model still are.
+        assert_eq!(a.alike(&b), None);
     }
 
     #[test]

@@ -318,6 +318,47 @@ fn corpus(w: &World) -> Vec<Case> {
             .leaves_no(&p("manifests/out")),
         );
     }
+    // --here runs both sides now: rounds enough for a paired interval,
+    // and nothing saved, sharded or recorded beside it.
+    cases.push(
+        Case::new(
+            "1",
+            "bench thor --compare --here: one round",
+            &[
+                &"bench",
+                &"thor",
+                &"--scenario",
+                &p("suites/thor/smoke.yaml"),
+                &"--compare",
+                &"--here",
+                &"--out",
+                &p("here-out"),
+            ],
+        )
+        .says("3 or more give an interval (asked: 1)")
+        .leaves_no(&p("here-out/here.md")),
+    );
+    cases.push(
+        Case::new(
+            "1",
+            "bench thor --compare --here: with --record-band",
+            &[
+                &"bench",
+                &"thor",
+                &"--scenario",
+                &p("suites/thor/smoke.yaml"),
+                &"--compare",
+                &"--here",
+                &"--repeat",
+                &"3",
+                &"--record-band",
+                &"--out",
+                &p("here-out"),
+            ],
+        )
+        .says("drop --record-band")
+        .leaves_no(&p("here-out/here.md")),
+    );
     cases.push(
         Case::new(
             "1",

@@ -8,6 +8,7 @@ mod bench;
 mod changes;
 mod command;
 mod errors;
+mod here;
 mod image;
 mod interrupt;
 mod measure;

@@ -62,10 +62,15 @@ pub enum ReportCommand {
         /// Seeded draws per metric and number of rounds.
         #[arg(long, default_value_t = 200)]
         trials: usize,
-        /// Numbers of runs the cross-machine table (the baselines' runs
-        /// under other conditions, each held out in turn) measures at.
+        /// Numbers of runs the table of machines left out (each machine a
+        /// baseline holds left out of it in turn, its run sets judged
+        /// against the rest) measures at.
         #[arg(long, value_delimiter = ',', default_value = "1,3,5")]
         across_rounds: Vec<usize>,
+        /// Run sets drawn per machine left out and number of runs (at one
+        /// run: each of its runs, up to this many).
+        #[arg(long, default_value_t = 40)]
+        across_trials: usize,
     },
     /// Where each headline metric of each mode changes level over a series
     /// of `bench thor` results (one DIR each, oldest first).
@@ -167,7 +172,8 @@ pub fn run(c: &ReportCommand) -> Result<i32> {
             rounds,
             trials,
             across_rounds,
-        } => calibrate(files, rounds, *trials, across_rounds),
+            across_trials,
+        } => calibrate(files, rounds, (*trials, *across_trials), across_rounds),
         ReportCommand::Spread { files } => {
             let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let recorded = headline::load(&paths)?;
@@ -216,16 +222,17 @@ fn headline_of_matrix(m: &std::path::Path) -> Result<i32> {
 fn calibrate(
     files: &[PathBuf],
     rounds: &[usize],
-    trials: usize,
+    (trials, across_trials): (usize, usize),
     across_rounds: &[usize],
 ) -> Result<i32> {
     use harness::bench::core::{calibrate, calibrate_across};
     if rounds.iter().any(|n| !(2..=MAX_ROUNDS).contains(n))
         || across_rounds.iter().any(|n| !(1..=MAX_ROUNDS).contains(n))
         || !(1..=MAX_TRIALS).contains(&trials)
+        || !(1..=MAX_TRIALS).contains(&across_trials)
     {
         return Err(harness::error::bad_input(format!(
-            "report calibrate: --rounds are 2 to {MAX_ROUNDS} each, --across-rounds 1 to {MAX_ROUNDS}, --trials 1 to {MAX_TRIALS}"
+            "report calibrate: --rounds are 2 to {MAX_ROUNDS} each, --across-rounds 1 to {MAX_ROUNDS}, --trials and --across-trials 1 to {MAX_TRIALS}"
         )));
     }
     let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
@@ -237,11 +244,15 @@ fn calibrate(
     let series = calibrate::series(&named, harness::bench::recorded::specs_of);
     let rows = calibrate::calibrate(&series, rounds, trials);
     print!("{}", calibrate::markdown(&rows, &series, rounds, trials));
-    let across = calibrate_across::series(&named, harness::bench::recorded::specs_of);
-    let rows = calibrate_across::calibrate(&across, across_rounds, trials);
+    let rows = calibrate_across::calibrate(
+        &named,
+        harness::bench::recorded::specs_of,
+        across_rounds,
+        across_trials,
+    );
     print!(
-        "\n**Across machines and loads** (`--compare` on a machine unlike the baseline's, or a busy one):\n\n{}",
-        calibrate_across::markdown(&rows, &named, trials, "`bench thor --record-band`")
+        "\n**On a machine the baseline has not seen** (`--compare` off the recording machine, each machine left out in turn):\n\n{}",
+        calibrate_across::markdown(&rows, &named, across_trials, "`bench thor --record-band`")
     );
     Ok(0)
 }

@@ -51,20 +51,29 @@ pub struct BenchThorArgs {
     /// Compare with the stored baseline: exit 1 on a regression, 4 when
     /// nothing regressed but a verdict could not be given on this machine
     /// (compare-summary.md says which and what would give one). On the
-    /// baseline's kind of machine (CPUs, CPU model, memory), quiet, every
-    /// metric is judged against its recorded runs; elsewhere what the
-    /// workload's pace or the clock drives is judged against the band the
-    /// baseline measured across machines and loads (--record-band).
+    /// baseline's own machine (its boot, or its class at its recorded
+    /// speed), quiet, every metric is judged against its recorded runs;
+    /// elsewhere what the workload's pace or the clock drives is judged
+    /// against what a machine not seen yet may show, predicted from the
+    /// machines the baseline holds (--record-band adds one).
     #[arg(long)]
     pub compare: bool,
+    /// With --compare: also run the baseline's own versions here (the
+    /// scenario file as it is: no --bin, no --set) round by round beside
+    /// this run set, in alternating order, and judge this build against
+    /// them on this machine (paired by round, Holm family-wise: here.md)
+    /// — the verdict that holds on any machine. Needs --repeat 3 or more;
+    /// exit 1 on a regression either comparison finds.
+    #[arg(long, requires = "compare")]
+    pub here: bool,
     /// With --compare: latencies, wall times and CPU are shown but not
     /// judged; counts are judged by what drives them wherever this runs.
     #[arg(long, requires = "compare")]
     pub counts_only: bool,
-    /// Add these runs to the stored baseline's band across machines and
-    /// loads (its `across`): run them on another machine, or beside a
-    /// load (--load), with the baseline's build. Refused on the baseline's
-    /// own kind of machine, quiet (that is --record's).
+    /// Add these runs to the stored baseline's band of machines and loads
+    /// (its `across`): run them on another machine, or beside a load
+    /// (--load), with the baseline's build. Refused on the baseline's own
+    /// machine, quiet (that is --record's).
     #[arg(long, conflicts_with = "record")]
     pub record_band: bool,
     /// Keep N of this machine's CPUs busy beside every run (N processes
@@ -303,6 +312,9 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     let modes = parse_modes(&args.modes)?;
     harness::bench::core::rounds::check_repeat(args.repeat)?;
     check_record(args)?;
+    if args.here {
+        here_ask(args)?;
+    }
     let provider = checked_provider(args)?;
     let root = harness::paths::repo_root(&std::env::current_dir()?);
     let opts = bench_options(args, modes, provider)?;
@@ -319,6 +331,9 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     }
     if let Some(dir) = &args.from {
         return judge_saved(args, dir, root.as_deref(), &pre.scenario);
+    }
+    if args.here {
+        return compare_here(args, modes_again(args)?, root.as_deref()).await;
     }
     let made = Made::Prefixed(&opts.cluster_prefix);
     let load = args.load.map(harness::load::Load::start).transpose()?;
@@ -339,6 +354,82 @@ async fn bench_thor_here(args: &BenchThorArgs) -> Result<i32> {
     }
     print!("{}", markdown::markdown(&result));
     judge_and_record(args, root.as_deref(), &result)
+}
+
+/// What `--here` was asked for, refused before anything runs when it
+/// cannot be done.
+fn here_ask(args: &BenchThorArgs) -> Result<crate::cli::here::Ask> {
+    let ask = crate::cli::here::Ask {
+        rounds: args.repeat,
+        changed: args
+            .bins
+            .iter()
+            .map(|b| format!("--bin {b}"))
+            .chain(args.overrides.iter().map(|o| format!("--set {o}")))
+            .collect(),
+    };
+    crate::cli::here::check(
+        &ask,
+        &[
+            ("--from", args.from.is_some()),
+            ("--shard", args.shard.is_some()),
+            ("--record", args.record),
+            ("--record-band", args.record_band),
+        ],
+    )?;
+    Ok(ask)
+}
+
+/// `--modes` parsed again (options are built once per side).
+fn modes_again(args: &BenchThorArgs) -> Result<Option<Vec<Mode>>> {
+    parse_modes(&args.modes)
+}
+
+/// `--compare --here`: both sides round by round (`cli::here`), then this
+/// build's runs against the stored baseline as well; exit 1 when either
+/// finds a regression.
+async fn compare_here(
+    args: &BenchThorArgs,
+    modes: Option<Vec<Mode>>,
+    root: Option<&std::path::Path>,
+) -> Result<i32> {
+    let ask = here_ask(args)?;
+    let seed = args.seed.unwrap_or_else(harness::stats::clock_seed);
+    eprintln!("harness: --here seed {seed} (the order of the sides in each round)");
+    let side = |reference: bool, round: u32| -> Result<ThorBenchOptions> {
+        let mut o = bench_options(args, modes.clone(), checked_provider(args)?)?;
+        o.repeat = 1;
+        o.seed = Some(seed.wrapping_add(u64::from(round)));
+        o.cluster_prefix = format!(
+            "{}-r{round}{}",
+            o.cluster_prefix,
+            if reference { "b" } else { "t" }
+        );
+        o.out = None;
+        if reference {
+            o.bins = Default::default();
+            o.overrides = Vec::new();
+        }
+        Ok(o)
+    };
+    let load = args.load.map(harness::load::Load::start).transpose()?;
+    let ran = crate::cli::here::run(&ask, &side, &args.out, seed).await;
+    drop(load);
+    let (this, h) = match ran? {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
+    };
+    for p in files::write_all(&this, &args.out)? {
+        eprintln!("wrote {}", p.display());
+    }
+    let code = judge_and_record(args, root, &this)?;
+    Ok(
+        if code == harness::error::EXIT_FAILED || h.exit_code() != 0 {
+            harness::error::EXIT_FAILED
+        } else {
+            0
+        },
+    )
 }
 
 /// `--modes` parsed, or None for the scenario's own modes.
@@ -487,7 +578,7 @@ fn judge_and_record(
             let (path, c) =
                 policy::record_band(root, result, harness::bench::recorded::known_mode)?;
             eprintln!(
-                "added to the band across machines and loads of {}: {c}",
+                "added to the band of machines and loads of {}: {c}",
                 path.display()
             );
         }

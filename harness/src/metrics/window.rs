@@ -117,6 +117,11 @@ pub struct WindowFigures {
     /// what fanning out each change to the watchers cost it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub watch_events: BTreeMap<String, crate::metrics::figures::WatchEvents>,
+    /// The machine's speed as the window opened: the speed probe's score,
+    /// its load at that moment included (`machine::Speed`). Absent in
+    /// results written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<crate::machine::Speed>,
 }
 
 /// The typical window of several runs: every figure combined
@@ -149,6 +154,7 @@ impl crate::metrics::combine::Combine for WindowFigures {
             client_throttle,
             job_lifecycle,
             watch_events,
+            speed by first,
         })
     }
 }
@@ -282,6 +288,7 @@ pub struct Window {
     usage: UsageTracker,
     timeline: Timeline,
     last_raw: Option<Raw>,
+    speed: Option<crate::machine::Speed>,
 }
 
 /// A closed window: its figures and the raw snapshots (for workload-
@@ -307,6 +314,11 @@ impl Window {
 
     /// As `open`, with the scheduler's metrics or a timeline.
     pub async fn open_with(cluster: &impl Cluster, opts: Options) -> Result<Window> {
+        // Before anything of the window is counted: the probe's own CPU
+        // falls outside it.
+        let speed = tokio::task::spawn_blocking(crate::machine::Speed::now)
+            .await
+            .ok();
         let jobs = job_tracker(cluster).await;
         let before = snapshot(cluster, opts.scheduler).await?;
         let mut w = Window {
@@ -318,6 +330,7 @@ impl Window {
             usage: UsageTracker::new(cluster.processes()),
             timeline: Timeline::default(),
             last_raw: None,
+            speed,
         };
         w.sample(cluster).await;
         Ok(w)
@@ -464,6 +477,7 @@ impl Window {
             client_throttle,
             job_lifecycle: this.jobs.as_ref().map(|j| j.figures()).unwrap_or_default(),
             watch_events: api.watch_events,
+            speed: this.speed,
         };
         crate::metrics::usage::release_freed_heap();
         Ok(Closed {

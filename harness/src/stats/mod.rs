@@ -6,12 +6,15 @@
 //! method and its assumptions are named); runs are ordered by seeded
 //! shuffles (`order`); a history's level shifts are found by `change`;
 //! many metrics judged at once answer "did anything change?" by Holm's
-//! rule (`family`).
+//! rule (`family`); a machine not seen yet is predicted from the machines
+//! a baseline holds (`machines`, with `chi2`'s bounds).
 
 mod change;
+pub mod chi2;
 mod describe;
 mod family;
 mod judge;
+pub mod machines;
 mod order;
 mod student;
 

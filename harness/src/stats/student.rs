@@ -8,7 +8,7 @@
 //! Lanczos' approximation (g = 7, 9 coefficients, about 15 digits).
 
 /// ln Γ(x) for x > 0.
-fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,

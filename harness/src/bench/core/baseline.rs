@@ -71,6 +71,12 @@ pub struct Baseline {
     /// (`bench::core::across`). Absent in files without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub across: Vec<crate::bench::core::condition::Condition>,
+    /// The speed probe's median over the recorded runs, Msteps/s
+    /// (`machine::Speed`): a machine of the baseline's class counts as
+    /// its machine only near this speed (`verdict::place`). Absent in
+    /// files recorded before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
 }
 
 /// Err (bad input) when `r` was measured with other capabilities than
@@ -527,6 +533,7 @@ pub fn from_result<R: Run>(r: &Results<R>, scenario_file: &str) -> Baseline {
         machine: r.machine.clone(),
         disk: crate::bench::core::disk::of(r),
         across: Vec::new(),
+        speed: r.speed(),
     }
 }
 
@@ -586,7 +593,7 @@ mod tests {
         b.capabilities = Some(crate::cluster::needs::Capabilities::default().comparable());
         assert!(same_capabilities(&b, &other, p).is_ok());
     }
-    use crate::bench::core::compare::compare;
+    use crate::bench::core::verdict::compare;
     use crate::bench::thor::result::sample_result as result;
 
     #[test]
@@ -628,7 +635,7 @@ mod tests {
         );
         record(&path, &r, "suites/thor/smoke.yaml").unwrap();
         let b = load(&path).unwrap();
-        assert!(compare(&b, &r).iter().all(|v| v.pass));
+        assert!(compare(&b, &r).iter().all(|v| v.pass()));
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "temp files left: {leftovers:?}");
     }

@@ -11,7 +11,7 @@
 //!   `stats::judge`, paired): the first n drawn rounds are A, the next n
 //!   are B, paired in drawn order; any verdict but "no significant
 //!   difference" is a false alarm.
-//! - **--compare** (`compare::status_against`, the band included): the
+//! - **--compare** (`verdict::judge::own`, the band included): the
 //!   first n drawn rounds are the run, the other m − n the baseline;
 //!   "regressed" is a false alarm.
 //! - **Power**: the same draws with B (the run) multiplied by 1 + δ for δ
@@ -28,9 +28,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::bench::core::baseline::{Baseline, Metric};
-use crate::bench::core::compare::{self, Status};
+use crate::bench::core::metric::MetricKind;
 use crate::bench::core::metric::{Kind, Spec, spec_of};
 use crate::bench::core::on_cores;
+use crate::bench::core::verdict::{Status, judge};
 use crate::stats::{self, Direction, Prng, Rule};
 
 /// The shifts tried for power, relative: none of them a minimum effect
@@ -113,7 +114,10 @@ fn tally(s: &Series, n: usize, trials: usize, salt: u64) -> Tally {
             ..s.recorded.clone()
         };
         let ab = |b: &[f64]| stats::judge(&a, b, true, s.rule).map(|j| j.verdict);
-        let cmp = |b: &[f64]| compare::status_against(&recorded, s.rule, b);
+        let cmp = |b: &[f64]| match recorded.kind {
+            MetricKind::Exact => judge::exact(&recorded.samples, b).status,
+            _ => judge::own(&recorded.samples, s.rule, b, &recorded.unit).status,
+        };
         if ab(&b).is_some_and(|v| v != Direction::Same) {
             t.ab_false += 1;
         }

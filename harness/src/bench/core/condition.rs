@@ -24,6 +24,10 @@ pub struct Condition {
     /// When the first of them started (RFC 3339).
     pub started: String,
     pub harness_version: String,
+    /// The speed probe's median over the runs, Msteps/s (`machine::Speed`):
+    /// absent in runs from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
 }
 
 impl std::fmt::Display for Condition {
@@ -31,11 +35,13 @@ impl std::fmt::Display for Condition {
         let runs: usize = self.runs.values().sum();
         write!(
             f,
-            "{} runs on {}, the rest of the machine at {:.2} cores (median; up to {:.2})",
+            "{} runs on {}{}, the rest of the machine at {:.2} cores (median; up to {:.2})",
             runs,
             self.machine
                 .as_ref()
                 .map_or("an unknown machine".to_string(), ToString::to_string),
+            self.speed
+                .map_or(String::new(), |s| format!(" at probe {s:.0} Msteps/s")),
             self.others_cores_median,
             self.others_cores_max
         )

@@ -78,7 +78,8 @@ impl Kind {
     }
 
     /// Whether it measures the machine as much as the code (judged
-    /// against a baseline only on a machine alike: `bench::core::gate`).
+    /// against its recorded runs only on the baseline's own machine:
+    /// `bench::core::verdict::place`).
     pub fn machine_bound(self) -> bool {
         matches!(self, Kind::Time | Kind::Cpu | Kind::Latency)
     }
@@ -128,52 +129,7 @@ pub enum Group {
     Cost,
 }
 
-/// What drives a metric from one run to the next, and so how a stored
-/// baseline judges it on a machine that is not the one that recorded it
-/// (`bench::core::compare`). Every metric declares one; a test fails on
-/// one that does not ([`Driver::Undeclared`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
-    /// Not declared (what [`Spec::new`] starts from).
-    Undeclared,
-    /// The workload alone (objects created, an identity's writes, a call
-    /// the scenario makes): the same on any machine, judged against the
-    /// recorded runs anywhere.
-    Workload,
-    /// The workload's pace on the machine (polls with backoff, controllers'
-    /// requests coalesced in their queues, status updates; every time and
-    /// latency): on a machine unlike the baseline's, or a busy one, judged
-    /// against the band measured across machines and loads.
-    Pace(&'static str),
-    /// The clock (lease renewals and their watch events, resyncs): grows
-    /// with the window, so judged per second of the window it was counted
-    /// in.
-    Clock(&'static str),
-    /// A family of kubectl calls: the polls (`get-…`, `list-pods…`) are
-    /// paced ([`POLLS`]), every other call is the workload's.
-    Calls,
-    /// Watch events per resource: a lease's follow the clock
-    /// ([`LEASES`]), every other resource's the pace ([`WATCHERS`]).
-    Watches,
-    /// A family of a client's requests by "verb resource": a lease's
-    /// follow the clock ([`LEASES`]), the rest this reason's pace.
-    Requests(&'static str),
-}
-
-/// What drives one metric, a family member's resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Drive {
-    Workload,
-    Pace(&'static str),
-    Clock(&'static str),
-}
-
-/// Why kubectl polls are paced.
-pub const POLLS: &str = "polls follow the run's length";
-/// Why a lease's watch events follow the clock.
-pub const LEASES: &str = "leases are renewed every few seconds";
-/// Why other watch events follow the pace.
-pub const WATCHERS: &str = "a change reaches every watcher, and status updates coalesce";
+pub use crate::bench::core::drivers::{Drive, Driver, LEASES, POLLS, WATCHERS};
 
 /// Everything about a metric but how a run reads it: what renderers and
 /// the baseline policy need where there is no run (a stored baseline).
@@ -197,6 +153,14 @@ pub struct Spec {
     /// A family member the run did not have counts 0 (a call not made, an
     /// object kind not created) rather than "not measured".
     pub missing_is_zero: bool,
+    /// A member no stored run of any machine made is new behaviour (a
+    /// request class, a client, a kind of call): a regression from
+    /// `verdict::judge::NEW_CLASS_FLOOR` a run, anywhere.
+    pub new_is_behaviour: bool,
+    /// Off the recording machine, a change must also pass this (in
+    /// `unit`): what another machine's pace alone moves the metric by in
+    /// whole steps (HPCC's polls), where its own runs stood still.
+    pub machine_floor: f64,
 }
 
 impl Spec {
@@ -213,6 +177,8 @@ impl Spec {
             views: Views::NONE,
             driver: Driver::Undeclared,
             missing_is_zero: false,
+            new_is_behaviour: false,
+            machine_floor: 0.0,
         }
     }
 
@@ -241,6 +207,25 @@ impl Spec {
 
     pub const fn driver(self, driver: Driver) -> Spec {
         Spec { driver, ..self }
+    }
+
+    /// Off the recording machine, a change must also pass `floor`
+    /// ([`Spec::machine_floor`]).
+    pub const fn machine_floor(self, floor: f64) -> Spec {
+        Spec {
+            machine_floor: floor,
+            ..self
+        }
+    }
+
+    /// A family whose absent members count 0 and whose member no run
+    /// ever made is new behaviour ([`Spec::new_is_behaviour`]).
+    pub const fn new_members_are_behaviour(self) -> Spec {
+        Spec {
+            missing_is_zero: true,
+            new_is_behaviour: true,
+            ..self
+        }
     }
 
     pub const fn missing_is_zero(self) -> Spec {
@@ -291,41 +276,12 @@ impl Spec {
     /// What drives metric `name` (this one, or a member); None where
     /// nothing was declared.
     pub fn drive_of(&self, name: &str) -> Option<Drive> {
-        let member = || {
-            let (pre, post) = self.key.split_once("{}").unwrap_or((self.key, ""));
-            name.strip_prefix(pre)
-                .and_then(|m| m.strip_suffix(post))
-                .unwrap_or(name)
-        };
-        Some(match self.driver {
-            Driver::Undeclared => return None,
-            Driver::Workload => Drive::Workload,
-            Driver::Pace(why) => Drive::Pace(why),
-            Driver::Clock(why) => Drive::Clock(why),
-            Driver::Calls => {
-                let call = member();
-                if ["get-", "list-pods"].iter().any(|p| call.starts_with(p)) {
-                    Drive::Pace(POLLS)
-                } else {
-                    Drive::Workload
-                }
-            }
-            Driver::Watches => {
-                if member().starts_with("leases.") {
-                    Drive::Clock(LEASES)
-                } else {
-                    Drive::Pace(WATCHERS)
-                }
-            }
-            Driver::Requests(why) => {
-                let m = member();
-                if m.ends_with(" leases") || m.contains(" leases/") {
-                    Drive::Clock(LEASES)
-                } else {
-                    Drive::Pace(why)
-                }
-            }
-        })
+        let (pre, post) = self.key.split_once("{}").unwrap_or((self.key, ""));
+        let member = name
+            .strip_prefix(pre)
+            .and_then(|m| m.strip_suffix(post))
+            .unwrap_or(name);
+        self.driver.resolve(member)
     }
 }
 

@@ -6,19 +6,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::core::baseline;
 use crate::bench::core::baseline::KnownMode;
 use crate::bench::core::report::compare as report;
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
-use crate::bench::core::{baseline, compare, gate};
+use crate::bench::core::verdict::{self, place};
 
 pub use crate::bench::core::verdict::Comparison;
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
-/// `root`: every metric against its recorded runs on a quiet machine of
-/// the baseline's kind (gate); elsewhere what the pace or the clock
-/// drives against the band across machines and loads
-/// (`compare::compare_at`). With `counts_only` latencies, times and CPU
+/// `root`: every metric against its recorded runs on the baseline's own
+/// machine, quiet (`verdict::place`); elsewhere what the pace or the
+/// clock drives against what a machine not seen yet may show, from the
+/// machines the baseline holds (`verdict::compare_at`). With `counts_only` latencies, times and CPU
 /// are shown, not judged. Writes compare.md, compare-summary.md and
 /// compare-junit.xml into `out`. The baseline's modes are checked by
 /// `known` (`bench::recorded::known_mode`: its workload's).
@@ -32,22 +33,23 @@ pub fn compare<R: Run>(
     let path = baseline::path_for(root, r);
     let base = baseline::load_with(&path, known)?;
     baseline::same_capabilities(&base, r, &path)?;
-    let timing = gate::machine_gate(&base, r);
-    let place = compare::Place {
+    let timing = place::machine_gate(&base, r);
+    let at = verdict::Place {
         unlike: timing.clone().err(),
     };
-    let mut verdicts = compare::compare_at(&base, r, &place);
+    let mut verdicts = verdict::compare_at(&base, r, &at);
     if counts_only {
-        compare::counts_only(&mut verdicts);
+        verdict::counts_only(&mut verdicts);
     }
     let c = Comparison {
         baseline: path,
         verdicts,
         timing,
-        across: base.across.clone(),
+        machines: verdict::band::Machines::of(&base).labels,
         counts_only,
         in_range: R::IN_RANGE,
         request_totals: R::REQUEST_TOTALS,
+        here: R::HERE,
     };
     write(&c, out)?;
     Ok(c)
@@ -77,6 +79,7 @@ pub fn record_band<R: Run>(
     let path = baseline::path_for(root, r);
     let mut base = baseline::load_with(&path, known)?;
     baseline::same_capabilities(&base, r, &path)?;
+    crate::bench::core::across::derive_by_driver(&mut base);
     let c = crate::bench::core::across::add(&mut base, r)
         .map_err(|e| crate::error::bad_input(format!("{}: {e}", path.display())))?;
     crate::output::write_atomic(&path, serde_json::to_string_pretty(&base)? + "\n")?;
@@ -126,6 +129,7 @@ pub fn record<R: Run>(
             );
         }
     }
+    crate::bench::core::across::derive_by_driver(&mut b);
     crate::output::write_atomic(&path, serde_json::to_string_pretty(&b)? + "\n")?;
     Ok(path)
 }

@@ -45,6 +45,11 @@ pub trait Run:
     /// `Kind::Fixed` metrics.
     const IN_RANGE: &'static str = "pods, containers and objects";
 
+    /// The command that judges a change on this machine alone, against
+    /// the reference run round by round beside it (compare-summary.md's
+    /// "what gives a verdict here").
+    const HERE: &'static str = "an interleaved A/B of the two builds on this machine (`harness measure --variant a='…' --variant b='…' --repeat 3`)";
+
     /// The metrics that total clients' API requests: a regression of one
     /// is explained by the clients that grew most (compare-summary.md).
     const REQUEST_TOTALS: &'static [&'static str] =
@@ -517,6 +522,18 @@ pub fn summarize<R: Run>(runs: Vec<R>) -> ModeSummary<R> {
 }
 
 impl<R: Run> Results<R> {
+    /// The speed probe's median over every run (`machine::Speed`, this
+    /// probe's version only); None where no run measured it.
+    pub fn speed(&self) -> Option<f64> {
+        crate::machine::Speed::median_of(
+            self.modes
+                .values()
+                .flat_map(|s| s.runs().iter().filter_map(|x| x.figures().window.speed))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+    }
+
     /// A run set of `R` about to run here: no run yet, this harness's
     /// version, started now, on this machine, ordered as `statistics`
     /// says. A caller sets what else it knows (`model`, `capabilities`…)

@@ -39,19 +39,30 @@ pub fn requests_behind(w: &WindowFigures, name: &str) -> Option<u64> {
     }
 }
 
+/// A p99 resting on too few requests: the fewest of any run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thin {
+    pub fewest: u64,
+}
+
+impl std::fmt::Display for Thin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rank = self.fewest.div_ceil(100).max(1);
+        write!(
+            f,
+            "a p99 of {} requests is their {}; judged from {MIN_REQUESTS}",
+            self.fewest,
+            largest(rank)
+        )
+    }
+}
+
 /// Why request-latency p99 `metric` of `runs` is not judged: when a run's
 /// p99 rests on fewer than [`MIN_ABOVE`] requests. None when it is judged
 /// or is another metric.
-pub fn too_thin<'a>(runs: impl Iterator<Item = &'a WindowFigures>, metric: &str) -> Option<String> {
+pub fn too_thin<'a>(runs: impl Iterator<Item = &'a WindowFigures>, metric: &str) -> Option<Thin> {
     let fewest = runs.filter_map(|w| requests_behind(w, metric)).min()?;
-    if fewest >= MIN_REQUESTS {
-        return None;
-    }
-    let rank = fewest.div_ceil(100).max(1);
-    Some(format!(
-        "a p99 of {fewest} requests is their {}; judged from {MIN_REQUESTS}",
-        largest(rank)
-    ))
+    (fewest < MIN_REQUESTS).then_some(Thin { fewest })
 }
 
 /// "largest", "2nd largest", …

@@ -11,9 +11,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::core::baseline::{Baseline, Metric};
-use crate::bench::core::compare;
 use crate::bench::core::figures::API_REQUESTS;
 use crate::bench::core::metric::{Spec, Views};
+use crate::bench::core::verdict::judge::own_band;
 use crate::bench::thor::answer;
 use crate::error::bad_input;
 use crate::stats;
@@ -237,7 +237,7 @@ pub fn spread_markdown(files: &[Recorded], specs: &[Spec]) -> String {
             let text = match ms.get(spec.key).map(runs) {
                 Some(r) if r.len() > 1 => {
                     let s = stats::spread(&r);
-                    let band = compare::band_of(&r) * 100.0;
+                    let band = own_band(&r) * 100.0;
                     let (unit, f) = amount(spec);
                     format!(
                         "{} [{}–{}]{unit} cv {:.1} %, band +{band:.1} %",
@@ -340,6 +340,7 @@ mod tests {
                 capabilities: None,
                 machine: None,
                 disk: None,
+                speed: None,
             },
         }
     }

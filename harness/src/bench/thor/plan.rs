@@ -5,7 +5,7 @@
 //! beside any baseline (`Run::own_verdicts`).
 
 use crate::bench::core::metric::MetricKind;
-use crate::bench::core::verdict::{Status, Verdict};
+use crate::bench::core::verdict::{Reason, Status, Verdict};
 use crate::bench::thor::result::ThorResult;
 use crate::stats;
 use crate::workload::thor::driver::callplan;
@@ -27,17 +27,15 @@ pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
             .map(|x| x.call_plan.as_ref().and_then(callplan::expected))
             .collect();
         if plans.iter().any(Option::is_none) {
-            out.push(Verdict {
-                mode: mode.clone(),
-                metric: format!("{PLAN_PREFIX}*"),
-                kind: MetricKind::Count,
-                baseline: f64::NAN,
-                current: None,
-                pass: true,
-                status: Status::NotCompared,
-                judged: None,
-                note: "not compared with the plan: a run had a failed instance or no plan (an older result)".into(),
-            });
+            out.push(Verdict::new(
+                mode,
+                &format!("{PLAN_PREFIX}*"),
+                MetricKind::Count,
+                Status::NotCompared,
+                Reason::Workload(
+                    "not compared with the plan: a run had a failed instance or no plan (an older result)".into(),
+                ),
+            ));
             continue;
         }
         let mut purposes: Vec<String> = callplan::PURPOSES.iter().map(|p| p.to_string()).collect();
@@ -70,16 +68,12 @@ pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
             let instances: u32 = runs.iter().map(|x| x.instances).sum();
             let per_instance = counts.iter().sum::<f64>() / f64::from(instances.max(1));
             let pass = outside.is_empty();
-            out.push(Verdict {
-                mode: mode.clone(),
-                metric: format!("{PLAN_PREFIX}{purpose}"),
-                kind: MetricKind::Exact,
-                baseline: f64::NAN,
-                current: Some(stats::median(&counts)),
-                pass,
-                status: if pass { Status::Ok } else { Status::Regressed },
-                judged: None,
-                note: match pass {
+            let mut v = Verdict::new(
+                mode,
+                &format!("{PLAN_PREFIX}{purpose}"),
+                MetricKind::Exact,
+                if pass { Status::Ok } else { Status::Regressed },
+                Reason::Workload(match pass {
                     true => format!(
                         "within the plan ({} per run; {per_instance:.1} per instance)",
                         bounds.join(", ")
@@ -88,8 +82,10 @@ pub fn against_plan(r: &ThorResult) -> Vec<Verdict> {
                         "outside the plan the scenario implies: {} ({per_instance:.1} per instance)",
                         outside.join("; ")
                     ),
-                },
-            });
+                }),
+            );
+            v.current = Some(stats::median(&counts));
+            out.push(v);
         }
     }
     out

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::bench::core::charts::fmt_num;
 use crate::bench::core::figures;
 use crate::bench::core::metric::Spec;
-use crate::bench::core::verdict::{Comparison, Status, Verdict};
+use crate::bench::core::verdict::{Comparison, Reason, Status, Verdict};
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
 /// The summary's file name in an out dir.
@@ -19,7 +19,7 @@ pub const SUMMARY: &str = "compare-summary.md";
 pub fn compare_markdown(c: &Comparison) -> String {
     let (verdicts, baseline) = (&c.verdicts, &c.baseline);
     let count = |st: Status| verdicts.iter().filter(|v| v.status == st).count();
-    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let failed = verdicts.iter().filter(|v| !v.pass()).count();
     let mut also = Vec::new();
     for (st, what) in [
         (Status::Withheld, "withheld here"),
@@ -48,10 +48,14 @@ pub fn compare_markdown(c: &Comparison) -> String {
     if verdicts.iter().any(|v| v.judged.is_some()) {
         let _ = writeln!(
             s,
-            "Rule: a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}); {} must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
+            "Rule: on the baseline's own machine, and for what the workload alone drives, a metric's band is what its recorded runs measured (highest ÷ median); it regressed when the {:.0} % interval of run ÷ baseline (Welch t on the logs of the recorded runs and the run's: the ratio of their geometric means; on the values where one is 0; with one run, the recorded runs' spread stands for both) lies above 1 + band and the change exceeds its minimum effect and noise floor ({}). Off that machine, what the pace or the clock drives regressed when the run's mean lies past what a machine not seen yet may show — the machines' centre plus z standard deviations of a random-effects prediction (machine-to-machine spread at its 95 % upper bound from the machines the baseline holds), z for a {:.0} % chance that any metric judged so falls out on unchanged code — and past the same minimum effect and floor; it is withheld when that allowance is wider than +{:.0} % (counts, sizes) or +{:.0} % (times) and the floor. A request class, client or call no run of any machine made is a regression from {} a run. {} must stay in their recorded range; a request-latency p99 is judged only when {} requests or more lie above it ({} in its class) in every run. The intervals shown are against the recorded runs themselves.\n",
             crate::stats::CONFIDENCE * 100.0,
             crate::bench::core::result::RULE_TEXT,
-            c.in_range,
+            crate::bench::core::verdict::judge::FAMILY_ALPHA * 100.0,
+            crate::bench::core::verdict::judge::MUST_SEE_COUNT * 100.0,
+            crate::bench::core::verdict::judge::MUST_SEE_TIME * 100.0,
+            crate::bench::core::verdict::judge::NEW_CLASS_FLOOR,
+            capitalized(c.in_range),
             crate::bench::core::thin::MIN_ABOVE,
             crate::bench::core::thin::MIN_REQUESTS
         );
@@ -74,7 +78,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
             v.metric,
             num(v.baseline),
             v.current.map_or("—".into(), num),
-            match (v.pass, v.status) {
+            match (v.pass(), v.status) {
                 (false, _) => "**REGRESSION**",
                 (true, Status::Improved) => "lower",
                 (true, Status::NotCompared) => "not compared",
@@ -82,7 +86,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
                 (true, Status::Withheld) => "withheld",
                 _ => "ok",
             },
-            v.note
+            v.note()
         );
     }
     s
@@ -93,7 +97,7 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
         .iter()
         .map(|v| {
             let c = JunitCase::new(format!("compare.{}", v.mode), &v.metric);
-            if v.pass { c } else { c.failed(&v.note) }
+            if v.pass() { c } else { c.failed(v.note()) }
         })
         .collect();
     junit_xml(&[JunitSuite {
@@ -107,21 +111,16 @@ pub fn compare_junit(verdicts: &[Verdict]) -> String {
 fn place(c: &Comparison) -> String {
     let mut s = match &c.timing {
         Ok(why) => format!(
-            "Judged on the baseline's kind of machine: every metric against its recorded runs — {why}.\n"
+            "Judged on the baseline's own machine: every metric against its recorded runs — {why}.\n"
         ),
         Err(why) => format!(
-            "Not the baseline's machine or not quiet ({why}): what the workload alone drives (objects, an identity's writes, its planned calls) is judged against the recorded runs; what its pace or the clock drives against the band across machines and loads{}.\n",
-            if c.across.is_empty() {
-                ", which this baseline does not hold (record it with `--record-band` on a loaded or another machine)".to_string()
-            } else {
-                format!(
-                    " ({})",
-                    c.across
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
+            "Not the baseline's machine, or not quiet ({why}): what the workload alone drives (objects, creates, an identity's writes, its planned calls) is judged against the recorded runs; what its pace or the clock drives against what a machine not seen yet may show, predicted from {}.\n",
+            match c.machines.len() {
+                0 | 1 => "the recording machine alone — which says nothing of another, so those verdicts are withheld (add runs of other machines with `--record-band`)".to_string(),
+                n => format!(
+                    "the {n} machines the baseline holds ({}), family-wise over the metrics judged so",
+                    c.machines.join("; ")
+                ),
             }
         ),
     };
@@ -130,6 +129,14 @@ fn place(c: &Comparison) -> String {
         s.push_str("Latencies, times and CPU: shown, not judged (--counts-only).\n");
     }
     s
+}
+
+/// "pods, …" → "Pods, …".
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or(String::new(), |f| {
+        f.to_uppercase().collect::<String>() + c.as_str()
+    })
 }
 
 /// What a family's member names follow (its key before the member).
@@ -149,7 +156,7 @@ fn behind(v: &Verdict, c: &Comparison) -> String {
     let grew = |prefix: &str, within: &dyn Fn(&str) -> bool| {
         let mut rows: Vec<(&str, f64, f64)> = all
             .iter()
-            .filter(|x| x.mode == v.mode && !x.note.contains("per second of the window"))
+            .filter(|x| x.mode == v.mode && !x.per_second)
             .filter_map(|x| {
                 let name = x.metric.strip_prefix(prefix)?;
                 let now = x.current?;
@@ -237,18 +244,13 @@ fn behind(v: &Verdict, c: &Comparison) -> String {
 /// behind it (client, verb × resource), what could not be judged here
 /// and why, and what would give a verdict.
 pub fn summary(c: &Comparison) -> String {
-    let regressed: Vec<&Verdict> = c.verdicts.iter().filter(|v| !v.pass).collect();
+    let regressed: Vec<&Verdict> = c.verdicts.iter().filter(|v| !v.pass()).collect();
     let withheld: Vec<&Verdict> = c
         .verdicts
         .iter()
         .filter(|v| v.status == Status::Withheld)
         .collect();
-    let judged = c
-        .verdicts
-        .iter()
-        .filter(|v| matches!(v.status, Status::Ok | Status::Improved | Status::Regressed))
-        .filter(|v| !v.note.starts_with("not judged"))
-        .count();
+    let judged = c.verdicts.iter().filter(|v| v.judged_here()).count();
     let mut s = format!(
         "## Compared with `{}`: {}\n\n",
         c.baseline.display(),
@@ -274,7 +276,7 @@ pub fn summary(c: &Comparison) -> String {
                 v.metric,
                 fmt_num(v.baseline),
                 v.current.map_or("—".into(), fmt_num),
-                v.note,
+                v.note(),
                 behind(v, c)
             );
         }
@@ -282,23 +284,12 @@ pub fn summary(c: &Comparison) -> String {
     }
     if !withheld.is_empty() {
         let _ = writeln!(s, "**Could not be judged here** ({}):\n", withheld.len());
-        // One line per reason, its metrics named.
+        // One line per kind of reason, its metrics named.
         let mut by_why: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for v in &withheld {
-            let why = v
-                .note
-                .split_once("withheld here: ")
-                .map_or(v.note.as_str(), |(_, w)| w)
-                .split("; the smallest change")
-                .next()
-                .unwrap_or("")
-                .to_string();
-            let why = match why.split_once(" from ") {
-                Some((band, rest)) if band.starts_with("its band across machines") => {
-                    let than = rest.split_once("wider than the ").map_or("", |(_, t)| t);
-                    format!("its band across machines and loads is wider than the {than}")
-                }
-                _ => why,
+            let why = match &v.reason {
+                Reason::Withheld { why, .. } => why.headline(),
+                _ => v.note(),
             };
             by_why
                 .entry(why)
@@ -322,7 +313,11 @@ pub fn summary(c: &Comparison) -> String {
                 }
             );
         }
-        s.push_str("\nWhat gives a verdict for them: a baseline of this machine's kind (run the reference build here with `--record`, then `--compare` your change), or an interleaved A/B of the two builds on this machine (`harness measure --variant a='…' --variant b='…'`). Each row of compare.md says the smallest change it could have seen here.\n");
+        let _ = writeln!(
+            s,
+            "\nWhat gives a verdict for them here: {}, or a baseline of this machine (record the reference build here with `--record`, then `--compare` your change); more machines in the baseline's band narrow what a new machine may show (`--record-band`). Each row of compare.md says the smallest change it could have seen here.",
+            c.here
+        );
     }
     s
 }
@@ -333,16 +328,44 @@ mod tests {
     use crate::bench::core::metric::MetricKind;
 
     fn row(metric: &str, was: f64, now: f64, status: Status, note: &str) -> Verdict {
-        Verdict {
-            mode: "jobset".into(),
-            metric: metric.into(),
-            kind: MetricKind::Count,
-            baseline: was,
-            current: Some(now),
-            pass: status != Status::Regressed,
+        let mut v = Verdict::new(
+            "jobset",
+            metric,
+            MetricKind::Count,
             status,
-            judged: None,
-            note: note.into(),
+            Reason::Workload(note.into()),
+        );
+        v.baseline = was;
+        v.current = Some(now);
+        v
+    }
+
+    /// A row withheld for `why`.
+    fn withheld(metric: &str, why: crate::bench::core::verdict::Unjudgeable) -> Verdict {
+        let mut v = row(metric, 30.0, 31.0, Status::Withheld, "");
+        v.reason = Reason::Withheld {
+            why,
+            could_see: Some(1.2),
+        };
+        v
+    }
+
+    fn too_wide() -> crate::bench::core::verdict::Unjudgeable {
+        crate::bench::core::verdict::Unjudgeable::TooWide {
+            allowance: crate::bench::core::verdict::Allowance {
+                up: 0.8,
+                down: 0.44,
+                centre: 30.0,
+                width: 24.0,
+                machines: 3,
+                runs: 50,
+                pooled: true,
+                z: 3.9,
+                family: 200,
+            },
+            must_see: 0.5,
+            floor: 5.0,
+            needed: Some(7),
         }
     }
 
@@ -368,13 +391,13 @@ mod tests {
         let mut c = comparison(vec![v]);
         let measure = compare_markdown(&c);
         assert!(
-            measure.contains("); pods, containers and objects must stay in their recorded range;"),
+            measure.contains(". Pods, containers and objects must stay in their recorded range;"),
             "{measure}"
         );
         c.in_range = crate::bench::thor::result::ModeResult::IN_RANGE;
         let thor = compare_markdown(&c);
         assert!(
-            thor.contains("); pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99"),
+            thor.contains(". Pods, containers, objects and the Thor identity's writes must stay in their recorded range; a request-latency p99"),
             "{thor}"
         );
     }
@@ -384,11 +407,12 @@ mod tests {
             baseline: "baselines/local/1.37/smoke.json".into(),
             verdicts,
             timing: Err("another machine".into()),
-            across: Vec::new(),
+            machines: Vec::new(),
             counts_only: false,
             in_range: "pods, containers and objects",
             // The rows below are Thor's.
             request_totals: <crate::bench::thor::result::ModeResult as crate::bench::core::result::Run>::REQUEST_TOTALS,
+            here: <crate::bench::thor::result::ModeResult as crate::bench::core::result::Run>::HERE,
         }
     }
 
@@ -437,18 +461,13 @@ mod tests {
                 Status::Ok,
                 "ok",
             ),
-            row(
-                "wall_s",
-                30.0,
-                31.0,
-                Status::Withheld,
-                "withheld here: its band across machines and loads is +80.0 % from 35 runs, wider than the +50 % it must be seen at; the smallest change it could have seen here: +120 %",
-            ),
+            withheld("wall_s", too_wide()),
+            withheld("instance_start_ms.p99", too_wide()),
         ]);
         assert_eq!(c.exit_code(), crate::error::EXIT_FAILED);
         let s = summary(&c);
         assert!(
-            s.contains("4 regression(s)") && s.contains("1 could not be judged here"),
+            s.contains("4 regression(s)") && s.contains("2 could not be judged here"),
             "{s}"
         );
         assert!(
@@ -465,18 +484,16 @@ mod tests {
             ),
             "{s}"
         );
+        // One line per kind of reason, grouped by the reason itself.
         assert!(
-            s.contains("- its band across machines and loads is wider than the +50 % it must be seen at: jobset `wall_s`"),
+            s.contains("- what a machine not seen yet may show, from the 3 machines the baseline holds, is wider than the +50 % they must be seen at: jobset `wall_s`, jobset `instance_start_ms.p99`"),
             "{s}"
         );
         assert!(s.contains("What gives a verdict for them"), "{s}");
         // Nothing regressed, something withheld: exit 4.
-        let c = comparison(vec![row(
+        let c = comparison(vec![withheld(
             "wall_s",
-            30.0,
-            31.0,
-            Status::Withheld,
-            "withheld here: x",
+            crate::bench::core::verdict::Unjudgeable::OneMachine,
         )]);
         assert_eq!(c.exit_code(), crate::error::EXIT_UNJUDGED);
         assert!(summary(&c).contains("(exit 4)"));

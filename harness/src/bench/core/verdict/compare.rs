@@ -1,37 +1,40 @@
-//! Judging a run against its stored baseline, one verdict per metric.
+//! Judging a run set against its stored baseline, one verdict per metric
+//! of each mode: the walk over the baseline × the run, each metric sent
+//! to its judge (`judge`) by what it is and what drives it:
 //!
-//! A v2 baseline keeps each metric's recorded runs. Its **band** is what
-//! those runs measured: the highest ÷ their median. A metric is
-//! **regressed** when the one rule of `crate::stats` says the run is
-//! "higher" than the recorded runs raised by the band: the 95 % interval
-//! of run ÷ baseline (unpaired: Welch's t on the logs, `stats::judge`)
-//! lies above 1 + band, and the change exceeds the metric's minimum effect and noise
-//! floor. "lower" (against the recorded runs themselves) passes, and is
-//! reported. Counts the
-//! scenario fixes (`MetricKind::Exact`) pass only inside the recorded
-//! runs' range (equal, when every recorded run agreed).
-//!
-//! Where the run's machine is not the baseline's kind, or was busy
-//! ([`Place`]), a metric the workload's pace or the clock drives
-//! (`metric::Drive`) is judged against the band measured across machines
-//! and loads instead (`bench::core::across`), a clocked one per second of
-//! its window everywhere; a verdict is withheld ([`Status::Withheld`])
-//! only where that band is missing or too wide, and says why and the
-//! smallest change it could have seen.
-//!
-//! A v1 baseline (one value, a hand-set tolerance) is judged as it was,
-//! and every row says it came from a single-value baseline. A mode the
-//! run did not measure is "not compared"; a metric of the run the
-//! baseline lacks is reported as "not in the baseline".
+//! - not run, not this workload's, not measured, not in the baseline:
+//!   said, not judged (not measured is a regression: the run lost it);
+//! - a v1 baseline: its hand-set tolerance;
+//! - a count the scenario fixes: inside the recorded range, anywhere;
+//! - a family member no run of any machine made (a request class, a
+//!   client): a regression anywhere from `judge::NEW_CLASS_FLOOR` a run;
+//! - what the workload alone drives, and anything on the baseline's own
+//!   machine quiet ([`Place::ALIKE`]): the recorded runs' own band;
+//! - elsewhere, what the pace or the clock drives: what a machine not
+//!   seen yet may show, predicted from the machines the baseline holds
+//!   (`band`, `stats::machines`), family-wise over every metric judged
+//!   so, per second of the window where the clock drives it (`scale`).
 
-use crate::bench::core::across::{self, Against, Withheld};
+use std::collections::BTreeMap;
+
 use crate::bench::core::baseline::{Baseline, Metric};
-use crate::bench::core::metric::{self as declared, Drive, MetricKind, Spec, Views, spec_of};
-use crate::bench::core::result::Results;
-use crate::bench::core::result::Run;
+use crate::bench::core::metric::{self as declared, Drive, Kind, MetricKind, Spec, Views, spec_of};
+use crate::bench::core::result::{Results, Run};
 use crate::bench::core::thin;
-pub use crate::bench::core::verdict::{Status, Verdict};
-use crate::stats::{self, Direction};
+use crate::bench::core::verdict::band::{Band, Machines, Pools, judged_across, offset, pools};
+use crate::bench::core::verdict::judge::{self, Decision, Judging};
+use crate::bench::core::verdict::model::{NotJudged, Reason, Status, Unjudgeable, Verdict};
+use crate::bench::core::verdict::place::Place;
+use crate::bench::core::verdict::scale::Scale;
+use crate::stats;
+
+/// What drives metric `name` (its declaration's `driver`); a metric
+/// without one is taken as paced (a test keeps every metric declared).
+pub fn drive(specs: &[Spec], name: &str) -> Drive {
+    spec_of(specs, name)
+        .and_then(|s| s.drive_of(name))
+        .unwrap_or(Drive::Pace("no driver declared"))
+}
 
 /// The run's values of `name` in `mode`, one per repeat, each with its
 /// run's window length (`wall_s`).
@@ -49,118 +52,133 @@ fn run_samples<R: Run>(
     (!v.is_empty()).then_some(v)
 }
 
-/// What drives metric `name` (its declaration's `driver`); a metric
-/// without one is taken as paced (a test keeps every metric declared).
-pub fn drive(specs: &[Spec], name: &str) -> Drive {
-    spec_of(specs, name)
-        .and_then(|s| s.drive_of(name))
-        .unwrap_or(Drive::Pace("no driver declared"))
+/// What every metric of one comparison is judged with: the baseline,
+/// its metrics' declarations, the place, its machines (one left out, for
+/// the calibration's question) and their pooled spread, and how many
+/// metrics are judged against the machines.
+pub struct Context<'a> {
+    b: &'a Baseline,
+    specs: &'a [Spec],
+    place: Place,
+    machines: Machines,
+    without: Option<usize>,
+    pools: Pools,
+    family: usize,
 }
 
-/// Where a run set is judged against its baseline.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Place {
-    /// None: on the baseline's kind of machine, quiet — every metric is
-    /// judged against its recorded runs' band. Some(why not): what the
-    /// pace or the clock drives is judged against the band across
-    /// machines and loads (`bench::core::across`).
-    pub unlike: Option<String>,
+impl<'a> Context<'a> {
+    /// The context of judging runs of the modes `ran` against `b` at
+    /// `place`, machine `without` left out of the band where given.
+    pub fn new(
+        b: &'a Baseline,
+        specs: &'a [Spec],
+        place: Place,
+        without: Option<usize>,
+        ran: &dyn Fn(&str) -> bool,
+    ) -> Context<'a> {
+        let machines = Machines::of(b);
+        let family = judged_across(b, specs)
+            .filter(|(mode, ..)| ran(mode))
+            .count();
+        Context {
+            b,
+            specs,
+            pools: pools(b, specs, &machines, without),
+            machines,
+            without,
+            place,
+            family,
+        }
+    }
+
+    /// The machines of the baseline.
+    pub fn machines(&self) -> &Machines {
+        &self.machines
+    }
+
+    /// The verdict of metric `name` (`m` in the baseline) of `mode`,
+    /// whose run values are `current`, each (value, its window's length).
+    pub fn verdict(
+        &self,
+        mode: &str,
+        name: &str,
+        m: &Metric,
+        current: Option<&[(f64, f64)]>,
+    ) -> Verdict {
+        let Some(spec) = spec_of(self.specs, name) else {
+            // A metric an older harness kept of this workload's runs.
+            let mut v = Verdict::new(
+                mode,
+                name,
+                m.kind,
+                Status::NotCompared,
+                Reason::NotThisWorkload,
+            );
+            v.baseline = m.value;
+            return v;
+        };
+        let mut v = Verdict::new(mode, name, m.kind, Status::Ok, Reason::NotMeasured);
+        v.baseline = m.value;
+        let Some(cur) = current else {
+            v.status = Status::Regressed;
+            return v;
+        };
+        let values: Vec<f64> = cur.iter().map(|(x, _)| *x).collect();
+        v.current = Some(stats::median(&values));
+        let decision = if m.samples.is_empty() || self.b.single_value() {
+            judge::single_value(m, stats::median(&values))
+        } else if m.kind == MetricKind::Exact {
+            judge::exact(&m.samples, &values)
+        } else {
+            self.judged(&mut v, (mode, name, m), spec, cur)
+        };
+        v.status = decision.status;
+        v.reason = decision.reason;
+        v.judged = decision.judged;
+        v
+    }
 }
 
-impl Place {
-    /// The baseline's kind of machine, quiet.
-    pub const ALIKE: Place = Place { unlike: None };
-}
-
-/// Check a run against a baseline as on its own kind of machine, quiet
+/// Check a run against a baseline as on its own machine, quiet
 /// ([`compare_at`]).
 pub fn compare<R: Run>(b: &Baseline, r: &Results<R>) -> Vec<Verdict> {
     compare_at(b, r, &Place::ALIKE)
 }
 
-/// Check a run against a baseline, metric by metric, after what the
-/// workload judges of the run set on its own (`Run::own_verdicts`), at
-/// `place`.
+/// Check a run against a baseline at `place`, metric by metric, after
+/// what the workload judges of the run set on its own
+/// (`Run::own_verdicts`).
 pub fn compare_at<R: Run>(b: &Baseline, r: &Results<R>, place: &Place) -> Vec<Verdict> {
     let declared = R::metrics();
     let specs: Vec<Spec> = declared.iter().map(|m| m.spec).collect();
+    let cx = Context::new(b, &specs, place.clone(), None, &|mode| {
+        r.modes.contains_key(mode)
+    });
     let mut out = R::own_verdicts(r);
     for (mode, metrics) in &b.modes {
         if !r.modes.contains_key(mode) {
-            out.push(Verdict {
-                mode: mode.clone(),
-                metric: format!("(all {} metrics)", metrics.len()),
-                kind: MetricKind::Count,
-                baseline: f64::NAN,
-                current: None,
-                pass: true,
-                status: Status::NotCompared,
-                judged: None,
-                note: format!("not compared: {mode} was not run (--modes)"),
-            });
+            out.push(Verdict::new(
+                mode,
+                &format!("(all {} metrics)", metrics.len()),
+                MetricKind::Count,
+                Status::NotCompared,
+                Reason::ModeNotRun {
+                    metrics: metrics.len(),
+                },
+            ));
             continue;
         }
         let metrics = &with_absent_members(&specs, &declared, r, mode, metrics);
         for (name, m) in metrics {
-            let Some(spec) = spec_of(&specs, name) else {
-                // A metric an older harness kept of this workload's runs
-                // (a baseline recorded when its runs carried another
-                // workload's zeroed fields).
-                out.push(Verdict {
-                    mode: mode.clone(),
-                    metric: name.clone(),
-                    kind: m.kind,
-                    baseline: m.value,
-                    current: None,
-                    pass: true,
-                    status: Status::NotCompared,
-                    judged: None,
-                    note: "not compared: not a metric of this workload's runs (recorded by an older harness)".into(),
-                });
-                continue;
-            };
             let current = run_samples(&declared, r, mode, name);
-            let values = |c: &[(f64, f64)]| c.iter().map(|(x, _)| *x).collect::<Vec<f64>>();
-            let mut v = Verdict {
-                mode: mode.clone(),
-                metric: name.clone(),
-                kind: m.kind,
-                baseline: m.value,
-                current: current.as_deref().map(|c| stats::median(&values(c))),
-                pass: true,
-                status: Status::Ok,
-                judged: None,
-                note: String::new(),
-            };
-            match current {
-                None => {
-                    v.pass = false;
-                    v.status = Status::Regressed;
-                    v.note = "not measured in this run".into();
-                }
-                Some(cur) if m.samples.is_empty() || b.single_value() => {
-                    let (pass, note) = judge_v1(m, stats::median(&values(&cur)));
-                    v.pass = pass;
-                    v.status = if pass { Status::Ok } else { Status::Regressed };
-                    v.note = format!("single-value baseline: {note}");
-                }
-                Some(cur) if m.kind == MetricKind::Exact => judge_exact(&mut v, m, &values(&cur)),
-                Some(cur) => {
-                    let d = drive(&specs, name);
-                    judged_at(&mut v, (b, mode, m), spec, d, place, &cur);
-                }
-            }
+            let mut v = cx.verdict(mode, name, m, current.as_deref());
             if v.current.is_some()
-                && let Some(why) = r.modes.get(mode).and_then(|s| {
+                && let Some(thin) = r.modes.get(mode).and_then(|s| {
                     thin::too_thin(s.runs().iter().map(|x| &x.figures().window), name)
                 })
             {
-                // Too few requests above the p99 to judge it anywhere: not
-                // this machine's doing, so not withheld here.
-                if v.status == Status::Withheld {
-                    v.status = Status::Ok;
-                }
-                not_judged(&mut v, &why);
+                // Too few requests above the p99 to judge it anywhere.
+                v.show_only(NotJudged::Thin(thin));
             }
             out.push(v);
         }
@@ -168,43 +186,102 @@ pub fn compare_at<R: Run>(b: &Baseline, r: &Results<R>, place: &Place) -> Vec<Ve
         let Some(sum) = r.modes.get(mode) else {
             continue;
         };
-        let kept: std::collections::BTreeMap<String, f64> =
-            declared::values_in(&declared, &sum.result, Views::KEPT)
-                .into_iter()
-                .collect();
-        for (name, value) in kept {
+        for (name, value) in declared::values_in(&declared, &sum.result, Views::KEPT) {
             if !metrics.contains_key(&name) {
-                out.push(Verdict {
-                    mode: mode.clone(),
-                    metric: name,
-                    kind: MetricKind::Count,
-                    baseline: f64::NAN,
-                    current: Some(value),
-                    pass: true,
-                    status: Status::NotInBaseline,
-                    judged: None,
-                    note: "not in the baseline: not judged (re-record to judge it)".into(),
-                });
+                let mut v = Verdict::new(
+                    mode,
+                    &name,
+                    MetricKind::Count,
+                    Status::NotInBaseline,
+                    Reason::NotInBaseline,
+                );
+                v.current = Some(value);
+                out.push(v);
             }
         }
     }
     out
 }
 
+impl Context<'_> {
+    /// A noisy metric, judged by what drives it at the comparison's place.
+    fn judged(
+        &self,
+        v: &mut Verdict,
+        (mode, name, m): (&str, &str, &Metric),
+        spec: &Spec,
+        cur: &[(f64, f64)],
+    ) -> Decision {
+        let drive = drive(self.specs, name);
+        let scale = Scale::of(drive);
+        let withheld = |why| Decision {
+            status: Status::Withheld,
+            reason: Reason::Withheld {
+                why,
+                could_see: None,
+            },
+            judged: None,
+        };
+        let (recorded, across) = match scale.stored(self.b, mode, m) {
+            Ok(x) => x,
+            Err(why) => return withheld(why),
+        };
+        let values = scale.run(cur);
+        let mut rule = spec.rule();
+        rule.floor = scale.floor(rule.floor, self.b, mode);
+        if scale.per_second() {
+            // Shown per second, as judged.
+            v.per_second = true;
+            v.baseline = stats::median(&recorded);
+            v.current = Some(stats::median(&values));
+        }
+        let unit = scale.unit(&m.unit);
+        let band = Band::of(&self.machines, self.b, mode, recorded.clone(), &across)
+            .map(|b| self.without.map_or(b.clone(), |i| b.without(i)));
+        if spec.is_family()
+            && spec.missing_is_zero
+            && spec.kind == Kind::Count
+            && band.as_ref().is_some_and(judge::never_made)
+        {
+            return judge::new_class(&values);
+        }
+        if self.place.alike() || drive == Drive::Workload {
+            return judge::own(&recorded, rule, &values, &unit);
+        }
+        let Some(band) = band else {
+            return withheld(Unjudgeable::UnalignedRuns);
+        };
+        // Off the recording machine, a change must also pass what another
+        // machine's pace alone moves the metric by (HPCC's whole polls).
+        rule.floor = rule
+            .floor
+            .max(scale.floor(spec.machine_floor, self.b, mode));
+        let how = Judging {
+            kind: spec.kind,
+            rule,
+            unit: &unit,
+            offset: offset(spec.kind, spec.floor, scale.floor(1.0, self.b, mode)),
+            pool: self.pools.of_kind(spec.kind),
+            family: self.family,
+        };
+        judge::machines(&band, how, &values)
+    }
+}
+
 /// A mode's recorded metrics, and for each count the run has of a family
 /// whose absent members are 0 (`missing_is_zero`: an object kind not
 /// created, a client that made no request) and whose other members the
-/// baseline recorded, that member at 0 in every recorded run: a cost that
-/// appears is judged (0 → x, "higher"), not listed as new. Latencies are
-/// left out (a p99 kept only past a number of calls is not 0 below it);
-/// so is a family the baseline never recorded (an older harness).
+/// baseline recorded, that member at 0 in every stored run: a cost that
+/// appears is judged, not listed as new. Latencies are left out (a p99
+/// kept only past a number of calls is not 0 below it); so is a family
+/// the baseline never recorded (an older harness).
 fn with_absent_members<R: Run>(
     specs: &[Spec],
     declared: &[declared::Metric<R>],
     r: &Results<R>,
     mode: &str,
-    metrics: &std::collections::BTreeMap<String, Metric>,
-) -> std::collections::BTreeMap<String, Metric> {
+    metrics: &BTreeMap<String, Metric>,
+) -> BTreeMap<String, Metric> {
     let mut out = metrics.clone();
     let Some(sum) = r.modes.get(mode) else {
         return out;
@@ -233,339 +310,14 @@ fn with_absent_members<R: Run>(
     out
 }
 
-/// The band a baseline's recorded runs measured above their median, as a
-/// relative effect (0 for one run).
-pub fn band_of(samples: &[f64]) -> f64 {
-    let s = stats::spread(samples);
-    if s.median > 0.0 {
-        (s.max / s.median - 1.0).max(0.0)
-    } else {
-        0.0
-    }
-}
-
-/// What `--compare` says of runs `cur` against the recorded metric `m`
-/// under `rule`, on the baseline's kind of machine (the calibration's
-/// question).
-pub fn status_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Status {
-    verdict_against(m, rule, cur).status
-}
-
-/// The verdict of runs `cur` against the recorded metric `m` under
-/// `rule`, on the baseline's kind of machine.
-fn verdict_against(m: &Metric, rule: stats::Rule, cur: &[f64]) -> Verdict {
-    let mut v = blank(m, cur);
-    if m.kind == MetricKind::Exact {
-        judge_exact(&mut v, m, cur);
-        return v;
-    }
-    let against = across::own(m.samples.clone(), false);
-    judge_against(&mut v, rule, &against, cur, ("", &m.unit));
-    v
-}
-
-/// What `--compare` says of runs `cur` against the recorded metric `m`
-/// whose band across machines and loads is `across` (values of other
-/// conditions, not per second), on a machine unlike the baseline's: its
-/// status and, when withheld, why (the calibration's cross-machine
-/// question).
-pub fn status_across(
-    m: &Metric,
-    kind: crate::bench::core::metric::Kind,
-    rule: stats::Rule,
-    cur: &[f64],
-) -> Status {
-    let mut v = blank(m, cur);
-    match across::across(m.samples.clone(), &m.across, kind, rule.floor, false) {
-        Ok(against) => judge_against(&mut v, rule, &against, cur, ("", &m.unit)),
-        Err(w) => withhold(&mut v, rule, &w, cur),
-    }
-    v.status
-}
-
-fn blank(m: &Metric, cur: &[f64]) -> Verdict {
-    Verdict {
-        mode: String::new(),
-        metric: String::new(),
-        kind: m.kind,
-        baseline: m.value,
-        current: Some(stats::median(cur)),
-        pass: true,
-        status: Status::Ok,
-        judged: None,
-        note: String::new(),
-    }
-}
-
-/// A count the scenario fixes: inside the recorded runs' range.
-fn judge_exact(v: &mut Verdict, m: &Metric, cur: &[f64]) {
-    let base = stats::spread(&m.samples);
-    let outside: Vec<f64> = cur
-        .iter()
-        .copied()
-        .filter(|x| *x < base.min || *x > base.max)
-        .collect();
-    v.pass = outside.is_empty();
-    v.status = if v.pass {
-        Status::Ok
-    } else {
-        Status::Regressed
-    };
-    let recorded = if base.min == base.max {
-        crate::bench::core::charts::fmt_num(base.min)
-    } else {
-        format!("{}–{}", base.min, base.max)
-    };
-    v.note = match v.pass {
-        true => format!("exact: {recorded} as recorded"),
-        false => format!(
-            "exact count: {} where {} runs recorded {recorded}",
-            outside
-                .iter()
-                .map(|x| crate::bench::core::charts::fmt_num(*x))
-                .collect::<Vec<_>>()
-                .join(", "),
-            base.n
-        ),
-    };
-}
-
-/// Metric `m` of `mode` in baseline `b`, judged at `place` by what drives
-/// it: against the recorded runs' band where the workload alone drives it
-/// or the machine is the baseline's kind and quiet, else against the band
-/// across machines and loads — per second of the window where the clock
-/// drives it, and withheld where that band is missing or too wide.
-fn judged_at(
-    v: &mut Verdict,
-    (b, mode, m): (&Baseline, &str, &Metric),
-    spec: &Spec,
-    d: Drive,
-    place: &Place,
-    cur: &[(f64, f64)],
-) {
-    let clocked = matches!(d, Drive::Clock(_));
-    let values: Vec<f64> = cur
-        .iter()
-        .map(|(x, w)| if clocked { x / w.max(1e-9) } else { *x })
-        .collect();
-    let mut rule = spec.rule();
-    if clocked {
-        let wall = stats::median(&cur.iter().map(|(_, w)| *w).collect::<Vec<f64>>());
-        rule.floor /= wall.max(1e-9);
-    }
-    let judged = across::band(b, mode, m, d, spec.kind, spec.floor, place.unlike.is_none());
-    // A clocked metric's medians are shown per second, as judged.
-    let against = judged.as_ref().map_or_else(|w| w.against.as_ref(), Some);
-    if let Some(a) = against.filter(|a| a.per_second) {
-        v.baseline = stats::median(&a.samples);
-        v.current = Some(stats::median(&values));
-    }
-    match judged {
-        Ok(against) => {
-            let unit = if clocked {
-                format!("{}/s", m.unit)
-            } else {
-                m.unit.clone()
-            };
-            let text = against.text(m.samples.len(), b.across.len());
-            judge_against(v, rule, &against, &values, (&text, &unit));
-        }
-        Err(w) => withhold(v, rule, &w, &values),
-    }
-}
-
-/// Withhold `v`'s verdict for `w`, saying the smallest change it could
-/// have seen against the band it had (when it had one).
-fn withhold(v: &mut Verdict, rule: stats::Rule, w: &Withheld, cur: &[f64]) {
-    let seen = w.against.as_ref().and_then(|a| {
-        let raised = raise(&a.samples, a);
-        let j = stats::judge(&raised, cur, false, rule)?;
-        let d = j.detectable.filter(|d| d.is_finite())?;
-        Some((1.0 + a.up) * (1.0 + d) - 1.0)
-    });
-    v.pass = true;
-    v.status = Status::Withheld;
-    v.judged = None;
-    v.note = format!(
-        "withheld here: {}{}",
-        w.why,
-        match seen {
-            Some(s) => format!(
-                "; the smallest change it could have seen here: +{}",
-                stats::pct(s)
-            ),
-            None => String::new(),
-        }
-    );
-}
-
-/// The recorded runs raised to the top of the band.
-fn raise(samples: &[f64], a: &Against) -> Vec<f64> {
-    let median = stats::median(samples);
-    samples
-        .iter()
-        .map(|x| {
-            // The recorded runs' own band of a median of 0 is none (as
-            // `band_of` says); a band across machines adds its reach.
-            if median > 0.0 || !a.across {
-                x * (1.0 + a.up)
-            } else {
-                x + a.width
-            }
-        })
-        .collect()
-}
-
-fn judge_against(
-    v: &mut Verdict,
-    stated: stats::Rule,
-    a: &Against,
-    cur: &[f64],
-    (why, unit): (&str, &str),
-) {
-    let raised = raise(&a.samples, a);
-    let Some(mut j) = stats::judge(&raised, cur, false, stated) else {
-        return;
-    };
-    // Reported against the baseline itself; "lower" only below the band's
-    // bottom (the recorded runs themselves where the band is theirs).
-    let lowered: Vec<f64> = a.samples.iter().map(|x| x * (1.0 - a.down)).collect();
-    let unraised = stats::judge(&a.samples, cur, false, stated);
-    let below = stats::judge(&lowered, cur, false, stated);
-    if let (Some(u), Some(l)) = (unraised, below) {
-        // The interval shown is against the recorded runs themselves; the
-        // p and what it could see are the test that decided (against the
-        // band's top for "higher", its bottom for "lower").
-        j.ratio = u.ratio;
-        if j.verdict != Direction::Higher && l.verdict == Direction::Lower {
-            j.p_value = l.p_value;
-            j.detectable = l.detectable;
-        }
-        // Only "higher" is judged against the band's top: a run below
-        // that top is lower than the band's bottom, or no different.
-        if j.verdict != Direction::Higher {
-            j.verdict = match l.verdict {
-                Direction::Lower => Direction::Lower,
-                _ => Direction::Same,
-            };
-        }
-    }
-    v.judged = Some(j);
-    let interval = format!(
-        "×{} [{}–{}] {}{}",
-        stats::fmt_ratio(j.ratio.ratio),
-        stats::fmt_ratio(j.ratio.ci_low),
-        stats::fmt_ratio(j.ratio.ci_high),
-        j.brief(),
-        match j.could_see() {
-            see if see.is_empty() => see,
-            see => format!(", {see}"),
-        }
-    );
-    let why = format!(
-        "{why} (min effect {:.0} %{})",
-        stated.min_effect * 100.0,
-        if stated.floor > 0.0 {
-            format!(", floor {} {unit}", stated.floor)
-        } else {
-            String::new()
-        }
-    );
-    match j.verdict {
-        Direction::Higher => {
-            v.pass = false;
-            v.status = Status::Regressed;
-            v.note = format!("higher: {interval}, past the {why}");
-        }
-        Direction::Lower => {
-            v.status = Status::Improved;
-            v.note = format!("lower: {interval} ({why})");
-        }
-        Direction::Same => {
-            v.note = format!("no significant difference: {interval} ({why})");
-        }
-    }
-}
-
 /// Show latencies, times and CPU without judging them, as asked
 /// (`bench --compare --counts-only`): they pass, their note says what
-/// they would have been. A count is judged by what drives it wherever
-/// it runs ([`compare_at`]).
+/// they would have said. A count is judged by what drives it wherever it
+/// runs.
 pub fn counts_only(verdicts: &mut [Verdict]) {
     for v in verdicts.iter_mut() {
-        if v.kind == MetricKind::Latency {
-            if v.status == Status::Withheld {
-                v.status = Status::Ok;
-            }
-            not_judged(v, "latency");
-        }
-    }
-}
-
-/// Show verdict `v` without judging it, for reason `why`: it passes, and
-/// its note says what it would have said.
-pub fn not_judged(v: &mut Verdict, why: &str) {
-    let would = if v.pass { "" } else { ", would regress" };
-    v.note = format!("not judged ({why}{would}): {}", v.note);
-    v.pass = true;
-    if v.status == Status::Regressed {
-        v.status = Status::Ok;
-    }
-}
-
-fn judge_v1(m: &Metric, cur: f64) -> (bool, String) {
-    let t = &m.tolerance;
-    let floor = t.floor.unwrap_or(0.0);
-    match m.kind {
-        MetricKind::Count | MetricKind::Bytes | MetricKind::Exact => {
-            let rel = t.relative.unwrap_or(0.0);
-            if m.value == 0.0 {
-                return (
-                    cur <= floor,
-                    if cur <= floor {
-                        "zero, as before".into()
-                    } else {
-                        format!("{cur} where the baseline had none")
-                    },
-                );
-            }
-            let change = (cur - m.value) / m.value;
-            let ok = change.abs() <= rel;
-            (
-                ok,
-                format!("{:+.1}% (tolerance ±{:.0}%)", change * 100.0, rel * 100.0),
-            )
-        }
-        MetricKind::Latency => {
-            if cur <= floor {
-                return (true, format!("under the noise floor of {floor} {}", m.unit));
-            }
-            let [lo, hi] = t.ratio.unwrap_or([0.0, f64::INFINITY]);
-            let ratio = if m.value > 0.0 {
-                cur / m.value
-            } else {
-                f64::INFINITY
-            };
-            if ratio > hi && cur - m.value <= floor {
-                (
-                    true,
-                    format!(
-                        "×{ratio:.2}, but +{:.1} {} is within the noise of {floor} {}",
-                        cur - m.value,
-                        m.unit,
-                        m.unit
-                    ),
-                )
-            } else if ratio > hi {
-                (
-                    false,
-                    format!("×{ratio:.2} of baseline (allowed up to ×{hi})"),
-                )
-            } else if ratio < lo {
-                (true, format!("×{ratio:.2}: faster than the baseline band"))
-            } else {
-                (true, format!("×{ratio:.2} (band ×{lo}–×{hi})"))
-            }
+        if v.kind == MetricKind::Latency && v.shown.is_none() {
+            v.show_only(NotJudged::CountsOnly);
         }
     }
 }
@@ -573,12 +325,17 @@ fn judge_v1(m: &Metric, cur: f64) -> (bool, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::core::baseline::{SCHEMA_V1, Tolerance, from_result};
+    use crate::bench::core::across;
+    use crate::bench::core::baseline::{Baseline, SCHEMA_V1, Tolerance, from_result};
     use crate::bench::core::figures::KCM_WAIT;
     use crate::bench::core::result::specs;
     use crate::bench::core::result::summarize;
+    use crate::bench::core::verdict::judge;
+    use crate::bench::core::verdict::model::Verdict;
+    use crate::bench::core::verdict::place::Place;
     use crate::bench::thor::plan::{PLAN_PREFIX, against_plan};
     use crate::bench::thor::result::{self as thor, ModeResult, ThorResult, sample_result};
+    use crate::stats::Direction;
     use crate::stats::{Prng, synthetic};
 
     /// A v1 baseline: one value per metric, the hand-set tolerances.
@@ -618,16 +375,16 @@ mod tests {
             base.problems(crate::bench::recorded::known_mode)
         );
         let verdicts = compare(&base, &sample_result(390, 2000.0));
-        let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
+        let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass()).collect();
         assert_eq!(failed.len(), 2, "{failed:#?}");
         assert_eq!(failed[0].metric, "api_requests_others");
         assert_eq!(failed[1].metric, "api_requests_total");
-        assert!(failed[1].note.contains("+30.0%"), "{}", failed[1].note);
+        assert!(failed[1].note().contains("+30.0%"), "{}", failed[1].note());
         assert!(
             verdicts
                 .iter()
                 .filter(|v| !matches!(v.status, Status::NotInBaseline | Status::NotCompared))
-                .all(|v| v.note.starts_with("single-value baseline")),
+                .all(|v| v.note().starts_with("single-value baseline")),
             "{verdicts:#?}"
         );
         // Latency ×2.1 but within the 1 s noise: passes; ×2.6 fails.
@@ -638,17 +395,17 @@ mod tests {
                 .find(|v| v.metric == "pod_startup_ms.p99")
                 .unwrap()
         };
-        assert!(p99(1500.0).pass && p99(1500.0).note.contains("within the noise"));
-        assert!(!p99(1800.0).pass);
+        assert!(p99(1500.0).pass() && p99(1500.0).note().contains("within the noise"));
+        assert!(!p99(1800.0).pass());
         // Not judging latency (--counts-only): the regression passes and
         // says so; the counts are still judged.
         let mut v = compare(&base, &sample_result(390, 1800.0));
         counts_only(&mut v);
         let p = v.iter().find(|v| v.metric == "pod_startup_ms.p99").unwrap();
-        assert!(p.pass && p.note.contains("would regress"), "{p:#?}");
+        assert!(p.pass() && p.note().contains("would regress"), "{p:#?}");
         let failed: Vec<&str> = v
             .iter()
-            .filter(|v| !v.pass)
+            .filter(|v| !v.pass())
             .map(|v| v.metric.as_str())
             .collect();
         assert_eq!(failed, [thor::OTHERS, "api_requests_total"], "{v:#?}");
@@ -709,8 +466,28 @@ mod tests {
         }
     }
 
+    /// `r` run on the machine booted as `boot` (another of the synthetic
+    /// runs' class), the rest of it at `cores`.
+    fn on_machine(r: ThorResult, cores: f64, boot: &str) -> ThorResult {
+        let mut r = beside(r, cores);
+        r.machine = Some(crate::machine::Machine {
+            cpus: 2,
+            cpu_model: "Intel Xeon".into(),
+            memory_gib: 24,
+            boot: Some(boot.into()),
+        });
+        r
+    }
+
+    fn find<'a>(v: &'a [Verdict], mode: &str, metric: &str) -> &'a Verdict {
+        v.iter()
+            .find(|v| v.mode == mode && v.metric == metric)
+            .unwrap_or_else(|| panic!("no {mode} {metric}"))
+    }
+
     #[test]
-    fn on_another_machine_a_paced_count_is_judged_against_the_band_across_machines() {
+    fn on_another_machine_a_paced_count_is_judged_against_what_machines_allow() {
+        use crate::bench::core::verdict::model::{Against, Reason, Unjudgeable};
         // The busy machine's smoke (measured): jobset-gang's Thor identity
         // polled 3 more times, the run total +6 %; nobody else moved.
         let base = from_result(&run_set(10, 1, UNCHANGED), "s.yaml");
@@ -719,59 +496,102 @@ mod tests {
             ..UNCHANGED
         };
         let v = compare(&base, &run_set(3, 2, slower));
-        let judged: Vec<&str> = v
-            .iter()
-            .filter(|v| !v.pass)
-            .map(|v| v.metric.as_str())
-            .collect();
-        assert!(judged.contains(&"thor_agent_requests"), "{judged:?}");
-        // Another machine, and the baseline holds no runs off its own:
-        // withheld, and said why — never a bare "not judged".
-        let v = compare_at(&base, &run_set(3, 2, slower), &unlike());
-        let row = v
-            .iter()
-            .find(|v| v.metric == "thor_agent_requests")
-            .unwrap();
-        assert_eq!((row.status, row.pass), (Status::Withheld, true), "{row:#?}");
         assert!(
-            row.note.contains("holds no runs from another machine"),
+            v.iter()
+                .any(|v| !v.pass() && v.metric == "thor_agent_requests"),
+            "{v:#?}"
+        );
+        // Another machine, and the baseline holds runs of its recording
+        // machine only: withheld, and said why.
+        let v = compare_at(&base, &run_set(3, 2, slower), &unlike());
+        let row = find(&v, "jobset", "thor_agent_requests");
+        assert_eq!(row.status, Status::Withheld, "{row:#?}");
+        assert!(
+            matches!(
+                row.reason,
+                Reason::Withheld {
+                    why: Unjudgeable::OneMachine,
+                    ..
+                }
+            ),
             "{row:#?}"
         );
-        // The plan's calls and the exact counts are judged anywhere.
+        assert!(
+            row.note().contains("recording machine only"),
+            "{}",
+            row.note()
+        );
+        // The exact counts are judged anywhere.
         assert!(
             v.iter()
                 .any(|v| v.metric == "pods_created" && v.status == Status::Ok),
             "{v:#?}"
         );
-        // With a slightly slower machine's runs in the band (HPCC polls
-        // 3 % more there), its runs are no regression…
+        // One other machine: a variance from two machines bounds nothing
+        // a user could act on — withheld as too wide.
         let bit = Shape {
             extra_thor: 0.03,
             ..UNCHANGED
         };
-        let mut wide = base.clone();
-        crate::bench::core::across::add(&mut wide, &beside(run_set(5, 3, bit), 1.9)).unwrap();
-        let v = compare_at(&wide, &run_set(3, 2, bit), &unlike());
-        let row = v
-            .iter()
-            .find(|v| v.metric == "thor_agent_requests")
-            .unwrap();
-        assert!(row.pass && row.status != Status::Withheld, "{row:#?}");
+        let mut two = base.clone();
+        across::add(&mut two, &on_machine(run_set(5, 3, bit), 1.9, "00000001")).unwrap();
+        let row = find(
+            &compare_at(&two, &run_set(3, 2, bit), &unlike()),
+            "jobset",
+            thor::OTHERS,
+        )
+        .clone();
         assert!(
-            row.note.contains("band across machines and loads"),
+            matches!(
+                row.reason,
+                Reason::Withheld {
+                    why: Unjudgeable::TooWide { .. },
+                    ..
+                }
+            ),
             "{row:#?}"
         );
-        // …and everyone else's requests +10 % on top of it is caught there.
+        // Nine machines, each a little off: unchanged code on a tenth is
+        // judged against them and passes…
+        let mut nine = base.clone();
+        for (i, extra) in [0.03, -0.02, 0.01, 0.0, 0.02, -0.01, 0.03, 0.01]
+            .iter()
+            .enumerate()
+        {
+            let s = Shape {
+                extra_thor: *extra,
+                ..UNCHANGED
+            };
+            across::add(
+                &mut nine,
+                &on_machine(run_set(5, 10 + i as u64, s), 0.1, &format!("0000000{i}")),
+            )
+            .unwrap();
+        }
+        let v = compare_at(&nine, &run_set(3, 2, bit), &unlike());
+        let row = find(&v, "jobset", thor::OTHERS);
+        assert!(row.pass() && row.against_machines(), "{row:#?}");
+        let Reason::Judged {
+            against: Against::Machines(a),
+            ..
+        } = row.reason
+        else {
+            panic!("{row:#?}")
+        };
+        assert_eq!(a.machines, 9, "{a:?}");
+        assert!(a.up > 0.01 && a.up < 0.10, "{a:?}");
+        assert!(v.iter().all(|v| v.pass()), "{v:#?}");
+        // …and everyone else's requests +20 % on top of it is caught there.
         let mut r = run_set(3, 2, bit);
         for s in r.modes.values_mut() {
             for run in &mut s.repeats {
-                run.run.window.api_requests_total += 150;
+                run.run.window.api_requests_total += 300;
             }
         }
-        let v = compare_at(&wide, &r, &unlike());
+        let v = compare_at(&nine, &r, &unlike());
         let failed: Vec<&str> = v
             .iter()
-            .filter(|v| !v.pass)
+            .filter(|v| !v.pass())
             .map(|v| v.metric.as_str())
             .collect();
         assert!(
@@ -788,7 +608,11 @@ mod tests {
             extra_thor: 0.6,
             ..UNCHANGED
         };
-        crate::bench::core::across::add(&mut wide, &beside(run_set(3, 4, much), 1.9)).unwrap();
+        crate::bench::core::across::add(
+            &mut wide,
+            &on_machine(run_set(3, 4, much), 1.9, "0000000a"),
+        )
+        .unwrap();
         let v = compare_at(&wide, &run_set(3, 2, UNCHANGED), &unlike());
         let row = v
             .iter()
@@ -796,9 +620,9 @@ mod tests {
             .unwrap();
         assert_eq!(row.status, Status::Withheld, "{row:#?}");
         assert!(
-            row.note.contains("wider than the +10 %")
+            row.note().contains("wider than the +10 %")
                 && row
-                    .note
+                    .note()
                     .contains("the smallest change it could have seen here: +"),
             "{row:#?}"
         );
@@ -826,8 +650,8 @@ mod tests {
         let base = from_result(&with_leases(10, 1, 1.0), "s.yaml");
         let v = compare(&base, &with_leases(3, 2, 1.08));
         let row = v.iter().find(|v| v.metric == lease).unwrap();
-        assert!(row.pass, "{row:#?}");
-        assert!(row.note.contains("per second of the window"), "{row:#?}");
+        assert!(row.pass(), "{row:#?}");
+        assert!(row.note().contains("per second of the window"), "{row:#?}");
         // Twice as many a second is caught.
         let mut r = with_leases(3, 2, 1.08);
         for s in r.modes.values_mut() {
@@ -846,7 +670,7 @@ mod tests {
             .iter()
             .find(|v| v.metric == lease && v.mode == "baseline")
             .unwrap();
-        assert!(!row.pass, "{row:#?}");
+        assert!(!row.pass(), "{row:#?}");
     }
 
     /// Noise of one smoke run, per figure (relative, uniform ±): HPCC's
@@ -948,8 +772,8 @@ mod tests {
             let v = compare(&base, &run_set(3, 900 + t, UNCHANGED));
             let failed: Vec<String> = v
                 .iter()
-                .filter(|v| !v.pass)
-                .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note))
+                .filter(|v| !v.pass())
+                .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note()))
                 .collect();
             if !failed.is_empty() {
                 false_alarms.push(failed);
@@ -973,21 +797,21 @@ mod tests {
                     .iter()
                     .find(|v| v.metric == "thor_agent_requests" && v.mode == "jobset")
                     .unwrap();
-                if thor.pass {
+                if thor.pass() {
                     continue;
                 }
                 caught += 1;
                 let ratio = thor.judged.unwrap().ratio.ratio;
                 assert!(
-                    thor.note.starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
+                    thor.note().starts_with("higher: ×") && ratio > 1.15 && ratio < 1.5,
                     "{}",
-                    thor.note
+                    thor.note()
                 );
                 // Named, and nothing else of the jobset mode failed but
                 // what the Thor identity's requests are part of.
                 let failed: Vec<&str> = v
                     .iter()
-                    .filter(|v| !v.pass && v.mode == "jobset")
+                    .filter(|v| !v.pass() && v.mode == "jobset")
                     .map(|v| v.metric.as_str())
                     .collect();
                 assert!(
@@ -1036,7 +860,7 @@ mod tests {
                 .find(|v| v.metric == member && v.mode == "jobset")
                 .unwrap();
             assert!(
-                !row.pass && row.note.starts_with("higher: ×"),
+                !row.pass() && row.note().starts_with("higher: ×"),
                 "{t}: {row:#?}"
             );
             let ratio = row.judged.unwrap().ratio;
@@ -1044,7 +868,7 @@ mod tests {
             // Nobody else is named.
             let named: Vec<&str> = v
                 .iter()
-                .filter(|v| !v.pass && v.metric.starts_with("api_requests_by_client."))
+                .filter(|v| !v.pass() && v.metric.starts_with("api_requests_by_client."))
                 .map(|v| v.metric.as_str())
                 .collect();
             assert_eq!(named, [member.as_str()], "{t}");
@@ -1056,7 +880,7 @@ mod tests {
                 .iter()
                 .find(|v| v.metric == member && v.mode == "jobset")
                 .unwrap();
-            assert!(row.pass, "{t}: {row:#?}");
+            assert!(row.pass(), "{t}: {row:#?}");
         }
     }
 
@@ -1074,16 +898,16 @@ mod tests {
             let v = compare(&base, &run_set(3, 700 + t, paced));
             let failed: Vec<&str> = v
                 .iter()
-                .filter(|v| !v.pass)
+                .filter(|v| !v.pass())
                 .map(|v| v.metric.as_str())
                 .collect();
             assert_eq!(failed, [KCM_WAIT.key, KCM_WAIT.key], "{t}");
             let row = v.iter().find(|v| v.metric == KCM_WAIT.key).unwrap();
-            assert!(row.note.starts_with("higher: ×"), "{}", row.note);
+            assert!(row.note().starts_with("higher: ×"), "{}", row.note());
             // Not judged with --counts-only.
             let mut v = v;
             counts_only(&mut v);
-            assert!(v.iter().all(|v| v.pass));
+            assert!(v.iter().all(|v| v.pass()));
         }
     }
 
@@ -1109,11 +933,11 @@ mod tests {
             .iter()
             .find(|v| v.mode == "jobset" && v.metric == "pods_created")
             .unwrap();
-        assert!(!pods.pass, "{pods:#?}");
+        assert!(!pods.pass(), "{pods:#?}");
         assert!(
-            pods.note.contains("13 where 5 runs recorded 12"),
+            pods.note().contains("13 where 5 runs recorded 12"),
             "{}",
-            pods.note
+            pods.note()
         );
         // A mode left out: one "not compared" row, no regression.
         let mut r = run_set(3, 2, UNCHANGED);
@@ -1122,7 +946,7 @@ mod tests {
         let left: Vec<&Verdict> = v.iter().filter(|v| v.mode == "jobset").collect();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].status, Status::NotCompared);
-        assert!(v.iter().all(|v| v.pass), "{v:#?}");
+        assert!(v.iter().all(|v| v.pass()), "{v:#?}");
         // An object kind the baseline never saw created is 0 in each of
         // its runs: 4 Services a run is a cost that appears, judged
         // higher; a latency class it lacks is reported as new, not
@@ -1157,7 +981,7 @@ mod tests {
             .find(|v| v.metric == "objects_created.services")
             .unwrap();
         assert_eq!(
-            (services.status, services.pass, services.baseline),
+            (services.status, services.pass(), services.baseline),
             (Status::Regressed, false, 0.0),
             "{services:#?}"
         );
@@ -1165,7 +989,7 @@ mod tests {
             .iter()
             .find(|v| v.metric == "api_latency_ms.watch.p99")
             .unwrap();
-        assert_eq!((new.status, new.pass), (Status::NotInBaseline, true));
+        assert_eq!((new.status, new.pass()), (Status::NotInBaseline, true));
         // Round trip of a v2 file.
         let json = serde_json::to_string(&base).unwrap();
         let back: Baseline = serde_json::from_str(&json).unwrap();
@@ -1178,11 +1002,11 @@ mod tests {
 
     #[test]
     fn the_band_is_the_highest_recorded_run_over_the_median() {
-        assert_eq!(band_of(&[100.0, 110.0, 120.0]), 120.0 / 110.0 - 1.0);
-        assert_eq!(band_of(&[5.0]), 0.0);
-        assert_eq!(band_of(&[0.0, 0.0]), 0.0);
+        assert_eq!(judge::own_band(&[100.0, 110.0, 120.0]), 120.0 / 110.0 - 1.0);
+        assert_eq!(judge::own_band(&[5.0]), 0.0);
+        assert_eq!(judge::own_band(&[0.0, 0.0]), 0.0);
         let s = synthetic(100.0, 0.1, 20, 3);
-        assert!(band_of(&s) > 0.05 && band_of(&s) < 0.11);
+        assert!(judge::own_band(&s) > 0.05 && judge::own_band(&s) < 0.11);
     }
 
     /// A run of two 20 s baseline instances whose calls are as HPCC's loop
@@ -1226,12 +1050,12 @@ mod tests {
             summarize(vec![planned_run(7), planned_run(8), planned_run(7)]),
         );
         let rows = against_plan(&r);
-        assert!(rows.iter().all(|v| v.pass), "{rows:#?}");
+        assert!(rows.iter().all(|v| v.pass()), "{rows:#?}");
         let active = rows
             .iter()
             .find(|v| v.metric == format!("{PLAN_PREFIX}poll.active"))
             .unwrap();
-        assert!(active.note.contains("2–16"), "{}", active.note);
+        assert!(active.note().contains("2–16"), "{}", active.note());
         // The Thor identity +30 % (20 → 26 calls per instance, all polls):
         // a baseline recorded from the same regressed code would pass it; the
         // plan does not.
@@ -1240,8 +1064,8 @@ mod tests {
         let base = from_result(&r, "s.yaml");
         let failed: Vec<String> = compare(&base, &r)
             .into_iter()
-            .filter(|v| !v.pass)
-            .map(|v| format!("{}: {}", v.metric, v.note))
+            .filter(|v| !v.pass())
+            .map(|v| format!("{}: {}", v.metric, v.note()))
             .collect();
         assert_eq!(failed.len(), 1, "{failed:#?}");
         assert!(
@@ -1255,7 +1079,10 @@ mod tests {
         r.modes.insert("baseline".into(), summarize(vec![failing]));
         let rows = against_plan(&r);
         assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0].status, rows[0].pass), (Status::NotCompared, true));
+        assert_eq!(
+            (rows[0].status, rows[0].pass()),
+            (Status::NotCompared, true)
+        );
     }
 
     /// A wide band (runs 100–170) and runs just above the median: inside the
@@ -1271,20 +1098,26 @@ mod tests {
             samples: vec![100.0, 95.0, 170.0, 98.0, 102.0, 100.0, 101.0, 99.0],
             across: Vec::new(),
         };
-        let verdict =
-            |cur: &[f64]| verdict_against(&m, crate::bench::core::figures::WALL.rule(), cur);
+        let verdict = |cur: &[f64]| {
+            judge::own(
+                &m.samples,
+                crate::bench::core::figures::WALL.rule(),
+                cur,
+                "s",
+            )
+        };
         let above = verdict(&[103.0, 104.0, 103.5]);
-        assert!(above.pass, "{above:#?}");
+        assert!(above.status.pass(), "{above:#?}");
         assert_eq!(above.judged.unwrap().verdict, Direction::Same, "{above:#?}");
         let below = verdict(&[60.0, 61.0, 59.0]);
-        assert!(below.pass);
+        assert!(below.status.pass());
         assert_eq!(
             below.judged.unwrap().verdict,
             Direction::Lower,
             "{below:#?}"
         );
         let above_band = verdict(&[300.0, 310.0, 305.0]);
-        assert!(!above_band.pass);
+        assert!(!above_band.status.pass());
         assert_eq!(above_band.judged.unwrap().verdict, Direction::Higher);
     }
 
@@ -1323,19 +1156,21 @@ mod tests {
         // The smoke's baseline mode: 190 mutating requests, the p99 their 2nd
         // largest. ×5 would regress, and says so, but passes.
         let thin = verdict(190);
-        assert!(thin.pass && thin.status == Status::Ok, "{thin:#?}");
+        assert!(thin.pass() && thin.status == Status::Ok, "{thin:#?}");
         assert!(
-            thin.note.starts_with(
+            thin.note().starts_with(
                 "not judged (a p99 of 190 requests is their 2nd largest; judged from 1000, would regress): higher"
             ),
             "{}",
-            thin.note
+            thin.note()
         );
         // 999 is still thin; 1000 (ten above the p99) is judged.
-        assert!(verdict(999).pass);
+        assert!(verdict(999).pass());
         let judged = verdict(1000);
         assert!(
-            !judged.pass && judged.status == Status::Regressed && judged.note.starts_with("higher"),
+            !judged.pass()
+                && judged.status == Status::Regressed
+                && judged.note().starts_with("higher"),
             "{judged:#?}"
         );
         // Other metrics are not held back.
