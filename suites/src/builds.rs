@@ -1,7 +1,7 @@
 //! What the run's tests need built, built first: one trial per binary
 //! that a selected test runs and this machine does not have at hand
-//! (`AtHand`), `[build] <name> v<version>`, two at a time (one per Go
-//! source tree) at the head of the line (`crate::runner`). A test that needs one waits
+//! (`AtHand`), `[build] <name> v<version>`, two at a time (one per chain of
+//! Go source trees, `GoSource::chain`) at the head of the line (`crate::runner`). A test that needs one waits
 //! for it without holding a slot, so the tests that need nothing built run
 //! meanwhile.
 //!
@@ -68,7 +68,7 @@ impl AtHand {
 
 /// The binaries to build first: those the needs name that are not at
 /// hand, the longest chain of builds first (`longest_chain_first`: the
-/// builds of one Go source tree go one after another), else in the order
+/// builds of one chain, `GoSource::chain`, go one after another), else in the order
 /// of the first test that needs each.
 pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need)> {
     let mut seen = BTreeSet::new();
@@ -79,7 +79,7 @@ pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need
         .collect();
     longest_chain_first(
         &mut plan,
-        |(_, n)| tree(*n),
+        |(_, n)| build_chain(*n),
         |(_, (_, c))| cold_build_estimate(*c),
     );
     plan
@@ -96,14 +96,15 @@ pub fn plan(needs: &[Need], at_hand: impl Fn(Need) -> bool) -> Vec<(Binary, Need
 /// (module downloads, links).
 pub const AT_ONCE: usize = BUILDS_AT_ONCE;
 
-/// The Go source tree `n` is built in (`GoSource::tree`): builds of one
-/// tree share its lock and its build cache, so they go one at a time.
-fn tree((k8s, c): Need) -> String {
-    c.go_source(k8s).tree
+/// The chain `n` is built in (`GoSource::chain`): the builds of one module
+/// version, which share the packages they compile (and, within a tree,
+/// its lock), go one at a time.
+fn build_chain((k8s, c): Need) -> String {
+    c.go_source(k8s).chain()
 }
 
 /// The builds of one run: those still to finish, in the plan's order,
-/// each with its source tree.
+/// each with its chain.
 #[derive(Default)]
 pub struct Builds {
     pending: Mutex<Vec<(Binary, String)>>,
@@ -116,7 +117,7 @@ impl Builds {
     pub fn expect(&self, n: Need) {
         let (b, mut p) = (binary(n), self.lock());
         if !pending(&p, &b) {
-            p.push((b, tree(n)));
+            p.push((b, build_chain(n)));
         }
     }
 
@@ -289,7 +290,7 @@ mod tests {
             Component::Kueue,
         ]
         .map(|x| (r, x));
-        assert_eq!(tree(needs[0]), tree(needs[1]));
+        assert_eq!(build_chain(needs[0]), build_chain(needs[1]));
         let [api, scheduler, kueue] = needs.map(binary);
         for n in needs {
             builds.expect(n);

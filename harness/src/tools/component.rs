@@ -138,12 +138,42 @@ enum Family {
     Other,
 }
 
+/// Which wrapper module of the release a command of k8s.io/kubernetes is
+/// tidied and built in. Two, not one: `go mod tidy` resolves the imports
+/// of every command its wrapper lists, so a module only the node's
+/// commands import (sigs.k8s.io/iptables-wrappers, which the Go module
+/// proxy refuses for 1.38.0-beta.0) stopped the control plane from
+/// building too.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum KubeTree {
+    /// kube-apiserver, kube-controller-manager, kube-scheduler, kubectl:
+    /// tree `k8s-<version>`, the name the single tree of every command had,
+    /// so its cached modules stay where they were.
+    ControlPlane,
+    /// kubelet, kube-proxy, kubeadm, agnhost (a real node's and a kind
+    /// node's): tree `k8s-node-<version>`, new with the split.
+    Node,
+}
+
+impl KubeTree {
+    /// The build tree's name at Kubernetes `version` (no leading v).
+    fn name(self, version: &str) -> String {
+        match self {
+            KubeTree::ControlPlane => format!("k8s-{version}"),
+            KubeTree::Node => format!("k8s-node-{version}"),
+        }
+    }
+}
+
 /// Which Go module a component is built from (`Component::go_source`).
 enum Source {
-    /// A main package of k8s.io/kubernetes at the release: one build tree
-    /// for all of them, its staging modules replaced by their published
-    /// versions, stamped by `k8s_version_ldflags`.
-    Kubernetes(&'static str),
+    /// A main package of k8s.io/kubernetes at the release, built in its
+    /// group's tree (`KubeTree`), its staging modules replaced by their
+    /// published versions, stamped by `k8s_version_ldflags`.
+    Kubernetes {
+        package: &'static str,
+        tree: KubeTree,
+    },
     /// A main package of a module tagged `v{version}`, built in the tree
     /// `{tree}-{version}` with the `-X` flags `ldflags` gives for the
     /// version.
@@ -168,15 +198,21 @@ enum Source {
 
 impl Spec {
     /// A command of the Kubernetes release built from `package` of
-    /// k8s.io/kubernetes, printing "Kubernetes vX.Y.Z" for `--version`.
-    const fn kube(component: Component, name: &'static str, package: &'static str) -> Spec {
+    /// k8s.io/kubernetes in `tree`, printing "Kubernetes vX.Y.Z" for
+    /// `--version`.
+    const fn kube(
+        component: Component,
+        name: &'static str,
+        package: &'static str,
+        tree: KubeTree,
+    ) -> Spec {
         Spec {
             component,
             name,
             path_name: name,
             version: Version::Release,
             family: Family::Kubernetes,
-            source: Source::Kubernetes(package),
+            source: Source::Kubernetes { package, tree },
             version_args: VERSION_FLAG,
             version_prefix: KUBERNETES_PREFIX,
         }
@@ -248,10 +284,10 @@ static CLUSTER_SPECS: [Spec; 7] = [
         version_args: VERSION_FLAG,
         version_prefix: "etcd Version: ",
     },
-    Spec::kube(Component::KubeApiserver, "kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
-    Spec::kube(Component::KubeControllerManager, "kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"),
-    Spec::kube(Component::KubeScheduler, "kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"),
-    Spec::kube(Component::Kubectl, "kubectl", "k8s.io/kubernetes/cmd/kubectl").version_from(KUBECTL_VERSION_ARGS, KUBECTL_PREFIX),
+    Spec::kube(Component::KubeApiserver, "kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", KubeTree::ControlPlane),
+    Spec::kube(Component::KubeControllerManager, "kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", KubeTree::ControlPlane),
+    Spec::kube(Component::KubeScheduler, "kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", KubeTree::ControlPlane),
+    Spec::kube(Component::Kubectl, "kubectl", "k8s.io/kubernetes/cmd/kubectl", KubeTree::ControlPlane).version_from(KUBECTL_VERSION_ARGS, KUBECTL_PREFIX),
     Spec {
         component: Component::Kwok,
         name: "kwok",
@@ -289,10 +325,10 @@ static CLUSTER_SPECS: [Spec; 7] = [
 /// What a real node needs (`Component::NODE`).
 #[rustfmt::skip]
 static NODE_SPECS: [Spec; 9] = [
-    Spec::kube(Component::Kubelet, "kubelet", "k8s.io/kubernetes/cmd/kubelet"),
+    Spec::kube(Component::Kubelet, "kubelet", "k8s.io/kubernetes/cmd/kubelet", KubeTree::Node),
     // agnhost prints "app version development"; the others of a real
     // node are read from their build information too.
-    Spec::kube(Component::Agnhost, "agnhost", "k8s.io/kubernetes/test/images/agnhost").not_kubernetes().version_from(None, KUBERNETES_PREFIX),
+    Spec::kube(Component::Agnhost, "agnhost", "k8s.io/kubernetes/test/images/agnhost", KubeTree::Node).not_kubernetes().version_from(None, KUBERNETES_PREFIX),
     Spec::node_sources(Component::Containerd, "containerd", CONTAINERD_VERSION, Family::NodeRuntime),
     Spec::node_sources(Component::ContainerdShim, "containerd-shim-runc-v2", CONTAINERD_VERSION, Family::NodeRuntime),
     Spec::node_sources(Component::Ctr, "ctr", CONTAINERD_VERSION, Family::NodeRuntime),
@@ -307,8 +343,8 @@ static NODE_SPECS: [Spec; 9] = [
 static KIND_SPECS: [Spec; 5] = [
     // kubeadm's `version` prints a Go struct; crictl's and CoreDNS's
     // versions are read from the build information too.
-    Spec::kube(Component::Kubeadm, "kubeadm", "k8s.io/kubernetes/cmd/kubeadm").version_from(None, KUBERNETES_PREFIX),
-    Spec::kube(Component::KubeProxy, "kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy"),
+    Spec::kube(Component::Kubeadm, "kubeadm", "k8s.io/kubernetes/cmd/kubeadm", KubeTree::Node).version_from(None, KUBERNETES_PREFIX),
+    Spec::kube(Component::KubeProxy, "kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", KubeTree::Node),
     Spec::node_sources(Component::Crictl, "crictl", CRICTL_VERSION, Family::Other),
     Spec::node_sources(Component::Coredns, "coredns", COREDNS_VERSION, Family::Other),
     Spec::node_sources(Component::Kind, "kind", KIND_VERSION, Family::Other).version_from(Some(&["version"]), "kind v"),
@@ -411,10 +447,10 @@ impl Source {
             tags: &[],
         };
         match self {
-            Source::Kubernetes(package) => GoSource {
+            Source::Kubernetes { package, tree } => GoSource {
                 staging_replaces: Some(k8s.staging_version()),
                 ..plain(
-                    format!("k8s-{v}"),
+                    tree.name(v),
                     "k8s.io/kubernetes",
                     package.to_string(),
                     k8s_version_ldflags(v),
@@ -652,7 +688,7 @@ mod tests {
             match s.family {
                 Family::Kubernetes => assert!(
                     matches!(s.version, Version::Release)
-                        && matches!(s.source, Source::Kubernetes(_)),
+                        && matches!(s.source, Source::Kubernetes { .. }),
                     "{}",
                     s.name
                 ),
@@ -705,11 +741,39 @@ mod tests {
     }
 
     #[test]
-    fn kubernetes_sources_share_one_tree_and_stamp_versions() {
+    fn kubernetes_sources_share_a_tree_per_group_and_stamp_versions() {
         let r = K8sRelease::parse("1.37").unwrap();
+        let tree = |c: Component| c.go_source(r).tree;
+        // The control plane a local cluster runs, and the node's commands,
+        // each in a tree of its own (`KubeTree`).
+        for c in [
+            Component::KubeApiserver,
+            Component::KubeControllerManager,
+            Component::KubeScheduler,
+            Component::Kubectl,
+        ] {
+            assert_eq!(tree(c), "k8s-1.37.1", "{}", c.name());
+        }
+        for c in [
+            Component::Kubelet,
+            Component::KubeProxy,
+            Component::Kubeadm,
+            Component::Agnhost,
+        ] {
+            assert_eq!(tree(c), "k8s-node-1.37.1", "{}", c.name());
+        }
+        // Nothing else shares either tree.
+        let shared = Component::ALL
+            .into_iter()
+            .filter(|&c| tree(c).starts_with("k8s-"))
+            .count();
+        assert_eq!(shared, 8);
+        // Yet they take turns, as one tree did (`GoSource::chain`).
+        assert_eq!(
+            Component::Kubelet.go_source(r).chain(),
+            Component::KubeApiserver.go_source(r).chain()
+        );
         let a = Component::KubeApiserver.go_source(r);
-        let s = Component::KubeScheduler.go_source(r);
-        assert_eq!(a.tree, s.tree);
         assert_eq!(a.package, "k8s.io/kubernetes/cmd/kube-apiserver");
         assert_eq!(a.staging_replaces.as_deref(), Some("v0.37.1"));
         assert!(

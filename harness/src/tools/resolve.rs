@@ -318,9 +318,9 @@ impl Resolver {
     /// took). What the machine has is found first, one after the other
     /// (a version probe each); what it lacks is then downloaded or built
     /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, one per
-    /// Go source tree, the longest chain first: `longest_chain_first`). A
-    /// binary named explicitly that does not work fails before anything
-    /// is built.
+    /// chain of Go source trees, `GoSource::chain`, the longest first:
+    /// `longest_chain_first`). A binary named explicitly that does not work
+    /// fails before anything is built.
     pub fn resolve_many(&self, wanted: &[Component]) -> Result<Vec<(Resolved, Duration)>> {
         self.check_env()?;
         let t0 = Instant::now();
@@ -339,14 +339,14 @@ impl Resolver {
         }
         longest_chain_first(
             &mut missing,
-            |&(_, c, _)| c.go_source(self.k8s).tree,
+            |&(_, c, _)| c.go_source(self.k8s).chain(),
             |&(_, c, _)| cold_build_estimate(c),
         );
         let jobs: Vec<Job> = missing
             .iter()
             .map(|&(_, c, _)| Job {
                 name: format!("{} v{}", c.name(), c.version(self.k8s)),
-                tree: c.go_source(self.k8s).tree,
+                tree: c.go_source(self.k8s).chain(),
             })
             .collect();
         let obtained = side_by_side::run(&jobs, BUILDS_AT_ONCE, |j| {

@@ -49,6 +49,8 @@ pub fn may_start<T: PartialEq>(pending: &[(T, String)], b: &T, at_once: usize) -
 #[derive(Debug, Clone)]
 pub struct Job {
     pub name: String,
+    /// A build's chain of trees (`GoSource::chain`, which holds whole
+    /// trees): the jobs of one go one at a time.
     pub tree: String,
 }
 
