@@ -10,8 +10,10 @@
 //! 1.37 binary and the kind node image and re-records the 1.37 baselines.
 //!
 //! A pre-release minor (`K8S_PRERELEASES`: 1.38 as v1.38.0-beta.0) is
-//! known — `--k8s-version 1.38` builds and runs it, `harness validate`
-//! checks against its facts — but no default run includes it: the suites
+//! known — `--k8s-version 1.38` builds and runs it (but its kubelet and
+//! kube-proxy, which import a module the Go module proxy refuses:
+//! tools/refused.rs), `harness validate` checks against its facts — but
+//! no default run includes it: the suites
 //! add it when `HARNESS_PRERELEASE_MINORS` names it (`releases_to_run`).
 //! Moving it to its release is one line: its entry goes from
 //! `K8S_PRERELEASES` to `K8S_RELEASES` with the released version.

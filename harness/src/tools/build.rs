@@ -25,6 +25,7 @@ use crate::k8s::K8sRelease;
 use crate::progress::Step;
 use crate::tools::component::{Component, GoSource};
 use crate::tools::exec::{find_go, output_with_timeout, probe_version};
+use crate::tools::refused::{refused_module, unbuildable};
 use crate::tools::toolchain::{Toolchain, go_directive};
 use crate::tools::versions::MIN_GO;
 
@@ -62,8 +63,13 @@ fn missing_fix(k8s: K8sRelease, c: Component) -> String {
     )
 }
 
-/// Build `c` into the cache and return its path.
+/// Build `c` into the cache and return its path. A binary that imports a
+/// module the Go module proxy refuses (tools/refused.rs) fails first,
+/// before the toolchain and the module graph are fetched.
 pub fn build(k8s: K8sRelease, cache_dir: &Path, c: Component, tried: &[String]) -> Result<PathBuf> {
+    if let Some(refusal) = unbuildable(k8s, c) {
+        return Err(refusal);
+    }
     let version = c.version(k8s);
     let (go, go_minor, gov) = usable_go(k8s, c, tried)?;
     let src = c.go_source(k8s);
@@ -337,12 +343,8 @@ fn prepare_tree(
         }
     }
     gomod.push('\n');
-    // Every command built from this tree, so the go.mod is the same whichever is built first.
-    for c in Component::ALL {
-        let other = c.go_source(k8s);
-        if other.tree == src.tree && other.main_go.is_none() {
-            gomod.push_str(&format!("tool {}\n", other.package));
-        }
+    for package in tool_packages(k8s, &src.tree) {
+        gomod.push_str(&format!("tool {package}\n"));
     }
     let gomod_path = tree.join("go.mod");
     let main_path = tree.join("main.go");
@@ -380,6 +382,21 @@ fn prepare_tree(
     )?;
     fs::write(&marker, &tidied).with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
+}
+
+/// The packages the wrapper module of `tree` lists as `tool`s: every
+/// upstream command built in it, so its go.mod is the same whichever is
+/// built first; but those that import a module the proxy refuses
+/// (tools/refused.rs), which are never built (`build`) and would fail the
+/// tidy of the others.
+fn tool_packages(k8s: K8sRelease, tree: &str) -> Vec<String> {
+    Component::ALL
+        .into_iter()
+        .filter(|&c| refused_module(k8s, c).is_none())
+        .map(|c| c.go_source(k8s))
+        .filter(|other| other.tree == tree && other.main_go.is_none())
+        .map(|other| other.package)
+        .collect()
 }
 
 /// Start the wrapper's go.sum from the upstream module's own: the hashes
@@ -521,6 +538,56 @@ mod tests {
             ]
         );
         assert!(refused_modules("go: downloading x v1\n").is_empty());
+    }
+
+    #[test]
+    fn the_control_plane_tree_lists_only_the_control_planes_commands() {
+        let cmd = |p: &str| format!("k8s.io/kubernetes/{p}");
+        let control_plane = [
+            cmd("cmd/kube-apiserver"),
+            cmd("cmd/kube-controller-manager"),
+            cmd("cmd/kube-scheduler"),
+            cmd("cmd/kubectl"),
+        ];
+        for minor in ["1.36", "1.37", "1.38"] {
+            let k8s = K8sRelease::parse(minor).unwrap();
+            let tree = Component::KubeApiserver.go_source(k8s).tree;
+            assert_eq!(tool_packages(k8s, &tree), control_plane, "{minor}");
+        }
+        // The node's tree lists its four commands, but on 1.38 the two that
+        // import sigs.k8s.io/iptables-wrappers, which the proxy refuses.
+        let node = |minor| {
+            let k8s = K8sRelease::parse(minor).unwrap();
+            tool_packages(k8s, &Component::Kubelet.go_source(k8s).tree)
+        };
+        assert_eq!(
+            node("1.37"),
+            [
+                cmd("cmd/kubelet"),
+                cmd("test/images/agnhost"),
+                cmd("cmd/kubeadm"),
+                cmd("cmd/kube-proxy")
+            ]
+        );
+        assert_eq!(
+            node("1.38"),
+            [cmd("test/images/agnhost"), cmd("cmd/kubeadm")]
+        );
+    }
+
+    #[test]
+    fn a_refused_binary_fails_before_anything_is_fetched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let k8s = K8sRelease::parse("1.38").unwrap();
+        let e = build(k8s, tmp.path(), Component::Kubelet, &[]).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_ENV);
+        assert!(
+            e.to_string()
+                .contains("sigs.k8s.io/iptables-wrappers v1.0.0"),
+            "{e}"
+        );
+        // No tree, lock or log: nothing was started.
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -142,8 +142,8 @@ enum Family {
 /// tidied and built in. Two, not one: `go mod tidy` resolves the imports
 /// of every command its wrapper lists, so a module only the node's
 /// commands import (sigs.k8s.io/iptables-wrappers, which the Go module
-/// proxy refuses for 1.38.0-beta.0) stopped the control plane from
-/// building too.
+/// proxy refuses for 1.38.0-beta.0: tools/refused.rs) stopped the control
+/// plane from building too.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum KubeTree {
     /// kube-apiserver, kube-controller-manager, kube-scheduler, kubectl:

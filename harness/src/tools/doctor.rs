@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::k8s::K8sRelease;
 use crate::tools::build::go_version;
 use crate::tools::build_cost::cold_build_estimate;
 use crate::tools::component::Component;
 use crate::tools::exec::find_go;
 use crate::tools::http::{ProbeError, block_on, client, probe};
+use crate::tools::refused::refused_module;
 use crate::tools::release::{artifact, host_arch};
 use crate::tools::resolve::{Resolver, Source};
 use crate::tools::source::SourceMode;
@@ -279,7 +281,7 @@ pub fn diagnose(r: &Resolver, components: &[Component]) -> ToolsReport {
                     );
                     plan.path = Some(found.path);
                 }
-                Err(_) => decide(r.source, &go, c, &mut plan),
+                Err(_) => decide(r.source, r.k8s, &go, c, &mut plan),
             }
             plan
         })
@@ -293,8 +295,16 @@ pub fn diagnose(r: &Resolver, components: &[Component]) -> ToolsReport {
     }
 }
 
-/// Download or build, for a binary the machine does not have.
-fn decide(mode: SourceMode, go: &GoToolchain, c: Component, plan: &mut ComponentPlan) {
+/// Download or build, for a binary the machine does not have: neither
+/// when the download cannot be had and the Go module proxy refuses a
+/// module it imports (tools/refused.rs), whatever the toolchain.
+fn decide(
+    mode: SourceMode,
+    k8s: K8sRelease,
+    go: &GoToolchain,
+    c: Component,
+    plan: &mut ComponentPlan,
+) {
     let dl = &plan.download;
     if mode != SourceMode::Build && dl.reachable {
         plan.way = Way::Download;
@@ -317,6 +327,13 @@ fn decide(mode: SourceMode, go: &GoToolchain, c: Component, plan: &mut Component
     };
     if mode == SourceMode::Download {
         plan.detail = format!("{why_not_download}--source download does not build");
+        return;
+    }
+    if let Some(m) = refused_module(k8s, c) {
+        plan.detail = format!(
+            "{why_not_download}build: the Go module proxy refuses {} {}, which it imports",
+            m.module, m.version
+        );
         return;
     }
     if !go.can_build {
@@ -398,7 +415,8 @@ mod tests {
             note: "≥ 1.26: can build".into(),
         };
         let mut p = plan(Way::Missing, true);
-        decide(SourceMode::Auto, &go, Component::KubeApiserver, &mut p);
+        let k8s = K8sRelease::default_release();
+        decide(SourceMode::Auto, k8s, &go, Component::KubeApiserver, &mut p);
         assert_eq!(p.way, Way::Build);
         assert_eq!(p.estimate_s, Some(197));
         assert!(
@@ -407,17 +425,28 @@ mod tests {
             p.detail
         );
         let mut p = plan(Way::Missing, true);
-        decide(SourceMode::Download, &go, Component::Etcd, &mut p);
+        decide(SourceMode::Download, k8s, &go, Component::Etcd, &mut p);
         assert_eq!(p.way, Way::Missing);
         let mut p = plan(Way::Missing, true);
         p.download.reachable = true;
         p.download.size_bytes = Some(80_916_642);
-        decide(SourceMode::Auto, &go, Component::KubeScheduler, &mut p);
+        decide(SourceMode::Auto, k8s, &go, Component::KubeScheduler, &mut p);
         assert_eq!(p.way, Way::Download);
         assert!(p.detail.starts_with("80.9 MB"), "{}", p.detail);
         let mut p = plan(Way::Missing, true);
-        decide(SourceMode::Auto, &go, Component::HpccKubectl, &mut p);
+        decide(SourceMode::Auto, k8s, &go, Component::HpccKubectl, &mut p);
         assert_eq!(p.estimate_s, Some(53));
+        // 1.38's kubelet imports a module the proxy refuses: no build.
+        let mut p = plan(Way::Missing, false);
+        let pre = K8sRelease::parse("1.38").unwrap();
+        decide(SourceMode::Auto, pre, &go, Component::Kubelet, &mut p);
+        assert_eq!((p.way, p.estimate_s), (Way::Missing, None));
+        assert!(
+            p.detail
+                .contains("refuses sigs.k8s.io/iptables-wrappers v1.0.0"),
+            "{}",
+            p.detail
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Finding, downloading or building the binaries a provider needs. One
 //! version table (`versions`), one resolution order (`resolve`), one
 //! download source (`release` layouts, `download`, `verify`), one builder
-//! (`build`), and `doctor`: where each would come from right now.
+//! (`build`, which `refused` tells what the Go module proxy will not let
+//! it build), and `doctor`: where each would come from right now.
 
 pub mod build;
 pub mod build_cost;
@@ -24,6 +25,7 @@ pub mod modules;
 pub mod node_sources;
 pub mod oci;
 pub mod push;
+pub mod refused;
 pub mod release;
 pub mod resolve;
 pub mod side_by_side;

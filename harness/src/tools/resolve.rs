@@ -20,6 +20,7 @@ use crate::tools::component::Component;
 use crate::tools::download::download;
 use crate::tools::exec::probe_version;
 use crate::tools::http::DownloadConfig;
+use crate::tools::refused::refused_module;
 use crate::tools::side_by_side::{self, BUILDS_AT_ONCE, Job};
 use crate::tools::source::{SourceMode, process_source};
 
@@ -259,10 +260,27 @@ impl Resolver {
         })
     }
 
+    /// `obtain_resolved`, and a line saying which it was and how long it
+    /// took.
+    fn obtain_saying(&self, c: Component, skipped: Vec<String>) -> Result<Resolved> {
+        let started = Instant::now();
+        let r = self.obtain_resolved(c, skipped)?;
+        let verb = match r.source {
+            Source::Built => "built",
+            _ => "downloaded",
+        };
+        say(&format!(
+            "harness: {verb} {} in {:.0} s",
+            label(c, self.k8s),
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(r)
+    }
+
     /// Download or build `c` into the cache, as the source mode says. In
     /// auto mode one line says which it used and why.
     fn obtain(&self, c: Component, skipped: &mut Vec<String>) -> Result<(PathBuf, Source)> {
-        let label = format!("{} v{}", c.name(), c.version(self.k8s));
+        let label = label(c, self.k8s);
         let build = |skipped: &[String]| {
             crate::tools::build::build(self.k8s, &self.cache_dir, c, skipped)
                 .map(|p| (p, Source::Built))
@@ -320,7 +338,11 @@ impl Resolver {
     /// side by side (`side_by_side`: [`BUILDS_AT_ONCE`] at a time, one per
     /// chain of Go source trees, `GoSource::chain`, the longest first:
     /// `longest_chain_first`). A binary named explicitly that does not work
-    /// fails before anything is built.
+    /// fails before anything is built, and so does one the Go module proxy
+    /// will not let the harness build (tools/refused.rs) when no download
+    /// gives it: it is obtained first, alone, as a download may still have
+    /// it; side by side, its failure would wait for the builds started
+    /// beside it.
     pub fn resolve_many(&self, wanted: &[Component]) -> Result<Vec<(Resolved, Duration)>> {
         self.check_env()?;
         let t0 = Instant::now();
@@ -337,6 +359,15 @@ impl Resolver {
                 }
             }
         }
+        let (first, mut missing): (Vec<_>, Vec<_>) = missing
+            .into_iter()
+            .partition(|&(_, c, _)| refused_module(self.k8s, c).is_some());
+        let mut obtained = Vec::new();
+        for (i, c, skipped) in first {
+            let started = Instant::now();
+            let r = self.obtain_saying(c, skipped)?;
+            obtained.push((i, (r, started.elapsed())));
+        }
         longest_chain_first(
             &mut missing,
             |&(_, c, _)| c.go_source(self.k8s).chain(),
@@ -345,39 +376,35 @@ impl Resolver {
         let jobs: Vec<Job> = missing
             .iter()
             .map(|&(_, c, _)| Job {
-                name: format!("{} v{}", c.name(), c.version(self.k8s)),
+                name: label(c, self.k8s),
                 tree: c.go_source(self.k8s).chain(),
             })
             .collect();
-        let obtained = side_by_side::run(&jobs, BUILDS_AT_ONCE, |j| {
+        let side_by_side = side_by_side::run(&jobs, BUILDS_AT_ONCE, |j| {
             let (_, c, skipped) = &missing[j];
-            let started = Instant::now();
-            let r = self.obtain_resolved(*c, skipped.clone())?;
-            let verb = match r.source {
-                Source::Built => "built",
-                _ => "downloaded",
-            };
-            say(&format!(
-                "harness: {verb} {} in {:.0} s",
-                jobs[j].name,
-                started.elapsed().as_secs_f64()
-            ));
-            Ok(r)
+            self.obtain_saying(*c, skipped.clone())
         })?;
-        if !missing.is_empty() {
+        obtained.extend(missing.iter().map(|&(i, _, _)| i).zip(side_by_side));
+        if !obtained.is_empty() {
+            let got: Vec<(Resolved, Duration)> = obtained.iter().map(|(_, g)| g.clone()).collect();
             say(&format!(
                 "harness: {}",
-                obtained_line(wanted.len(), &obtained, t0.elapsed())
+                obtained_line(wanted.len(), &got, t0.elapsed())
             ));
         }
-        for ((i, _, _), got) in missing.iter().zip(obtained) {
-            found[*i] = Some(got);
+        for (i, got) in obtained {
+            found[i] = Some(got);
         }
         Ok(found
             .into_iter()
             .map(|f| f.expect("each was found or obtained"))
             .collect())
     }
+}
+
+/// "kubelet v1.38.0-beta.0": a binary at the version `k8s` pins.
+fn label(c: Component, k8s: K8sRelease) -> String {
+    format!("{} v{}", c.name(), c.version(k8s))
 }
 
 /// `7 binaries resolved in 412 s (3 built, 1 downloaded, 3 at hand;
@@ -592,6 +619,29 @@ mod tests {
         let err = r.resolve_many(&Component::CLUSTER).unwrap_err();
         assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
         assert!(format!("{err:#}").contains("kube-scheduler named explicitly"));
+        assert!(!tmp.path().join("cache/go").exists(), "a build was started");
+        assert!(
+            !tmp.path().join("cache/logs").exists(),
+            "a build was started"
+        );
+    }
+
+    #[test]
+    fn a_binary_the_proxy_will_not_let_us_build_fails_before_any_build_starts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = resolver(tmp.path());
+        r.k8s = K8sRelease::parse("1.38").unwrap();
+        // kube-apiserver comes first and is missing too: it is not built.
+        let err = r
+            .resolve_many(&[Component::KubeApiserver, Component::Kubelet])
+            .unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_ENV);
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("kubelet v1.38.0-beta.0 cannot be built here")
+                && text.contains("sigs.k8s.io/iptables-wrappers v1.0.0"),
+            "{text}"
+        );
         assert!(!tmp.path().join("cache/go").exists(), "a build was started");
         assert!(
             !tmp.path().join("cache/logs").exists(),
