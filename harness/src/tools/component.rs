@@ -629,7 +629,10 @@ impl Component {
         self.spec().version_args
     }
 
-    /// Extract "X.Y.Z" from what the version command printed.
+    /// Extract "X.Y.Z" from what the version command printed, and a
+    /// Kubernetes pre-release's suffix after it ("1.38.0-beta.0"): a
+    /// pre-release pin is compared whole, so its binaries must read back
+    /// whole, or none is ever taken from the cache.
     pub fn parse_version(self, output: &str) -> Option<String> {
         let prefix = self.spec().version_prefix;
         let start = output.find(prefix)? + prefix.len();
@@ -639,8 +642,22 @@ impl Component {
             .take_while(|c| c.is_ascii_digit() || *c == '.')
             .collect();
         let v = v.trim_end_matches('.');
-        (v.split('.').count() == 3).then(|| v.to_string())
+        (v.split('.').count() == 3).then(|| format!("{v}{}", prerelease(&rest[v.len()..])))
     }
+}
+
+/// The pre-release suffix a Kubernetes version has at the start of `s`
+/// ("-alpha.1", "-beta.0", "-rc.2"), or "": an unstamped build's
+/// "v0.0.0-master+$Format" reads as 0.0.0.
+fn prerelease(s: &str) -> &str {
+    let Some((kind, rest)) = s.strip_prefix('-').and_then(|t| t.split_once('.')) else {
+        return "";
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    if !["alpha", "beta", "rc"].contains(&kind) || digits == 0 {
+        return "";
+    }
+    &s[..1 + kind.len() + 1 + digits]
 }
 
 #[cfg(test)]
@@ -732,6 +749,20 @@ mod tests {
         assert_eq!(
             Component::KubeScheduler.parse_version("Kubernetes v0.0.0-master+$Format"),
             Some("0.0.0".into())
+        );
+        // A pre-release reads back whole (its pin is "1.38.0-beta.0").
+        assert_eq!(
+            Component::KubeApiserver.parse_version("Kubernetes v1.38.0-beta.0\n"),
+            Some("1.38.0-beta.0".into())
+        );
+        assert_eq!(
+            Component::Kubectl
+                .parse_version("Client Version: v1.38.0-rc.1\nKustomize Version: v5.8.0\n"),
+            Some("1.38.0-rc.1".into())
+        );
+        assert_eq!(
+            Component::KubeScheduler.parse_version("Kubernetes v1.38.0-beta.x"),
+            Some("1.38.0".into())
         );
         assert_eq!(Component::Etcd.parse_version("garbage"), None);
         assert_eq!(

@@ -119,6 +119,11 @@ pub fn probe_version(c: Component, path: &Path) -> Result<String> {
     Ok(v)
 }
 
+/// Bumped when what a version reads as changes (2: a Kubernetes
+/// pre-release keeps its "-beta.0", `Component::parse_version`), so no
+/// binary is judged by what an older harness read.
+const MEMO_REVISION: u32 = 2;
+
 /// Where the version of `path` as it is now is remembered.
 fn memo_path(c: Component, path: &Path) -> Option<PathBuf> {
     use std::hash::{Hash, Hasher};
@@ -126,7 +131,7 @@ fn memo_path(c: Component, path: &Path) -> Option<PathBuf> {
     let full = std::fs::canonicalize(path).ok()?;
     let m = std::fs::metadata(&full).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (c.name(), &full, m.len(), m.ino(), m.dev()).hash(&mut h);
+    (MEMO_REVISION, c.name(), &full, m.len(), m.ino(), m.dev()).hash(&mut h);
     (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()).hash(&mut h);
     Some(crate::paths::cache_dir().join("versions").join(format!(
         "{}-{:016x}",
