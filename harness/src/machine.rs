@@ -38,7 +38,7 @@ pub struct Speed {
 }
 
 impl Speed {
-    /// Run the probe now (about a third of a second of one core).
+    /// Run the probe now (about a tenth of a second of one core, idle).
     pub fn now() -> Speed {
         Speed {
             msteps_per_s: probe::run().msteps_per_s,

@@ -14,8 +14,11 @@ use harness::bench::core::baseline::{self, Baseline};
 use harness::bench::core::metric::{self, Drive, MetricKind, Spec, spec_of};
 use harness::bench::core::report::compare as report;
 use harness::bench::core::result::Run;
+use harness::bench::core::verdict::compare as verdict;
+use harness::bench::core::verdict::model::{Comparison, Reason, Unjudgeable};
+use harness::bench::core::verdict::place::Place;
 use harness::bench::core::verdict::scale::Scale;
-use harness::bench::core::verdict::{self, Comparison, Place, Reason, Unjudgeable, band, place};
+use harness::bench::core::verdict::{band, place};
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::stats;
 
@@ -279,12 +282,7 @@ fn unchanged_runs_of_a_machine_the_band_never_saw_pass_where_the_range_of_the_se
             );
         }
         let c = compared(&b, &r);
-        let failed: Vec<String> = c
-            .verdicts
-            .iter()
-            .filter(|v| !v.pass())
-            .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note()))
-            .collect();
+        let failed = c.regressions();
         assert!(
             failed.is_empty(),
             "{}:\n{}",

@@ -74,7 +74,7 @@ fn walk(t: &[u32], start: u32, steps: u32) -> (u32, u64) {
     (at, sum)
 }
 
-/// Run the probe once (about a fifth of a second on a 2026 server core,
+/// Run the probe once (about a tenth of a second on a 2026 server core,
 /// idle).
 pub fn run() -> Score {
     let began = Instant::now();

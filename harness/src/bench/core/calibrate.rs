@@ -31,7 +31,8 @@ use crate::bench::core::baseline::{Baseline, Metric};
 use crate::bench::core::metric::MetricKind;
 use crate::bench::core::metric::{Kind, Spec, spec_of};
 use crate::bench::core::on_cores;
-use crate::bench::core::verdict::{Status, judge};
+use crate::bench::core::verdict::judge;
+use crate::bench::core::verdict::model::Status;
 use crate::stats::{self, Direction, Prng, Rule};
 
 /// The shifts tried for power, relative: none of them a minimum effect

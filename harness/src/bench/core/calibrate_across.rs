@@ -33,7 +33,8 @@ use crate::bench::core::metric::{Drive, MetricKind, Spec, spec_of};
 use crate::bench::core::on_cores;
 use crate::bench::core::verdict::band::{Machines, without};
 use crate::bench::core::verdict::compare::Context;
-use crate::bench::core::verdict::{Place, Status};
+use crate::bench::core::verdict::model::Status;
+use crate::bench::core::verdict::place::Place;
 use crate::stats::{self, Prng};
 
 /// Where a run's values are stored: a recorded run, or the j-th run of

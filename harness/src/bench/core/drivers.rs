@@ -148,7 +148,6 @@ pub fn of_class(class: &str) -> Drive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::core::baseline::Baseline;
 
     #[test]
     fn creates_and_kwoks_stages_are_the_workloads_leases_the_clocks() {
@@ -186,7 +185,9 @@ mod tests {
         let path = crate::paths::repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
             .unwrap()
             .join("baselines/local/1.37/smoke.json");
-        let b: Baseline = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        // Inline, not a `use`: baselines lie above what drives a metric.
+        let b: crate::bench::core::baseline::Baseline =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let prefix = "api_requests_by_client_request.";
         let mut held = 0;
         for (mode, metrics) in &b.modes {

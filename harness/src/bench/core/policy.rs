@@ -11,9 +11,11 @@ use crate::bench::core::baseline::KnownMode;
 use crate::bench::core::report::compare as report;
 use crate::bench::core::result::Results;
 use crate::bench::core::result::Run;
-use crate::bench::core::verdict::{self, place};
+use crate::bench::core::verdict::band::Machines;
+use crate::bench::core::verdict::compare::{self as walk, compare_at};
+use crate::bench::core::verdict::place::{self, Place};
 
-pub use crate::bench::core::verdict::Comparison;
+pub use crate::bench::core::verdict::model::Comparison;
 
 /// Compare `r` with `baselines/<provider>/<minor>/<scenario>.json` under
 /// `root`: every metric against its recorded runs on the baseline's own
@@ -34,18 +36,18 @@ pub fn compare<R: Run>(
     let base = baseline::load_with(&path, known)?;
     baseline::same_capabilities(&base, r, &path)?;
     let timing = place::machine_gate(&base, r);
-    let at = verdict::Place {
+    let at = Place {
         unlike: timing.clone().err(),
     };
-    let mut verdicts = verdict::compare_at(&base, r, &at);
+    let mut verdicts = compare_at(&base, r, &at);
     if counts_only {
-        verdict::counts_only(&mut verdicts);
+        walk::counts_only(&mut verdicts);
     }
     let c = Comparison {
         baseline: path,
         verdicts,
         timing,
-        machines: verdict::band::Machines::of(&base).labels,
+        machines: Machines::of(&base).labels,
         counts_only,
         in_range: R::IN_RANGE,
         request_totals: R::REQUEST_TOTALS,

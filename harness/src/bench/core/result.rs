@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use crate::bench::core::figures::RunFigures;
 use crate::bench::core::metric::{self, Metric, Spec, Views, spec_of};
-use crate::bench::core::verdict::Verdict;
+use crate::bench::core::verdict::model::Verdict;
 use crate::metrics::timeline::Timeline;
 use crate::stats;
 

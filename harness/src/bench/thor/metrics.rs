@@ -304,7 +304,7 @@ impl Run for ModeResult {
         crate::bench::thor::report::identity_requests(r)
     }
 
-    fn own_verdicts(r: &ThorResult) -> Vec<crate::bench::core::verdict::Verdict> {
+    fn own_verdicts(r: &ThorResult) -> Vec<crate::bench::core::verdict::model::Verdict> {
         crate::bench::thor::plan::against_plan(r)
     }
 

@@ -5,7 +5,7 @@
 //! beside any baseline (`Run::own_verdicts`).
 
 use crate::bench::core::metric::MetricKind;
-use crate::bench::core::verdict::{Reason, Status, Verdict};
+use crate::bench::core::verdict::model::{Reason, Status, Verdict};
 use crate::bench::thor::result::ThorResult;
 use crate::stats;
 use crate::workload::thor::driver::callplan;

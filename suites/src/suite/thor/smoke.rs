@@ -9,7 +9,8 @@ use anyhow::{Context, Result, ensure};
 use harness::bench::core::metric::MetricKind;
 use harness::bench::core::policy;
 use harness::bench::core::report::{compare as report, files};
-use harness::bench::core::verdict::{Status, Verdict, confirm};
+use harness::bench::core::verdict::confirm;
+use harness::bench::core::verdict::model::{Status, Verdict};
 use harness::bench::thor::bench_thor;
 use harness::bench::thor::result::{ModeResult, ThorResult};
 use harness::tools::Component;
@@ -412,7 +413,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
         ensure!(
             matches!(
                 v.reason,
-                harness::bench::core::verdict::Reason::Withheld { .. }
+                harness::bench::core::verdict::model::Reason::Withheld { .. }
             ),
             "{} {} withheld without saying why: {}",
             v.mode,
@@ -433,12 +434,7 @@ fn compares_with_the_stored_baseline() -> Result<()> {
     {
         eprintln!("{} {}: {}", v.mode, v.metric, v.note());
     }
-    let failed: Vec<String> = c
-        .verdicts
-        .iter()
-        .filter(|v| !v.pass())
-        .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note()))
-        .collect();
+    let failed = c.regressions();
     ensure!(
         failed.is_empty(),
         "regressions against {}:\n{}",

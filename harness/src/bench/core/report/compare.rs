@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::bench::core::charts::fmt_num;
 use crate::bench::core::figures;
 use crate::bench::core::metric::Spec;
-use crate::bench::core::verdict::{Comparison, Reason, Status, Verdict};
+use crate::bench::core::verdict::model::{Comparison, Reason, Status, Verdict};
 use crate::output::{JunitCase, JunitSuite, junit_xml};
 
 /// The summary's file name in an out dir.
@@ -341,7 +341,7 @@ mod tests {
     }
 
     /// A row withheld for `why`.
-    fn withheld(metric: &str, why: crate::bench::core::verdict::Unjudgeable) -> Verdict {
+    fn withheld(metric: &str, why: crate::bench::core::verdict::model::Unjudgeable) -> Verdict {
         let mut v = row(metric, 30.0, 31.0, Status::Withheld, "");
         v.reason = Reason::Withheld {
             why,
@@ -350,9 +350,9 @@ mod tests {
         v
     }
 
-    fn too_wide() -> crate::bench::core::verdict::Unjudgeable {
-        crate::bench::core::verdict::Unjudgeable::TooWide {
-            allowance: crate::bench::core::verdict::Allowance {
+    fn too_wide() -> crate::bench::core::verdict::model::Unjudgeable {
+        crate::bench::core::verdict::model::Unjudgeable::TooWide {
+            allowance: crate::bench::core::verdict::model::Allowance {
                 up: 0.8,
                 down: 0.44,
                 centre: 30.0,
@@ -493,7 +493,7 @@ mod tests {
         // Nothing regressed, something withheld: exit 4.
         let c = comparison(vec![withheld(
             "wall_s",
-            crate::bench::core::verdict::Unjudgeable::OneMachine,
+            crate::bench::core::verdict::model::Unjudgeable::OneMachine,
         )]);
         assert_eq!(c.exit_code(), crate::error::EXIT_UNJUDGED);
         assert!(summary(&c).contains("(exit 4)"));

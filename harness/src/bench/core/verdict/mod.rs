@@ -14,9 +14,3 @@ pub mod model;
 pub mod place;
 pub mod scale;
 pub mod words;
-
-pub use compare::{compare, compare_at, counts_only, drive};
-pub use model::{
-    Against, Allowance, Comparison, Confirmation, NotJudged, Reason, Status, Unjudgeable, Verdict,
-};
-pub use place::Place;

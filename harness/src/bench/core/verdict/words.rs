@@ -6,7 +6,7 @@
 
 use crate::bench::core::charts::fmt_num;
 use crate::bench::core::verdict::model::{
-    Against, Allowance, NotJudged, Reason, Status, Tolerance, Unjudgeable, Verdict,
+    Against, Allowance, Comparison, NotJudged, Reason, Status, Tolerance, Unjudgeable, Verdict,
 };
 use crate::stats::{self, Judged, Rule};
 
@@ -292,5 +292,16 @@ impl Verdict {
             };
         }
         note
+    }
+}
+
+impl Comparison {
+    /// Each regressed row as "mode metric: note", for a failure message.
+    pub fn regressions(&self) -> Vec<String> {
+        self.verdicts
+            .iter()
+            .filter(|v| !v.pass())
+            .map(|v| format!("{} {}: {}", v.mode, v.metric, v.note()))
+            .collect()
     }
 }
