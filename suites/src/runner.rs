@@ -13,8 +13,8 @@
 //! the quiet tests of every suite run first — but for those whose
 //! binaries must first be built, which run last. A test whose figures
 //! are judged against bands measured under load (the Thor smoke's,
-//! against the band across machines and loads: the book's "Baselines and
-//! compare") is `paced`: it runs beside others once every build is done,
+//! against what the machines and loads its baseline holds allow: the
+//! book's "Baselines and compare") is `paced`: it runs beside others once every build is done,
 //! but never beside a `heavy` one (a kind cluster), since neither a build
 //! nor a kind cluster leaves the load its bands were measured under. What the tests need
 //! built (`Test::needs`) is built first, two binaries at a time, as trials

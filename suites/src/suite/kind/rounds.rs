@@ -119,8 +119,8 @@ pub fn rounds_as_an_indexed_job_on_kind(minor: &'static str) -> Result<()> {
         let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap_or_default();
         let summary = std::fs::read_to_string(cmp.join("compare-summary.md")).unwrap_or_default();
         eprint!("{summary}");
-        // No regression; a verdict the band across machines could not give
-        // on this machine (exit 4) is said in the summary, not a failure.
+        // No regression; a verdict the machines the baseline holds could not
+        // give on this machine (exit 4) is said in the summary, not a failure.
         // The rows judged anything but ok (the whole table is ~300 rows:
         // a log that keeps only its end would show ok rows alone).
         let not_ok: Vec<&str> = md

@@ -618,8 +618,9 @@ fn costs_cpu_memory_and_a_timeline() -> Result<()> {
 /// or a kind cluster, which keep both cores busy — and one at a time (lane
 /// `thor`), so those that wait for the first one's run hold no slot. The
 /// compare with the stored baseline makes its own run beside one busy CPU
-/// and judges its times and latencies against the band across machines
-/// and loads (measured with up to two busy CPUs beside the runs): quiet,
+/// and judges what the pace drives against what a machine not seen yet
+/// may show (its band holds runs with up to two busy CPUs beside them):
+/// quiet,
 /// so that no other test's load adds to its own (beside two more busy
 /// CPUs, 2026-12-07, two latency p99s were judged regressed in its run and
 /// in the run that confirms).
