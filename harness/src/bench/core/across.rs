@@ -141,21 +141,18 @@ pub fn derive_by_driver(b: &mut Baseline) -> usize {
                     .map(|m| m.get(drive).copied().unwrap_or(0.0))
                     .collect()
             };
+            let kept = if need_samples {
+                of(&samples)
+            } else {
+                had.map(|m| m.samples.clone()).unwrap_or_default()
+            };
             let m = crate::bench::core::baseline::Metric {
-                value: 0.0,
+                value: stats::median(&kept),
                 unit: first.unit.clone(),
                 kind: first.kind,
                 tolerance: Default::default(),
-                samples: if need_samples {
-                    of(&samples)
-                } else {
-                    had.map(|m| m.samples.clone()).unwrap_or_default()
-                },
+                samples: kept,
                 across: of(&across),
-            };
-            let m = crate::bench::core::baseline::Metric {
-                value: stats::median(&m.samples),
-                ..m
             };
             metrics.insert(name, m);
             derived += 1;

@@ -88,25 +88,38 @@ struct Draw {
     caught: Vec<(String, Option<usize>)>,
 }
 
-/// Judge draw `idx` (positions in each mode's runs of machine `h`) of
-/// `b` without `h`.
-fn draw(b: &Baseline, specs: &[Spec], machines: &Machines, h: usize, idx: &[usize]) -> Draw {
-    let runs: BTreeMap<&str, Vec<At>> = b
-        .modes
+/// Machine `h`'s runs of every mode of `b`.
+fn runs_by_mode<'a>(b: &'a Baseline, machines: &Machines, h: usize) -> BTreeMap<&'a str, Vec<At>> {
+    b.modes
         .keys()
         .map(|mode| (mode.as_str(), runs_of(b, machines, h, mode)))
-        .collect();
-    let drawn_recorded: Vec<usize> = if h == 0 { idx.to_vec() } else { Vec::new() };
-    let held = without(b, machines, h, &drawn_recorded);
-    let cx = Context::new(
-        &held,
+        .collect()
+}
+
+/// The context judging `held` (the baseline without a machine), as on a
+/// machine unlike it; the recording machine left out of its band where
+/// it is the one held out.
+fn context<'a>(held: &'a Baseline, specs: &'a [Spec], h: usize) -> Context<'a> {
+    Context::new(
+        held,
         specs,
         Place {
             unlike: Some("a machine left out of the band".into()),
         },
         (h == 0).then_some(0),
         &|_| true,
-    );
+    )
+}
+
+/// Judge draw `idx` (positions in `runs`, each mode's runs of the machine
+/// held out) of `b` against `held` (`b` without that machine) in `cx`.
+fn draw(
+    b: &Baseline,
+    specs: &[Spec],
+    runs: &BTreeMap<&str, Vec<At>>,
+    (held, cx): (&Baseline, &Context),
+    idx: &[usize],
+) -> Draw {
     let mut d = Draw::default();
     for (mode, metrics) in &b.modes {
         let Some(at) = runs.get(mode.as_str()) else {
@@ -227,21 +240,32 @@ pub fn calibrate(
         let b = &baselines[*f].1;
         let specs = specs_of(b);
         let machines = Machines::of(b);
-        let available = b
-            .modes
-            .keys()
-            .map(|mode| runs_of(b, &machines, *h, mode).len())
-            .min()
-            .unwrap_or(0);
+        let runs = runs_by_mode(b, &machines, *h);
+        let available = runs.values().map(Vec::len).min().unwrap_or(0);
         let salt = (*f as u64) << 16 | (*h as u64) << 8 | *n as u64;
         let picks = draws_of(available, *n, trials, salt);
         if picks.is_empty() {
             return None;
         }
-        let draws: Vec<Draw> = picks
-            .iter()
-            .map(|idx| draw(b, &specs, &machines, *h, idx))
-            .collect();
+        let draws: Vec<Draw> = if *h == 0 {
+            // The drawn recorded runs leave the baseline: one per draw.
+            picks
+                .iter()
+                .map(|idx| {
+                    let held = without(b, &machines, 0, idx);
+                    let cx = context(&held, &specs, 0);
+                    draw(b, &specs, &runs, (&held, &cx), idx)
+                })
+                .collect()
+        } else {
+            // Another machine leaves whole: the same for every draw.
+            let held = without(b, &machines, *h, &[]);
+            let cx = context(&held, &specs, *h);
+            picks
+                .iter()
+                .map(|idx| draw(b, &specs, &runs, (&held, &cx), idx))
+                .collect()
+        };
         Some(row(from, &machines, *h, *n, &draws))
     });
     rows.into_iter().flatten().collect()

@@ -528,9 +528,7 @@ impl<R: Run> Results<R> {
         crate::machine::Speed::median_of(
             self.modes
                 .values()
-                .flat_map(|s| s.runs().iter().filter_map(|x| x.figures().window.speed))
-                .collect::<Vec<_>>()
-                .into_iter(),
+                .flat_map(|s| s.runs().iter().filter_map(|x| x.figures().window.speed)),
         )
     }
 

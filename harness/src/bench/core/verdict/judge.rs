@@ -216,11 +216,12 @@ pub fn machines(band: &Band, how: Judging, cur: &[f64]) -> Decision {
     let z = family_z(FAMILY_ALPHA, how.family);
     let centre = p.centre.exp() - how.offset;
     let reach = z * p.sd;
+    let (up, width) = reach_of(&p, z);
     let allowance = Allowance {
-        up: reach.exp() - 1.0,
+        up,
         down: 1.0 - (-reach).exp(),
         centre,
-        width: (p.centre + reach).exp() - p.centre.exp(),
+        width,
         machines: p.machines,
         runs: c.runs,
         pooled: p.pooled,
@@ -228,14 +229,13 @@ pub fn machines(band: &Band, how: Judging, cur: &[f64]) -> Decision {
         family: how.family,
     };
     let must = must_see(how.kind);
-    if allowance.up > must && allowance.width > how.rule.floor {
+    let too_wide = |(up, width): (f64, f64)| up > must && width > how.rule.floor;
+    if too_wide((up, width)) {
+        // The machines that would narrow it, at the spread seen so far.
         let needed = (p.machines + 1..=50).find(|k| {
             let more = crate::stats::machines::Components { k: *k, ..c.clone() };
-            predict(&more, how.pool, cur.len(), runs_var).is_some_and(|q| {
-                let up = (z * q.sd).exp() - 1.0;
-                let width = (q.centre + z * q.sd).exp() - q.centre.exp();
-                up <= must || width <= how.rule.floor
-            })
+            predict(&more, how.pool, cur.len(), runs_var)
+                .is_some_and(|q| !too_wide(reach_of(&q, z)))
         });
         return withheld(
             Unjudgeable::TooWide {
@@ -276,6 +276,13 @@ pub fn machines(band: &Band, how: Judging, cur: &[f64]) -> Decision {
         },
         judged,
     }
+}
+
+/// How far `z` standard deviations of prediction `p` reach above its
+/// centre: relative (0.08: +8 %), and in the metric's unit (+ offset).
+fn reach_of(p: &crate::stats::machines::Prediction, z: f64) -> (f64, f64) {
+    let reach = z * p.sd;
+    (reach.exp() - 1.0, (p.centre + reach).exp() - p.centre.exp())
 }
 
 /// `now` relative to `was` (0.08: +8 %); unbounded from 0.
